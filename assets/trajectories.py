@@ -1,0 +1,131 @@
+"""`trajectories` (a validated day, Parquet + quarantine) and `filtered_trajectories` (privacy-filtered)."""
+
+import json
+from datetime import date
+
+from dagster import (
+    AssetCheckExecutionContext,
+    AssetCheckResult,
+    AssetExecutionContext,
+    Failure,
+    MaterializeResult,
+    MetadataValue,
+    asset,
+    asset_check,
+)
+
+from training_pipeline.assets.partitions import daily_partitions
+from training_pipeline.privacy.apply import filter_store
+from training_pipeline.resources.privacy import PrivacySettings
+from training_pipeline.resources.sources import TrajectorySource
+from training_pipeline.resources.storage import DataStore
+from training_pipeline.trajectories.ingest import IngestManifest, ingest_records, manifest_path
+from training_pipeline.trajectories.store import row_count
+
+
+def _require(path, what: str, day: str) -> None:
+    if not path.exists():
+        raise Failure(f"{what} for {day} is not materialised ({path} is missing); materialise it first.")
+
+
+@asset(
+    partitions_def=daily_partitions,
+    group_name="trajectories",
+    kinds={"parquet"},
+    description="The day's trajectories that parse and validate; the rest go to a quarantine file "
+    "with the reason and where they came from.",
+)
+def trajectories(
+    context: AssetExecutionContext, trajectory_source: TrajectorySource, store: DataStore
+) -> MaterializeResult:
+    day = context.partition_key
+    parquet = store.trajectories(day)
+    manifest = ingest_records(
+        trajectory_source.read_day(date.fromisoformat(day)),
+        parquet,
+        store.quarantine(day),
+        trajectory_source.describe(),
+    )
+    context.log.info(
+        f"{day}: {manifest.records_in} records in, {manifest.kept} kept, {manifest.quarantined} quarantined"
+    )
+    return MaterializeResult(
+        metadata={
+            "records_in": manifest.records_in,
+            "kept": manifest.kept,
+            "quarantined": manifest.quarantined,
+            "llm_calls": manifest.llm_call_count,
+            "quarantine_reasons": MetadataValue.json(manifest.quarantine_reasons),
+            "source": manifest.source,
+            "path": MetadataValue.path(str(parquet)),
+            "quarantine_path": MetadataValue.path(str(store.quarantine(day))),
+        }
+    )
+
+
+@asset_check(asset=trajectories, partitions_def=daily_partitions, blocking=True,
+             description="records in = kept + quarantined, and the files hold exactly those")
+def trajectories_counts(context: AssetCheckExecutionContext, store: DataStore) -> AssetCheckResult:
+    day = context.partition_key
+    parquet = store.trajectories(day)
+    manifest = IngestManifest.read(manifest_path(parquet))
+    rows = row_count(parquet)
+    with store.quarantine(day).open("rb") as handle:
+        quarantined = sum(1 for _ in handle)
+    ok = manifest.records_in == manifest.kept + manifest.quarantined and rows == manifest.kept \
+        and quarantined == manifest.quarantined
+    return AssetCheckResult(
+        passed=ok,
+        metadata={"records_in": manifest.records_in, "parquet_rows": rows, "quarantine_lines": quarantined},
+    )
+
+
+@asset(
+    deps=[trajectories],
+    partitions_def=daily_partitions,
+    group_name="trajectories",
+    kinds={"parquet"},
+    description="Trajectories after the privacy filter: credentials redacted, handles anonymised, "
+    "trajectories of private people dropped.",
+)
+def filtered_trajectories(
+    context: AssetExecutionContext, privacy: PrivacySettings, store: DataStore
+) -> MaterializeResult:
+    day = context.partition_key
+    _require(store.trajectories(day), "trajectories", day)
+    report = filter_store(store.trajectories(day), store.filtered(day), store.privacy_report(day),
+                          privacy.build_filter())
+    context.log.info(
+        f"{day}: {report['kept']} kept, {report['droppedPrivate']} dropped as private, "
+        f"{report['redactionCount']} redactions, {report['anonymizationCount']} anonymisations"
+    )
+    return MaterializeResult(
+        metadata={
+            "profile": report["profile"],
+            "trajectories_in": report["trajectoriesIn"],
+            "kept": report["kept"],
+            "dropped_private": report["droppedPrivate"],
+            "redactions": report["redactionCount"],
+            "redactions_by_rule": MetadataValue.json(report["redactionsByRule"]),
+            "anonymizations": report["anonymizationCount"],
+            "path": MetadataValue.path(str(store.filtered(day))),
+            "report_path": MetadataValue.path(str(store.privacy_report(day))),
+        }
+    )
+
+
+@asset_check(asset=filtered_trajectories, partitions_def=daily_partitions, blocking=True,
+             description="trajectories in = kept + dropped, redactions by rule sum to the total")
+def filtered_trajectories_counts(context: AssetCheckExecutionContext, store: DataStore) -> AssetCheckResult:
+    day = context.partition_key
+    report = json.loads(store.privacy_report(day).read_text(encoding="utf-8"))
+    upstream, rows = row_count(store.trajectories(day)), row_count(store.filtered(day))
+    ok = (
+        report["trajectoriesIn"] == upstream == report["kept"] + report["droppedPrivate"]
+        and rows == report["kept"]
+        and sum(report["redactionsByRule"].values()) == report["redactionCount"]
+    )
+    return AssetCheckResult(
+        passed=ok,
+        metadata={"upstream_rows": upstream, "filtered_rows": rows, "dropped_private": report["droppedPrivate"]},
+    )

@@ -1,0 +1,31 @@
+"""How the privacy filter runs: the profile, the entity directory and which environment secrets count."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from dagster import ConfigurableResource
+from pydantic import Field
+
+from training_pipeline.privacy.entities import EntityDirectory
+from training_pipeline.privacy.filter import PrivacyFilter, secret_env_values
+
+SAMPLE_ENTITIES = Path(__file__).resolve().parents[1] / "training_pipeline" / "sample_data" / "entities.json"
+
+
+class PrivacySettings(ConfigurableResource):
+    profile: Literal["strict", "elizaos"] = Field(
+        default="strict", description="strict (default) or elizaos (exactly elizaOS's filter)"
+    )
+    entity_directory: str | None = Field(
+        default=None, description="JSON or CSV mapping (platform, handle) to entity id and privacy level"
+    )
+    env_secrets: str = Field(
+        default="*", description="glob of environment variable names whose values are redacted"
+    )
+
+    def build_filter(self) -> PrivacyFilter:
+        """A fresh filter (its counters start at zero); secret values are read now, never stored."""
+        directory = EntityDirectory.load(Path(self.entity_directory)) if self.entity_directory else None
+        return PrivacyFilter(self.profile, directory, secret_env_values(self.profile, names=self.env_secrets))

@@ -1,0 +1,30 @@
+"""Where the pipeline's files live: one folder per asset, one file (or folder) per daily partition."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dagster import ConfigurableResource
+from pydantic import Field
+
+
+class DataStore(ConfigurableResource):
+    root: str = Field(description="base directory of every file the pipeline writes")
+
+    def _path(self, *parts: str) -> Path:
+        return Path(self.root).expanduser().joinpath(*parts)
+
+    def trajectories(self, day: str) -> Path:
+        return self._path("trajectories", f"{day}.parquet")
+
+    def quarantine(self, day: str) -> Path:
+        return self._path("trajectories", f"{day}.quarantine.jsonl")
+
+    def filtered(self, day: str) -> Path:
+        return self._path("filtered_trajectories", f"{day}.parquet")
+
+    def privacy_report(self, day: str) -> Path:
+        return self._path("filtered_trajectories", f"{day}.privacy_report.json")
+
+    def datasets(self, day: str) -> Path:
+        return self._path("datasets", day)

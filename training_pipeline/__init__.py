@@ -1,0 +1,1 @@
+"""training-pipeline: privacy-safe training datasets from LLM agent trajectories, on Dagster."""

@@ -1,0 +1,111 @@
+"""Per-task JSONL datasets in elizaOS's format, written as trajectories stream by.
+
+Examples are written as they are built (memory does not grow with the input) to staged files that are
+published together once the summary is complete, so a reader sees the old set or the new one.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+from training_pipeline import jscompat
+from training_pipeline.atomic import StagedFiles
+from training_pipeline.datasets.tasks import (
+    SUMMARY_FILE_NAME,
+    TASK_FILE_NAMES,
+    TASKS,
+    Task,
+    build_example,
+    infer_tasks,
+)
+from training_pipeline.trajectories.models import iter_llm_calls
+from training_pipeline.trajectories.store import iter_trajectories
+
+
+class DatasetWriter:
+    """Feed validated, privacy-filtered trajectories with `add`; `close` publishes the files."""
+
+    def __init__(self, out_dir: Path, preview_rows: int = 0) -> None:
+        self.out_dir = out_dir
+        self._staged = StagedFiles(out_dir)
+        self._files: dict[Task, IO[str]] = {t: self._staged.open(TASK_FILE_NAMES[t]) for t in TASKS}
+        self.counts: dict[Task, int] = dict.fromkeys(TASKS, 0)
+        self._trajectory_ids: dict[Task, set[Any]] = {t: set() for t in TASKS}
+        self.trajectory_count = 0
+        self.llm_call_count = 0
+        self._preview_rows = preview_rows
+        self.previews: dict[Task, list[dict[str, Any]]] = {t: [] for t in TASKS}
+        self.last_summary: dict[str, Any] | None = None
+
+    def add(self, trajectory: dict[str, Any]) -> None:
+        self.trajectory_count += 1
+        trajectory_id = trajectory.get("trajectoryId")
+        for call in iter_llm_calls(trajectory):
+            self.llm_call_count += 1
+            for task in infer_tasks(call):
+                example = build_example(call, task)
+                if example is None:
+                    continue
+                self._files[task].write(jscompat.dumps(example) + "\n")
+                self.counts[task] += 1
+                self._trajectory_ids[task].add(trajectory_id)
+                if len(self.previews[task]) < self._preview_rows:
+                    self.previews[task].append(example)
+
+    def summary(self, generated_at: datetime | None = None) -> dict[str, Any]:
+        """elizaOS's `trajectory_dataset_summary.json` fields."""
+        stamp = (generated_at or datetime.now(UTC)).isoformat(timespec="milliseconds")
+        return {
+            "generatedAt": stamp.replace("+00:00", "Z"),
+            "trajectoryCount": self.trajectory_count,
+            "llmCallCount": self.llm_call_count,
+            "counts": dict(self.counts),
+            "tasks": list(TASKS),
+            "taskMetrics": {
+                task: {
+                    "exampleCount": self.counts[task],
+                    "sourceCallCount": self.counts[task],
+                    "sourceTrajectoryCount": len(self._trajectory_ids[task]),
+                }
+                for task in TASKS
+            },
+        }
+
+    def close(self) -> dict[str, Any]:
+        """Write the summary and publish every file at once; returns the summary."""
+        try:
+            for handle in self._files.values():
+                handle.close()
+            summary = self.last_summary = self.summary()
+            with self._staged.open(SUMMARY_FILE_NAME) as handle:
+                handle.write(json.dumps(summary, indent=2, ensure_ascii=False))
+            self._staged.publish()
+        except BaseException:
+            self.abort()
+            raise
+        return summary
+
+    def abort(self) -> None:
+        for handle in self._files.values():
+            handle.close()
+        self._staged.discard()
+
+    def paths(self) -> dict[Task, Path]:
+        return {task: self.out_dir / TASK_FILE_NAMES[task] for task in TASKS}
+
+
+def export_store(filtered: Path, out_dir: Path, preview_rows: int = 3) -> DatasetWriter:
+    """Build the five datasets of a stored day of filtered trajectories; returns the closed writer
+    (its `counts`, `previews` and summary)."""
+    writer = DatasetWriter(out_dir, preview_rows=preview_rows)
+    try:
+        for _, trajectory in iter_trajectories(filtered):
+            writer.add(trajectory)
+    except BaseException:
+        writer.abort()
+        raise
+    writer.close()
+    return writer

@@ -1,0 +1,149 @@
+"""Which training tasks an LLM call feeds, and the example it contributes to each.
+
+This is the export contract: it behaves as elizaOS's `trajectory-task-datasets.js`, including the
+JavaScript corners (see `jscompat`): `^` under the `m` flag also matches after `\\r`, U+2028 and U+2029;
+`/i` folds ASCII only; `trim()` strips U+FEFF; prompts are clamped in UTF-16 units.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from training_pipeline.jscompat import JS_LINE_TERMINATORS, js_trim, utf16_prefix
+
+Task = Literal["should_respond", "context_routing", "action_planner", "response", "media_description"]
+TASKS: tuple[Task, ...] = (
+    "should_respond", "context_routing", "action_planner", "response", "media_description",
+)
+TASK_FILE_NAMES: dict[Task, str] = {task: f"{task}_trajectories.jsonl" for task in TASKS}
+SUMMARY_FILE_NAME = "trajectory_dataset_summary.json"
+#: elizaOS clamps the should_respond system prompt at this many UTF-16 units before stripping it.
+MAX_TRAJECTORY_TEXT_LENGTH = 200_000
+
+_A, _I = re.ASCII, re.IGNORECASE
+_LINE_START = rf"(?:^|(?<=[{JS_LINE_TERMINATORS}]))"  # JavaScript's ^ under the m flag
+
+_CAMEL = re.compile(r"([a-z0-9])([A-Z])")
+_NOT_TOKEN = re.compile(r"[^a-z0-9:_-]+")
+_EDGE_UNDERSCORES = re.compile(r"^_+|_+$")
+_UNDERSCORES = re.compile(r"_+")
+
+_ROUTING_FIELD_LINE = re.compile(rf"{_LINE_START}(?:primaryContext|secondaryContexts|evidenceTurnIds):")
+_ROUTING_FIELD_TAG = re.compile(r"<(?:primaryContext|secondaryContexts|evidenceTurnIds)>", _A | _I)
+_ACTIONS_TAG = re.compile(r"<actions>", _A | _I)
+_ACTIONS_LINE = re.compile(rf"{_LINE_START}actions:")
+_THOUGHT = re.compile("thought", _A | _I)
+_TEXT = re.compile("text", _A | _I)
+_PLANNER_PROMPT = re.compile("available actions|actionNames", _A | _I)
+
+_PROMPT_ROUTING_LINES = re.compile(r"\n- (?:primaryContext|secondaryContexts|evidenceTurnIds):[^\n]*")
+_RESPONSE_ROUTING_LINES = re.compile(r"\n(?:primaryContext|secondaryContexts|evidenceTurnIds):[^\n]*")
+_RESPONSE_ROUTING_TAGS = tuple(
+    re.compile(rf"<{name}>.*?</{name}>", _A | _I | re.DOTALL)
+    for name in ("primaryContext", "secondaryContexts", "evidenceTurnIds")
+)
+_BLANK_RUNS = re.compile(r"\n{3,}")
+
+_SHOULD_RESPOND_HINTS = frozenset({"should_respond", "response_handler", "shouldrespond"})
+_PLANNER_HINTS = frozenset({"action_planner", "planner", "action", "runtime_use_model"})
+_MEDIA_HINTS = frozenset(
+    {"media_description", "image_description", "describe_image", "describe_audio", "describe_video"}
+)
+_RESPONSE_HINTS = frozenset({"response", "reply", "message_response"})
+
+
+def normalize_token(value: Any) -> str:
+    """camelCase to snake_case, lower case, anything else to `_` (elizaOS's `normalizeToken`)."""
+    if not isinstance(value, str):
+        return ""
+    value = _CAMEL.sub(r"\1_\2", js_trim(value)).lower()
+    value = _NOT_TOKEN.sub("_", value)
+    return _UNDERSCORES.sub("_", _EDGE_UNDERSCORES.sub("", value))
+
+
+def call_hints(call: dict[str, Any]) -> set[str]:
+    metadata = call.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        metadata = {}
+    tags = call.get("tags")
+    values = [
+        call.get("purpose"), call.get("stepType"), call.get("actionType"), call.get("model"),
+        metadata.get("modelType"), metadata.get("purpose"), metadata.get("model_type"),
+        metadata.get("stepType"), *(tags if isinstance(tags, list) else ()),
+    ]
+    return {token for token in map(normalize_token, values) if token}
+
+
+def _has_routing_fields(text: str) -> bool:
+    return bool(_ROUTING_FIELD_LINE.search(text) or _ROUTING_FIELD_TAG.search(text))
+
+
+def _looks_like_planner(call: dict[str, Any]) -> bool:
+    response = call.get("response") or ""
+    if _ACTIONS_TAG.search(response) or _ACTIONS_LINE.search(response):
+        return True
+    if _THOUGHT.search(response) and _TEXT.search(response):
+        return True
+    prompt = f"{call.get('systemPrompt') or ''}\n{call.get('userPrompt') or ''}"
+    return bool(_PLANNER_PROMPT.search(prompt))
+
+
+def infer_tasks(call: dict[str, Any]) -> set[Task]:
+    """The tasks a call is an example of; a call with only a response defaults to `response`."""
+    hints = call_hints(call)
+    response = call.get("response") or ""
+    tasks: set[Task] = set()
+    if hints & _SHOULD_RESPOND_HINTS:
+        tasks.add("should_respond")
+    if _has_routing_fields(response):
+        tasks.update(("context_routing", "should_respond"))
+    if hints & _PLANNER_HINTS or _looks_like_planner(call):
+        tasks.add("action_planner")
+    if hints & _MEDIA_HINTS:
+        tasks.add("media_description")
+    if hints & _RESPONSE_HINTS:
+        tasks.add("response")
+    if not tasks and isinstance(call.get("response"), str) and js_trim(call["response"]):
+        tasks.add("response")
+    return tasks
+
+
+def strip_routing_prompt(prompt: str) -> str:
+    clamped = utf16_prefix(prompt, MAX_TRAJECTORY_TEXT_LENGTH)
+    start = clamped.find("\ncontext_routing:")
+    if start != -1:
+        end = clamped.find("\ndecision_note:", start + len("\ncontext_routing:"))
+        if end != -1:
+            clamped = clamped[:start] + clamped[end:]
+    return js_trim(_PROMPT_ROUTING_LINES.sub("", clamped))
+
+
+def strip_routing_response(response: str) -> str:
+    response = _RESPONSE_ROUTING_LINES.sub("", response)
+    if "<" in response:
+        lowered = response.lower()
+        for name, pattern in zip(("primarycontext", "secondarycontexts", "evidenceturnids"),
+                                 _RESPONSE_ROUTING_TAGS, strict=True):
+            if f"</{name}>" in lowered:  # no closing tag, nothing to strip: skip the lazy scan
+                response = pattern.sub("", response)
+    return js_trim(_BLANK_RUNS.sub("\n\n", response))
+
+
+def build_example(call: dict[str, Any], task: Task) -> dict[str, list[dict[str, str]]] | None:
+    """`{"messages": [system, user, model]}`, or None when any of the three is empty after trim()."""
+    system, user, response = (call.get(k) for k in ("systemPrompt", "userPrompt", "response"))
+    if not (isinstance(system, str) and isinstance(user, str) and isinstance(response, str)):
+        return None
+    system, user, response = js_trim(system), js_trim(user), js_trim(response)
+    if not (system and user and response):
+        return None
+    if task == "should_respond":
+        system, response = strip_routing_prompt(system), strip_routing_response(response)
+    return {
+        "messages": [
+            {"role": "system", "content": system},
+            {"role": "user", "content": user},
+            {"role": "model", "content": response},
+        ]
+    }

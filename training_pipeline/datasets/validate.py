@@ -1,0 +1,44 @@
+"""Is a dataset file what a training backend expects? One `{"messages": [...]}` object per line."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+EXPECTED_ROLES = ["system", "user", "model"]
+
+
+@dataclass
+class ValidationResult:
+    lines: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+def validate_dataset_file(path: Path) -> ValidationResult:
+    """Every line must be `{"messages": [system, user, model]}` with string contents; errors name the line."""
+    result = ValidationResult()
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            result.lines += 1
+            problem = _line_problem(raw)
+            if problem:
+                result.errors.append(f"line {number}: {problem}")
+    return result
+
+
+def _line_problem(raw: bytes) -> str | None:
+    try:
+        record = json.loads(raw)
+    except ValueError as err:
+        return f"not JSON ({err})"
+    if not isinstance(record, dict) or set(record) != {"messages"}:
+        return 'expected an object with exactly the key "messages"'
+    messages = record["messages"]
+    if not isinstance(messages, list) or [m.get("role") if isinstance(m, dict) else None
+                                          for m in messages] != EXPECTED_ROLES:
+        return f"messages must have the roles {EXPECTED_ROLES} in that order"
+    for message in messages:
+        if set(message) != {"role", "content"} or not isinstance(message["content"], str):
+            return "each message needs exactly a role and a string content"
+    return None

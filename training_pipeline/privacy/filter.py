@@ -1,0 +1,195 @@
+"""The privacy filter: redact credentials, anonymise handles, drop trajectories of private people.
+
+The `elizaos` profile reproduces elizaOS app-training's filter exactly (its five patterns, then the
+environment's secret values, on `systemPrompt`, `userPrompt` and `response`). The `strict` profile, the
+default, adds every credential family in `rules.STRICT_RULES`, redacts secret values first (so they get
+their precise label), and also redacts credentials in every other string of the trajectory, since the
+filtered trajectories are stored and shared too.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from training_pipeline.jscompat import utf16_len
+from training_pipeline.privacy.entities import EntityDirectory
+from training_pipeline.privacy.rules import (
+    PROFILES,
+    SECRET_ENV_NAME,
+    STRICT_SECRET_ENV_NAME,
+    CredentialRule,
+)
+
+Profile = Literal["elizaos", "strict"]
+HANDLE = re.compile(r"@[a-zA-Z0-9_.-]{2,}")
+_TEXT_FIELDS = ("systemPrompt", "userPrompt", "response")
+ENV_SECRET_LABEL = "env-secret"
+
+
+def secret_env_values(
+    profile: Profile, environ: Mapping[str, str] | None = None, names: str = "*"
+) -> tuple[str, ...]:
+    """Values of environment variables that look like secrets (8+ UTF-16 units, as elizaOS counts).
+
+    `names` is a glob restricting which variables are considered at all (the reference runner only
+    looks at `REFERENCE_SECRET_*`).
+    """
+    environ = os.environ if environ is None else environ
+    marker = SECRET_ENV_NAME if profile == "elizaos" else STRICT_SECRET_ENV_NAME
+    values = [
+        value
+        for key, value in environ.items()
+        if fnmatch.fnmatchcase(key, names) and marker.search(key) and utf16_len(value) >= 8
+    ]
+    if profile == "strict":  # longest first, so a value containing another is redacted whole
+        values = sorted(dict.fromkeys(values), key=len, reverse=True)
+    return tuple(values)
+
+
+@dataclass
+class FilterStats:
+    """Counts that add up: `trajectories_in == kept + dropped_private`, and the per-rule redactions sum
+    to `redaction_count` (which, as in elizaOS, includes redactions inside dropped trajectories)."""
+
+    trajectories_in: int = 0
+    kept: int = 0
+    dropped_private: int = 0
+    redactions: Counter[str] = field(default_factory=Counter)
+    anonymization_count: int = 0
+    dropped: list[dict[str, str]] = field(default_factory=list)
+
+    @property
+    def redaction_count(self) -> int:
+        return sum(self.redactions.values())
+
+    def as_report(self) -> dict[str, Any]:
+        return {
+            "trajectoriesIn": self.trajectories_in,
+            "kept": self.kept,
+            "droppedPrivate": self.dropped_private,
+            "redactionCount": self.redaction_count,
+            "redactionsByRule": dict(sorted(self.redactions.items())),
+            "anonymizationCount": self.anonymization_count,
+            "dropped": self.dropped,
+        }
+
+
+class PrivacyFilter:
+    def __init__(
+        self,
+        profile: Profile = "strict",
+        directory: EntityDirectory | None = None,
+        env_secrets: tuple[str, ...] = (),
+    ) -> None:
+        if profile not in PROFILES:
+            raise ValueError(f"unknown privacy profile {profile!r}; choose one of {sorted(PROFILES)}")
+        self.profile = profile
+        self.rules: tuple[CredentialRule, ...] = PROFILES[profile]
+        self.directory = directory
+        self.env_secrets = env_secrets
+        self.stats = FilterStats()
+
+    def apply(self, trajectory: dict[str, Any], origin: str = "") -> bool:
+        """Filter `trajectory` in place; False when it must be dropped (a private entity takes part)."""
+        stats = self.stats
+        stats.trajectories_in += 1
+        entities: set[str] = set()
+        calls: set[int] = set()
+        for step in trajectory.get("steps") or ():
+            for call in step.get("llmCalls") or ():
+                calls.add(id(call))
+                for name in _TEXT_FIELDS:
+                    value = call.get(name)
+                    if isinstance(value, str):
+                        call[name] = self._anonymise(self.redact(value), entities)
+        if self.profile == "strict":
+            self._redact_everything_else(trajectory, calls)
+        if self.directory is not None and any(self.directory.is_private(e) for e in entities):
+            stats.dropped_private += 1
+            stats.dropped.append(
+                {"trajectoryId": str(trajectory.get("trajectoryId")), "reason": "entity-private", "origin": origin}
+            )
+            return False
+        stats.kept += 1
+        return True
+
+    def redact(self, text: str) -> str:
+        counts = self.stats.redactions
+        if self.profile == "strict":
+            text = self._redact_env(text, counts)
+        for rule in self.rules:
+            if rule.applies_to(text):
+                text = _apply_rule(rule, text, counts)
+        if self.profile == "elizaos":
+            text = self._redact_env(text, counts)
+        return text
+
+    def _redact_env(self, text: str, counts: Counter[str]) -> str:
+        for secret in self.env_secrets:
+            hits = text.count(secret)
+            if hits:
+                counts[ENV_SECRET_LABEL] += hits
+                text = text.replace(secret, f"<REDACTED:{ENV_SECRET_LABEL}>")
+        return text
+
+    def _anonymise(self, text: str, entities: set[str]) -> str:
+        directory = self.directory
+        if directory is None or "@" not in text:
+            return text
+
+        def replace(match: re.Match[str]) -> str:
+            entity = directory.resolve(match.group()[1:])
+            if entity is None:
+                return match.group()
+            self.stats.anonymization_count += 1
+            entities.add(entity)
+            return f"<entity:{entity}>"
+
+        return HANDLE.sub(replace, text)
+
+    def _redact_everything_else(self, trajectory: dict[str, Any], calls: set[int]) -> None:
+        """Strict only: credentials in any other string (metadata, tool output, provider data...).
+        `calls` are the LLM calls whose prompt fields `apply` has already transformed."""
+        stack: list[Any] = [trajectory]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, dict):
+                is_call = id(node) in calls
+                for key, value in node.items():
+                    if isinstance(value, str):
+                        if not (is_call and key in _TEXT_FIELDS):
+                            node[key] = self.redact(value)
+                    elif isinstance(value, dict | list):
+                        stack.append(value)
+            elif isinstance(node, list):
+                for index, value in enumerate(node):
+                    if isinstance(value, str):
+                        node[index] = self.redact(value)
+                    elif isinstance(value, dict | list):
+                        stack.append(value)
+
+
+def _apply_rule(rule: CredentialRule, text: str, counts: Counter[str]) -> str:
+    placeholder = f"<REDACTED:{rule.label}>"
+    hits = 0
+
+    def replace(match: re.Match[str]) -> str:
+        nonlocal hits
+        hits += 1
+        if rule.group == 0:
+            return placeholder
+        start, end = match.span(rule.group)
+        base = match.start()
+        whole = match.group()
+        return whole[: start - base] + placeholder + whole[end - base :]
+
+    text = rule.pattern.sub(replace, text)
+    if hits:
+        counts[rule.label] += hits
+    return text

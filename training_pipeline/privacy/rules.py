@@ -1,0 +1,114 @@
+"""Credential rules, one per family, grouped into the two privacy profiles.
+
+Rules run one after another over the text (as elizaOS's do), each replacing what it matches with
+`<REDACTED:label>` so a reader of a dataset can tell which rule fired. Every pattern is linear: bounded or
+possessive-free single quantifiers, no nested repetition, so a 200,000-character prompt stays fast.
+A rule may name the literal(s) a match must contain; the regex is skipped when none occurs in the text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from training_pipeline.jscompat import JS_WS_CLASS
+
+_A = re.ASCII  # JavaScript's \b and /i (without the u flag) are ASCII-only
+
+
+@dataclass(frozen=True, slots=True)
+class CredentialRule:
+    label: str
+    pattern: re.Pattern[str]
+    #: Literals one of which every match contains; None means "always run the regex".
+    needles: tuple[str, ...] | None = None
+    #: Redact only this group (e.g. the password of a URL), keeping the rest readable.
+    group: int = 0
+
+    def applies_to(self, text: str) -> bool:
+        return self.needles is None or any(needle in text for needle in self.needles)
+
+
+def _rule(label: str, pattern: str, needles: tuple[str, ...] | None, flags: int = 0, group: int = 0):
+    return CredentialRule(label, re.compile(pattern, _A | flags), needles, group)
+
+
+# elizaOS app-training's five patterns, in its order; the `elizaos` profile is exactly these.
+ELIZAOS_RULES: tuple[CredentialRule, ...] = (
+    _rule("openai-key", r"\bsk-[A-Za-z0-9_-]{16,}\b", ("sk-",)),
+    _rule("anthropic-key", r"\bsk-ant-[A-Za-z0-9_-]{16,}\b", ("sk-ant-",)),
+    _rule("bearer", rf"\bBearer[{JS_WS_CLASS}]+[A-Za-z0-9._-]{{16,}}\b", ("Bearer",)),
+    _rule("github-token", r"\bghp_[A-Za-z0-9]{20,}\b", ("ghp_",)),
+    _rule("aws-access-key", r"\bAKIA[0-9A-Z]{16}\b", ("AKIA",)),
+)
+
+_I = re.IGNORECASE
+_AWS_PREFIXES = "A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA|ASCA"
+
+# The families gitleaks' and detect-secrets' default rules know. Order matters: multi-part and more
+# specific shapes first, so a key inside a URL or header gets its own label.
+_STRICT_EXTRA: tuple[CredentialRule, ...] = (
+    _rule(
+        "private-key",
+        r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"
+        r"(?:[\s\S]{0,65536}?-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s:,-]*)",
+        ("PRIVATE KEY",),
+    ),
+    _rule("private-key", r"PuTTY-User-Key-File-\d:[^\n]*", ("PuTTY-User-Key-File",)),
+    _rule("url-password", r"[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s/?#@:{}]{1,256}:([^\s/?#@{}]{1,256})@",
+          ("://",), group=1),
+    _rule("slack-webhook", r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/_-]{8,}",
+          ("hooks.slack.com",)),
+    _rule("anthropic-key", r"\bsk-ant-[A-Za-z0-9_-]{16,}", ("sk-ant-",)),
+    _rule("openai-key", r"\bsk-[A-Za-z0-9_-]{16,}", ("sk-",)),
+    _rule("github-token", r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9_]{20,}", ("gh",)),
+    _rule("github-token", r"\bgithub_pat_[A-Za-z0-9_]{22,}", ("github_pat_",)),
+    _rule("gitlab-token",
+          r"\b(?:glpat|gldt|glft|glsoat|glrt|glcbt|glimt|glptt|glagent|gloas)-[A-Za-z0-9_-]{20,1024}",
+          ("gl",)),
+    _rule("gitlab-token", r"\bGR1348941[A-Za-z0-9_-]{20,}", ("GR1348941",)),
+    _rule("aws-access-key", rf"\b(?:{_AWS_PREFIXES})[0-9A-Z]{{16}}", None),
+    _rule("aws-secret-key",
+          r"aws.{0,20}?(?:key|pwd|pw|password|pass|token|secret).{0,20}?['\"=: ]([0-9a-zA-Z/+]{40})(?![0-9a-zA-Z/+])",
+          None, _I, group=1),
+    _rule("stripe-key", r"\b(?:sk|rk)_(?:live|test)_[0-9a-zA-Z]{10,}", ("k_live_", "k_test_")),
+    _rule("stripe-webhook-secret", r"\bwhsec_[A-Za-z0-9+/=]{24,}", ("whsec_",)),
+    _rule("slack-token", r"\bxox[abposre]-[A-Za-z0-9-]{10,}", ("xox",), _I),
+    _rule("slack-token", r"\bxapp-\d-[A-Za-z0-9-]{10,}", ("xapp-",)),
+    _rule("google-api-key", r"\bAIza[0-9A-Za-z_-]{35}", ("AIza",)),
+    _rule("google-oauth-secret", r"\bGOCSPX-[A-Za-z0-9_-]{28}", ("GOCSPX-",)),
+    _rule("huggingface-token", r"\b(?:hf_|api_org_)[A-Za-z0-9]{30,}", ("hf_", "api_org_")),
+    _rule("npm-token", r"\bnpm_[A-Za-z0-9]{36,}", ("npm_",)),
+    _rule("npm-token", r":_authToken=[^\s\"']{8,}", (":_authToken=",)),
+    _rule("pypi-token", r"\bpypi-AgE[A-Za-z0-9_-]{50,}", ("pypi-AgE",)),
+    _rule("sendgrid-key", r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}", ("SG.",)),
+    _rule("twilio-key", r"(?:AC|SK)[a-z0-9]{32}", ("AC", "SK")),
+    _rule("jwt", r"\beyJ[A-Za-z0-9_=-]{4,}\.[A-Za-z0-9_=-]{4,}\.?[A-Za-z0-9_.+/=-]*", ("eyJ",)),
+    _rule("discord-bot-token", r"\b[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}", None),
+    _rule("telegram-bot-token", r"\d{8,10}:[0-9A-Za-z_-]{35}", (":",)),
+    _rule("mailchimp-key", r"[0-9a-z]{32}-us[0-9]{1,2}", ("-us",)),
+    _rule("square-secret", r"\bsq0(?:csp|atp)-[0-9A-Za-z\\_-]{22,43}", ("sq0",)),
+    _rule("azure-storage-key", r"AccountKey=[a-zA-Z0-9+/=]{88}", ("AccountKey=",)),
+    _rule("artifactory-token", r"(?<![A-Za-z0-9])AKC[a-zA-Z0-9]{10,}", ("AKC",)),
+    _rule("artifactory-token", r"(?<![A-Za-z0-9])AP[0-9A-F][a-zA-Z0-9]{8,}(?![A-Za-z0-9])", ("AP",)),
+    _rule("authorization-header",
+          rf"\b(?:proxy-)?authorization[\"']?[{JS_WS_CLASS}]*[:=][{JS_WS_CLASS}]*[\"']?"
+          rf"(?:(?:bearer|basic|token|digest|apikey)[{JS_WS_CLASS}]+)?([A-Za-z0-9._~+/=-]{{8,}})",
+          None, _I, group=1),
+    _rule("bearer", rf"\bBearer[{JS_WS_CLASS}]+[A-Za-z0-9._~+/-]{{16,}}=*", None, _I),
+    _rule("secret-assignment",
+          r"\b(?:api[_-]?key|apikey|secret[_-]?key|client[_-]?secret|access[_-]?token|auth[_-]?token"
+          r"|password|passwd|pwd)[\"']?[ \t]{0,4}[:=][ \t]{0,4}[\"']?([^\s\"',;<>]{8,})",
+          None, _I, group=1),
+)
+
+STRICT_RULES: tuple[CredentialRule, ...] = _STRICT_EXTRA
+
+PROFILES: dict[str, tuple[CredentialRule, ...]] = {"elizaos": ELIZAOS_RULES, "strict": STRICT_RULES}
+
+#: Environment variable names whose values count as secrets (elizaOS's heuristic, case-insensitive).
+SECRET_ENV_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|API|CREDENTIAL", re.IGNORECASE)
+#: The strict profile also treats these names as secret-bearing.
+STRICT_SECRET_ENV_NAME = re.compile(
+    r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|API|CREDENTIAL|AUTH|PRIVATE|DSN", re.IGNORECASE
+)

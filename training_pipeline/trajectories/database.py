@@ -1,0 +1,104 @@
+"""elizaOS's `trajectories` table (SQLite or PostgreSQL) as a trajectory source.
+
+A day is read with a range predicate on `start_time` (BIGINT milliseconds), so a partition only touches
+its own rows, and rows are streamed with a server-side cursor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+import sqlalchemy as sa
+from pydantic.alias_generators import to_camel
+
+from training_pipeline import jscompat
+from training_pipeline.trajectories.models import start_day, validation_reason
+from training_pipeline.trajectories.records import ParsedRecord
+
+#: elizaOS column → trajectory field; JSON text columns are parsed.
+_COLUMNS = {
+    "id": "trajectoryId",
+    "agent_id": "agentId",
+    "source": "source",
+    "status": "status",
+    "start_time": "startTime",
+    "end_time": "endTime",
+    "duration_ms": "durationMs",
+    "scenario_id": "scenarioId",
+    "batch_id": "batchId",
+    "created_at": "createdAt",
+    "updated_at": "updatedAt",
+}
+_JSON_COLUMNS = {"steps_json": "steps", "metadata": "metadata"}
+_BATCH_ROWS = 500
+
+
+class SourceUnavailable(RuntimeError):
+    """The database could not be reached or queried; retrying later may succeed."""
+
+
+def day_bounds_ms(day: date) -> tuple[int, int]:
+    start = datetime(day.year, day.month, day.day, tzinfo=UTC)
+    return int(start.timestamp() * 1000), int((start + timedelta(days=1)).timestamp() * 1000)
+
+
+def read_table(
+    engine: sa.Engine, table: str = "trajectories", day: date | None = None
+) -> Iterator[ParsedRecord]:
+    """Rows of `table` as parsed records, ordered by start time then id; with `day`, only that day."""
+    query = f"SELECT * FROM {_quote(engine, table)}"
+    params: dict[str, int] = {}
+    if day is not None:
+        query += " WHERE start_time >= :lo AND start_time < :hi"
+        params["lo"], params["hi"] = day_bounds_ms(day)
+    query += " ORDER BY start_time, id"
+    try:
+        with engine.connect() as conn:
+            result = conn.execution_options(stream_results=True, yield_per=_BATCH_ROWS).execute(
+                sa.text(query), params
+            )
+            for row in result.mappings():
+                yield _row_record(table, dict(row))
+    except sa.exc.OperationalError as err:
+        raise SourceUnavailable(
+            f"trajectory database {engine.url.render_as_string(hide_password=True)} "
+            f"is unavailable: {err.orig}"
+        ) from err
+
+
+def _quote(engine: sa.Engine, table: str) -> str:
+    return ".".join(engine.dialect.identifier_preparer.quote(part) for part in table.split("."))
+
+
+def _row_record(table: str, row: dict[str, Any]) -> ParsedRecord:
+    origin = f"{table}:{row.get('id')}"
+    record: dict[str, Any] = {}
+    for column, value in row.items():
+        if column in _COLUMNS:
+            record[_COLUMNS[column]] = value
+        elif column in _JSON_COLUMNS:
+            field = _JSON_COLUMNS[column]
+            try:
+                parsed = jscompat.loads(value) if isinstance(value, str | bytes) else value
+            except ValueError as err:
+                return ParsedRecord(origin, None, None, f"{column}: invalid JSON: {err}", None)
+            if field == "steps" and isinstance(parsed, dict):
+                parsed = parsed.get("steps")  # elizaOS also stores {"steps": [...]}
+            record[field] = parsed
+        elif value is not None:
+            key = to_camel(column)
+            record[key if key not in record and key not in _COLUMNS.values() else column] = value
+    if isinstance(record.get("startTime"), str):
+        try:
+            record["startTime"] = int(record["startTime"])
+        except ValueError:
+            pass
+    text = jscompat.dumps(record)
+    reason = validation_reason(record)
+    start = record.get("startTime")
+    day = start_day(start) if isinstance(start, int | float) and reason is None else None
+    if reason is not None:
+        return ParsedRecord(origin, text, None, reason, day)
+    return ParsedRecord(origin, text, record, None, day)

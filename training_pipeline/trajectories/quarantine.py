@@ -1,0 +1,46 @@
+"""Records that did not make it, each with where it came from and why, so nothing is lost silently."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from types import TracebackType
+from typing import IO
+
+from training_pipeline import jscompat
+from training_pipeline.atomic import StagedFiles
+from training_pipeline.trajectories.records import ParsedRecord, RawRecord
+
+
+class QuarantineWriter:
+    """JSONL of `{"origin", "reason", "record"}` (`recordBase64` when the bytes are not UTF-8),
+    published atomically on a clean exit."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._staged = StagedFiles(path.parent)
+        self._handle: IO[str] = self._staged.open(path.name)
+        self.count = 0
+        self.reasons: dict[str, int] = {}
+
+    def add(self, parsed: ParsedRecord, raw: RawRecord | None = None) -> None:
+        entry: dict[str, str] = {"origin": parsed.origin, "reason": parsed.reason or "unknown"}
+        if parsed.text is not None:
+            entry["record"] = parsed.text.rstrip("\r\n")
+        elif raw is not None:
+            data = raw.data if isinstance(raw.data, bytes) else raw.data.encode("utf-8", "surrogatepass")
+            entry["recordBase64"] = base64.b64encode(data).decode("ascii")
+        self._handle.write(jscompat.dumps(entry) + "\n")
+        self.count += 1
+        kind = entry["reason"].split(":", 1)[0]
+        self.reasons[kind] = self.reasons.get(kind, 0) + 1
+
+    def __enter__(self) -> QuarantineWriter:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self._handle.close()
+        if kind is None:
+            self._staged.publish()
+        else:
+            self._staged.discard()

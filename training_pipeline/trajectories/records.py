@@ -1,0 +1,63 @@
+"""From raw bytes to validated trajectory dicts, with a reason for everything that does not make it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+from training_pipeline import jscompat
+from training_pipeline.trajectories.models import start_day, validation_reason
+
+
+@dataclass(frozen=True, slots=True)
+class RawRecord:
+    """One record as a source delivered it; `origin` says where (file:line or table:row id)."""
+
+    origin: str
+    data: bytes | str
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedRecord:
+    """A raw record after parsing: exactly one of `trajectory` and `reason` is set.
+
+    `day` is the UTC start day when it could be read, even for a quarantined record, so a bad record
+    still lands in the partition it belongs to.
+    """
+
+    origin: str
+    text: str | None
+    trajectory: dict[str, Any] | None
+    reason: str | None
+    day: date | None
+
+
+def parse_record(raw: RawRecord) -> ParsedRecord:
+    text = raw.data
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as err:
+            return ParsedRecord(raw.origin, None, None, f"invalid UTF-8 at byte {err.start}", None)
+    try:
+        record = jscompat.loads(text)
+    except ValueError as err:
+        return ParsedRecord(raw.origin, text, None, f"invalid JSON: {err}", None)
+    day = _day_of(record)
+    reason = validation_reason(record)
+    if reason is not None:
+        return ParsedRecord(raw.origin, text, None, reason, day)
+    return ParsedRecord(raw.origin, text, record, None, day)
+
+
+def _day_of(record: Any) -> date | None:
+    if not isinstance(record, dict):
+        return None
+    start = record.get("startTime")
+    if isinstance(start, bool) or not isinstance(start, int | float):
+        return None
+    try:
+        return start_day(start)
+    except (OverflowError, OSError, ValueError):
+        return None
