@@ -38,6 +38,59 @@ def _generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _days(start: date, end: date) -> list[str]:
+    if end < start:
+        raise ValueError(f"--end {end} is before --start {start}")
+    return [(start + timedelta(days=n)).isoformat() for n in range((end - start).days + 1)]
+
+
+def _materialize_days(days: list[str]) -> bool:
+    """Run `datasets_job` for each day on the Dagster instance at $DAGSTER_HOME (runs show in the UI)."""
+    import os
+
+    from dagster import DagsterInstance
+
+    from training_pipeline.definitions import defs
+
+    if not os.environ.get("DAGSTER_HOME"):
+        raise ValueError("DAGSTER_HOME is not set: point it at a folder holding this project's dagster.yaml")
+    job = defs.resolve_job_def("datasets_job")
+    ok = True
+    with DagsterInstance.get() as instance:
+        for day in days:
+            result = job.execute_in_process(partition_key=day, instance=instance, raise_on_error=False)
+            counts = {}
+            for event in result.get_asset_materialization_events():
+                materialization = event.materialization
+                if "examples" in materialization.metadata:
+                    counts[materialization.asset_key.to_user_string()] = materialization.metadata["examples"].value
+            failed_checks = [
+                f"{e.asset_key.to_user_string()}.{e.check_name}"
+                for e in result.get_asset_check_evaluations() if not e.passed
+            ]
+            status = "ok" if result.success and not failed_checks else "FAILED"
+            ok = ok and status == "ok"
+            print(json.dumps({"day": day, "status": status, "run_id": result.run_id, "examples": counts,
+                              "failed_checks": failed_checks}))
+    return ok
+
+
+def _materialize(args: argparse.Namespace) -> int:
+    return 0 if _materialize_days(_days(args.start, args.end or args.start)) else 1
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from training_pipeline.resources.defaults import default_resources
+    from training_pipeline.resources.sources import SAMPLE_TRAJECTORIES
+
+    days = sorted(path.stem for path in SAMPLE_TRAJECTORIES.glob("*.jsonl"))
+    ok = _materialize_days(days)
+    store = default_resources()["store"]
+    print(f"\nDatasets for {days[0]} .. {days[-1]}: {Path(store.root).resolve() / 'datasets'}/<day>/")
+    print("Open the UI with `make ui` (http://127.0.0.1:3000): asset graph, runs, metadata and checks.")
+    return 0 if ok else 1
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="training-pipeline", description=__doc__)
     commands = root.add_subparsers(dest="command", required=True)
@@ -66,6 +119,16 @@ def parser() -> argparse.ArgumentParser:
     generate.add_argument("--per-day", type=int, default=100)
     generate.add_argument("--seed", type=int, default=0)
     generate.set_defaults(run=_generate)
+
+    materialize = commands.add_parser(
+        "materialize", help="run datasets_job for a day or a range of days (a backfill) on $DAGSTER_HOME"
+    )
+    materialize.add_argument("--start", type=date.fromisoformat, required=True)
+    materialize.add_argument("--end", type=date.fromisoformat, help="last day, inclusive (default: --start)")
+    materialize.set_defaults(run=_materialize)
+
+    demo = commands.add_parser("demo", help="materialise the whole graph for the bundled sample days")
+    demo.set_defaults(run=_demo)
     return root
 
 

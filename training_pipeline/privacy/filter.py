@@ -125,7 +125,9 @@ class PrivacyFilter:
             text = self._redact_env(text, counts)
         for rule in self.rules:
             if rule.applies_to(text):
-                text = _apply_rule(rule, text, counts)
+                text, hits = rule.redact(text)
+                if hits:
+                    counts[rule.label] += hits
         if self.profile == "elizaos":
             text = self._redact_env(text, counts)
         return text
@@ -173,23 +175,3 @@ class PrivacyFilter:
                         node[index] = self.redact(value)
                     elif isinstance(value, dict | list):
                         stack.append(value)
-
-
-def _apply_rule(rule: CredentialRule, text: str, counts: Counter[str]) -> str:
-    placeholder = f"<REDACTED:{rule.label}>"
-    hits = 0
-
-    def replace(match: re.Match[str]) -> str:
-        nonlocal hits
-        hits += 1
-        if rule.group == 0:
-            return placeholder
-        start, end = match.span(rule.group)
-        base = match.start()
-        whole = match.group()
-        return whole[: start - base] + placeholder + whole[end - base :]
-
-    text = rule.pattern.sub(replace, text)
-    if hits:
-        counts[rule.label] += hits
-    return text

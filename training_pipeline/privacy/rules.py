@@ -28,6 +28,63 @@ class CredentialRule:
     def applies_to(self, text: str) -> bool:
         return self.needles is None or any(needle in text for needle in self.needles)
 
+    def redact(self, text: str) -> tuple[str, int]:
+        """`text` with every match replaced by `<REDACTED:label>`, and how many there were."""
+        placeholder = f"<REDACTED:{self.label}>"
+        hits = 0
+
+        def replace(match: re.Match[str]) -> str:
+            nonlocal hits
+            hits += 1
+            if self.group == 0:
+                return placeholder
+            start, end = match.span(self.group)
+            whole, base = match.group(), match.start()
+            return whole[: start - base] + placeholder + whole[end - base :]
+
+        return self.pattern.sub(replace, text), hits
+
+
+_PEM_BEGIN = re.compile(r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----", re.ASCII)
+_PEM_END = re.compile(r"-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----", re.ASCII)
+#: With no END line: the base64 lines (and `Proc-Type: ...` headers) right after BEGIN, never prose.
+_PEM_BODY = re.compile(r"(?:\r?\n(?:\r?\n)?(?:[A-Za-z0-9+/=]+|[A-Za-z][A-Za-z-]*: [^\r\n]*))*", re.ASCII)
+_PEM_MAX_BODY = 65_536
+
+
+class PrivateKeyBlocks(CredentialRule):
+    """PEM private keys, from BEGIN to END (or, with no END, through the base64 that follows).
+
+    A scan, not one regex: a lazy `BEGIN.*?END` is quadratic on text with many BEGINs and no END; here
+    each END is looked up once and reused by the BEGINs before it, so the cost is linear.
+    """
+
+    def __init__(self) -> None:
+        super().__init__("private-key", _PEM_BEGIN, ("PRIVATE KEY",))
+
+    def redact(self, text: str) -> tuple[str, int]:
+        parts: list[str] = []
+        position = hits = 0
+        end_match: re.Match[str] | None = None
+        no_end_after = len(text) + 1  # set once a search from some point finds no END at all
+        for begin in _PEM_BEGIN.finditer(text):
+            if begin.start() < position:
+                continue
+            if end_match is None or end_match.start() < begin.end():
+                end_match = None if begin.end() >= no_end_after else _PEM_END.search(text, begin.end())
+                if end_match is None:
+                    no_end_after = min(no_end_after, begin.end())
+            if end_match is not None and end_match.start() - begin.end() <= _PEM_MAX_BODY:
+                stop = end_match.end()
+            else:
+                stop = _PEM_BODY.match(text, begin.end(), begin.end() + _PEM_MAX_BODY).end()
+            parts += (text[position : begin.start()], f"<REDACTED:{self.label}>")
+            position, hits = stop, hits + 1
+        if not hits:
+            return text, 0
+        parts.append(text[position:])
+        return "".join(parts), hits
+
 
 def _rule(label: str, pattern: str, needles: tuple[str, ...] | None, flags: int = 0, group: int = 0):
     return CredentialRule(label, re.compile(pattern, _A | flags), needles, group)
@@ -43,17 +100,14 @@ ELIZAOS_RULES: tuple[CredentialRule, ...] = (
 )
 
 _I = re.IGNORECASE
+#: The value after `password =` or `Authorization:` in code is often an expression, not a secret.
+_NOT_A_CALL = r"(?![A-Za-z0-9_.]*[(\[])"
 _AWS_PREFIXES = "A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA|ASCA"
 
 # The families gitleaks' and detect-secrets' default rules know. Order matters: multi-part and more
 # specific shapes first, so a key inside a URL or header gets its own label.
 _STRICT_EXTRA: tuple[CredentialRule, ...] = (
-    _rule(
-        "private-key",
-        r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"
-        r"(?:[\s\S]{0,65536}?-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s:,-]*)",
-        ("PRIVATE KEY",),
-    ),
+    PrivateKeyBlocks(),
     _rule("private-key", r"PuTTY-User-Key-File-\d:[^\n]*", ("PuTTY-User-Key-File",)),
     _rule("url-password", r"[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s/?#@:{}]{1,256}:([^\s/?#@{}]{1,256})@",
           ("://",), group=1),
@@ -93,12 +147,13 @@ _STRICT_EXTRA: tuple[CredentialRule, ...] = (
     _rule("artifactory-token", r"(?<![A-Za-z0-9])AP[0-9A-F][a-zA-Z0-9]{8,}(?![A-Za-z0-9])", ("AP",)),
     _rule("authorization-header",
           rf"\b(?:proxy-)?authorization[\"']?[{JS_WS_CLASS}]*[:=][{JS_WS_CLASS}]*[\"']?"
-          rf"(?:(?:bearer|basic|token|digest|apikey)[{JS_WS_CLASS}]+)?([A-Za-z0-9._~+/=-]{{8,}})",
+          rf"(?:(?:bearer|basic|token|digest|apikey)[{JS_WS_CLASS}]+)?{_NOT_A_CALL}([A-Za-z0-9._~+/=-]{{8,}})",
           None, _I, group=1),
     _rule("bearer", rf"\bBearer[{JS_WS_CLASS}]+[A-Za-z0-9._~+/-]{{16,}}=*", None, _I),
     _rule("secret-assignment",
           r"\b(?:api[_-]?key|apikey|secret[_-]?key|client[_-]?secret|access[_-]?token|auth[_-]?token"
-          r"|password|passwd|pwd)[\"']?[ \t]{0,4}[:=][ \t]{0,4}[\"']?([^\s\"',;<>]{8,})",
+          r"|password|passwd|pwd)[\"']?[ \t]{0,4}[:=][ \t]{0,4}[\"']?"
+          rf"{_NOT_A_CALL}(?=[^\s\"',;<>()]*[0-9!@#$%^&*+=/?~])([^\s\"',;<>()]{{8,}})",
           None, _I, group=1),
 )
 

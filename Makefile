@@ -1,0 +1,31 @@
+# Two commands do all set-up on a fresh machine: `make demo` and `make test` (see README.md).
+VENV ?= .venv
+PYTHON ?= python3
+export DAGSTER_HOME ?= $(CURDIR)/var/dagster_home
+export TRAINING_PIPELINE_DATA ?= $(CURDIR)/var/data
+
+.PHONY: install demo ui test lint home
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -e '.[dev]'
+	touch $@
+
+home:
+	mkdir -p $(DAGSTER_HOME) $(TRAINING_PIPELINE_DATA)
+	ln -sf $(CURDIR)/dagster.yaml $(DAGSTER_HOME)/dagster.yaml
+
+demo: install home
+	$(VENV)/bin/training-pipeline demo
+
+ui: install home
+	$(VENV)/bin/dagster dev -m training_pipeline.definitions --host 127.0.0.1 --port 3000
+
+lint: install
+	$(VENV)/bin/ruff check .
+
+test: install lint
+	$(VENV)/bin/pytest

@@ -1,0 +1,36 @@
+"""Shared fixtures: bundled sample data, a real PostgreSQL server, resources pointed at tmp_path."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.postgres_server import PostgresServer
+from training_pipeline.resources.privacy import SAMPLE_ENTITIES
+from training_pipeline.resources.sources import SAMPLE_TRAJECTORIES
+
+os.environ.setdefault("DAGSTER_DISABLE_TELEMETRY", "1")
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    server = PostgresServer()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+        server.remove()
+
+
+@pytest.fixture
+def sample_trajectories() -> Path:
+    return SAMPLE_TRAJECTORIES
+
+
+@pytest.fixture
+def sample_entities() -> Path:
+    return SAMPLE_ENTITIES

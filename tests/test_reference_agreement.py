@@ -1,0 +1,72 @@
+"""The export contract: with the `elizaos` profile, our datasets are exactly what elizaOS writes.
+
+Expected outputs were produced by the real elizaOS code (`tests/reference/update_expected.sh`) from the
+inputs `tests/reference/generate_cases.py` writes; see that file for what each case covers.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from training_pipeline.datasets.build import build_datasets
+from training_pipeline.datasets.tasks import SUMMARY_FILE_NAME, TASK_FILE_NAMES
+from training_pipeline.privacy.entities import EntityDirectory
+from training_pipeline.privacy.filter import PrivacyFilter, secret_env_values
+
+CASES = sorted(p for p in (Path(__file__).parent / "reference" / "cases").iterdir() if p.is_dir())
+
+
+def _summary_without_timestamp(path: Path) -> dict:
+    summary = json.loads(path.read_text(encoding="utf-8"))
+    assert summary.pop("generatedAt").endswith("Z")
+    return summary
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_datasets_match_elizaos_byte_for_byte(case: Path, tmp_path: Path) -> None:
+    env = json.loads((case / "env.json").read_text())
+    privacy = PrivacyFilter("elizaos", EntityDirectory.load(case / "anon.json"), secret_env_values("elizaos", env))
+    result = build_datasets(case / "input.jsonl", tmp_path, privacy)
+
+    for name in TASK_FILE_NAMES.values():
+        ours, theirs = (tmp_path / name).read_bytes(), (case / "expected" / name).read_bytes()
+        # parsed JSON per line is the contract; identical bytes show JSON.stringify is matched too
+        assert [json.loads(x) for x in ours.splitlines()] == [json.loads(x) for x in theirs.splitlines()], name
+        assert ours == theirs, name
+    expected_summary = _summary_without_timestamp(case / "expected" / SUMMARY_FILE_NAME)
+    assert _summary_without_timestamp(tmp_path / SUMMARY_FILE_NAME) == expected_summary
+
+    reference = json.loads((case / "expected" / "reference-counts.json").read_text())
+    assert result.quarantined == 0
+    assert result.privacy["trajectoriesIn"] == reference["trajectories"]
+    assert result.privacy["kept"] == reference["kept"]
+    assert result.privacy["droppedPrivate"] == reference["dropped"]
+    assert result.privacy["redactionCount"] == reference["redactionCount"]
+    assert result.privacy["anonymizationCount"] == reference["anonymizationCount"]
+
+
+def test_cli_matches_elizaos_with_the_same_environment(tmp_path: Path) -> None:
+    """The command a user runs, in a subprocess, with the reference runner's secret environment."""
+    case = next(c for c in CASES if c.name == "privacy")
+    env = {"PATH": "/usr/bin:/bin", **json.loads((case / "env.json").read_text())}
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, "-m", "training_pipeline", "build-datasets", str(case / "input.jsonl"), str(out),
+         "--anonymizer", str(case / "anon.json"), "--privacy-profile", "elizaos",
+         "--env-secrets", "REFERENCE_SECRET_*"],
+        capture_output=True, text=True, env=env, check=True,
+    )
+    last = json.loads(proc.stdout.strip().splitlines()[-1])
+    reference = json.loads((case / "expected" / "reference-counts.json").read_text())
+    assert last["counts"] == reference["counts"]
+    assert last["redactionCount"] == reference["redactionCount"]
+    for name in TASK_FILE_NAMES.values():
+        assert (out / name).read_bytes() == (case / "expected" / name).read_bytes()
+    assert {p.name for p in out.iterdir()} == {
+        *TASK_FILE_NAMES.values(), SUMMARY_FILE_NAME, "quarantine.jsonl", "privacy_report.json"
+    }
