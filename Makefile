@@ -26,6 +26,7 @@ ui: install home
 
 lint: install
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 test: install lint
 	$(VENV)/bin/pytest

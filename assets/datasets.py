@@ -21,16 +21,16 @@ from dagster import (
     asset_check,
     multi_asset,
 )
-
 from training_pipeline.assets.partitions import daily_partitions
 from training_pipeline.assets.trajectories import _require, filtered_trajectories
+from training_pipeline.resources.privacy import PrivacySettings
+from training_pipeline.resources.storage import DataStore
+
 from training_pipeline.datasets.export import export_store
 from training_pipeline.datasets.tasks import SUMMARY_FILE_NAME, TASK_FILE_NAMES, TASKS, Task
 from training_pipeline.datasets.validate import validate_dataset_file
 from training_pipeline.privacy.filter import secret_env_values
 from training_pipeline.privacy.scan import SecretScanner
-from training_pipeline.resources.privacy import PrivacySettings
-from training_pipeline.resources.storage import DataStore
 
 _PREVIEW_CHARS = 240
 _DESCRIPTIONS: dict[Task, str] = {
@@ -44,8 +44,13 @@ _DESCRIPTIONS: dict[Task, str] = {
 
 @multi_asset(
     specs=[
-        AssetSpec(task, deps=[filtered_trajectories], group_name="datasets", kinds={"jsonl"},
-                  description=_DESCRIPTIONS[task])
+        AssetSpec(
+            task,
+            deps=[filtered_trajectories],
+            group_name="datasets",
+            kinds={"jsonl"},
+            description=_DESCRIPTIONS[task],
+        )
         for task in TASKS
     ],
     partitions_def=daily_partitions,
@@ -97,11 +102,17 @@ def _dataset_file(store: DataStore, day: str, task: Task) -> Path:
 
 
 def _checks_for(task: Task) -> list:
-    @asset_check(asset=AssetKey(task), name="no_credentials", partitions_def=daily_partitions, blocking=True,
-                 description="Blocking: an independent detector (detect-secrets' plugins and the "
-                 "environment's secret values) finds no credential in any message.")
-    def no_credentials(context: AssetCheckExecutionContext, privacy: PrivacySettings,
-                       store: DataStore) -> AssetCheckResult:
+    @asset_check(
+        asset=AssetKey(task),
+        name="no_credentials",
+        partitions_def=daily_partitions,
+        blocking=True,
+        description="Blocking: an independent detector (detect-secrets' plugins and the "
+        "environment's secret values) finds no credential in any message.",
+    )
+    def no_credentials(
+        context: AssetCheckExecutionContext, privacy: PrivacySettings, store: DataStore
+    ) -> AssetCheckResult:
         path = _dataset_file(store, context.partition_key, task)
         scanner = SecretScanner(secret_env_values("strict", names=privacy.env_secrets))
         report = scanner.scan(_message_texts(path))
@@ -116,8 +127,13 @@ def _checks_for(task: Task) -> list:
             },
         )
 
-    @asset_check(asset=AssetKey(task), name="valid_jsonl", partitions_def=daily_partitions, blocking=True,
-                 description="Every line is {\"messages\": [system, user, model]} with string contents.")
+    @asset_check(
+        asset=AssetKey(task),
+        name="valid_jsonl",
+        partitions_def=daily_partitions,
+        blocking=True,
+        description='Every line is {"messages": [system, user, model]} with string contents.',
+    )
     def valid_jsonl(context: AssetCheckExecutionContext, store: DataStore) -> AssetCheckResult:
         result = validate_dataset_file(_dataset_file(store, context.partition_key, task))
         return AssetCheckResult(
@@ -125,9 +141,13 @@ def _checks_for(task: Task) -> list:
             metadata={"lines": result.lines, "errors": MetadataValue.json(result.errors[:20])},
         )
 
-    @asset_check(asset=AssetKey(task), name="counts_add_up", partitions_def=daily_partitions,
-                 description="Lines in the file = the summary's count; the summary's trajectories = "
-                 "those the privacy filter kept.")
+    @asset_check(
+        asset=AssetKey(task),
+        name="counts_add_up",
+        partitions_def=daily_partitions,
+        description="Lines in the file = the summary's count; the summary's trajectories = "
+        "those the privacy filter kept.",
+    )
     def counts_add_up(context: AssetCheckExecutionContext, store: DataStore) -> AssetCheckResult:
         day = context.partition_key
         summary = json.loads((store.datasets(day) / SUMMARY_FILE_NAME).read_text(encoding="utf-8"))
@@ -135,12 +155,18 @@ def _checks_for(task: Task) -> list:
         with _dataset_file(store, day, task).open("rb") as handle:
             lines = sum(1 for _ in handle)
         metrics = summary["taskMetrics"][task]
-        ok = lines == summary["counts"][task] == metrics["exampleCount"] == metrics["sourceCallCount"] \
+        ok = (
+            lines == summary["counts"][task] == metrics["exampleCount"] == metrics["sourceCallCount"]
             and summary["trajectoryCount"] == report["kept"]
+        )
         return AssetCheckResult(
             passed=ok,
-            metadata={"lines": lines, "summary_count": summary["counts"][task],
-                      "trajectories": summary["trajectoryCount"], "kept_by_filter": report["kept"]},
+            metadata={
+                "lines": lines,
+                "summary_count": summary["counts"][task],
+                "trajectories": summary["trajectoryCount"],
+                "kept_by_filter": report["kept"],
+            },
         )
 
     return [no_credentials, valid_jsonl, counts_add_up]

@@ -13,12 +13,12 @@ from dagster import (
     asset,
     asset_check,
 )
-
 from training_pipeline.assets.partitions import daily_partitions
-from training_pipeline.privacy.apply import filter_store
 from training_pipeline.resources.privacy import PrivacySettings
 from training_pipeline.resources.sources import TrajectorySource
 from training_pipeline.resources.storage import DataStore
+
+from training_pipeline.privacy.apply import filter_store
 from training_pipeline.trajectories.ingest import IngestManifest, ingest_records, manifest_path
 from training_pipeline.trajectories.store import row_count
 
@@ -63,8 +63,12 @@ def trajectories(
     )
 
 
-@asset_check(asset=trajectories, partitions_def=daily_partitions, blocking=True,
-             description="records in = kept + quarantined, and the files hold exactly those")
+@asset_check(
+    asset=trajectories,
+    partitions_def=daily_partitions,
+    blocking=True,
+    description="records in = kept + quarantined, and the files hold exactly those",
+)
 def trajectories_counts(context: AssetCheckExecutionContext, store: DataStore) -> AssetCheckResult:
     day = context.partition_key
     parquet = store.trajectories(day)
@@ -72,8 +76,11 @@ def trajectories_counts(context: AssetCheckExecutionContext, store: DataStore) -
     rows = row_count(parquet)
     with store.quarantine(day).open("rb") as handle:
         quarantined = sum(1 for _ in handle)
-    ok = manifest.records_in == manifest.kept + manifest.quarantined and rows == manifest.kept \
+    ok = (
+        manifest.records_in == manifest.kept + manifest.quarantined
+        and rows == manifest.kept
         and quarantined == manifest.quarantined
+    )
     return AssetCheckResult(
         passed=ok,
         metadata={"records_in": manifest.records_in, "parquet_rows": rows, "quarantine_lines": quarantined},
@@ -93,8 +100,9 @@ def filtered_trajectories(
 ) -> MaterializeResult:
     day = context.partition_key
     _require(store.trajectories(day), "trajectories", day)
-    report = filter_store(store.trajectories(day), store.filtered(day), store.privacy_report(day),
-                          privacy.build_filter())
+    report = filter_store(
+        store.trajectories(day), store.filtered(day), store.privacy_report(day), privacy.build_filter()
+    )
     context.log.info(
         f"{day}: {report['kept']} kept, {report['droppedPrivate']} dropped as private, "
         f"{report['redactionCount']} redactions, {report['anonymizationCount']} anonymisations"
@@ -114,8 +122,12 @@ def filtered_trajectories(
     )
 
 
-@asset_check(asset=filtered_trajectories, partitions_def=daily_partitions, blocking=True,
-             description="trajectories in = kept + dropped, redactions by rule sum to the total")
+@asset_check(
+    asset=filtered_trajectories,
+    partitions_def=daily_partitions,
+    blocking=True,
+    description="trajectories in = kept + dropped, redactions by rule sum to the total",
+)
 def filtered_trajectories_counts(context: AssetCheckExecutionContext, store: DataStore) -> AssetCheckResult:
     day = context.partition_key
     report = json.loads(store.privacy_report(day).read_text(encoding="utf-8"))
@@ -127,5 +139,9 @@ def filtered_trajectories_counts(context: AssetCheckExecutionContext, store: Dat
     )
     return AssetCheckResult(
         passed=ok,
-        metadata={"upstream_rows": upstream, "filtered_rows": rows, "dropped_private": report["droppedPrivate"]},
+        metadata={
+            "upstream_rows": upstream,
+            "filtered_rows": rows,
+            "dropped_private": report["droppedPrivate"],
+        },
     )

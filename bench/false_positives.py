@@ -19,8 +19,12 @@ from training_pipeline.privacy.filter import PrivacyFilter
 
 def main(roots: list[Path]) -> None:
     privacy = PrivacyFilter("strict")
-    files = [p for root in roots for p in sorted(root.rglob("*.py")) if "site-packages" not in p.parts
-             and not any(part.startswith("test") for part in p.parts)]
+    files = [
+        p
+        for root in roots
+        for p in sorted(root.rglob("*.py"))
+        if "site-packages" not in p.parts and not any(part.startswith("test") for part in p.parts)
+    ]
     lines = chars = changed = 0
     started = time.perf_counter()
     for path in files:
@@ -36,8 +40,10 @@ def main(roots: list[Path]) -> None:
                 print(f"{path.relative_to(path.parents[len(path.parents) - 1])}: {line.strip()[:160]}")
     seconds = time.perf_counter() - started
     print(f"\n{len(files)} files, {lines:,} lines, {chars / 1e6:.1f} M characters in {seconds:.1f} s")
-    print(f"lines changed: {changed} ({changed / max(lines, 1):.5%}); redactions by rule: "
-          f"{dict(privacy.stats.redactions)}")
+    print(
+        f"lines changed: {changed} ({changed / max(lines, 1):.5%}); redactions by rule: "
+        f"{dict(privacy.stats.redactions)}"
+    )
 
 
 if __name__ == "__main__":

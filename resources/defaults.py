@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from dagster import EnvVar
-
 from training_pipeline.resources.privacy import SAMPLE_ENTITIES, PrivacySettings
 from training_pipeline.resources.sources import (
     SAMPLE_TRAJECTORIES,

@@ -14,7 +14,9 @@ from training_pipeline.trajectories.database import read_table
 from training_pipeline.trajectories.files import read_files
 from training_pipeline.trajectories.records import ParsedRecord
 
-SAMPLE_TRAJECTORIES = Path(__file__).resolve().parents[1] / "training_pipeline" / "sample_data" / "trajectories"
+SAMPLE_TRAJECTORIES = (
+    Path(__file__).resolve().parents[1] / "training_pipeline" / "sample_data" / "trajectories"
+)
 
 
 class TrajectorySource(ConfigurableResource):

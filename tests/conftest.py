@@ -7,10 +7,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from tests.postgres_server import PostgresServer
 from training_pipeline.resources.privacy import SAMPLE_ENTITIES
 from training_pipeline.resources.sources import SAMPLE_TRAJECTORIES
+
+from tests.postgres_server import PostgresServer
 
 os.environ.setdefault("DAGSTER_DISABLE_TELEMETRY", "1")
 

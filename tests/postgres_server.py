@@ -34,7 +34,9 @@ class PostgresServer:
     def __init__(self) -> None:
         bin_dir = _bin_dir()
         if bin_dir is None:
-            raise RuntimeError("PostgreSQL server binaries (initdb, pg_ctl) not found; `apt-get install postgresql`")
+            raise RuntimeError(
+                "PostgreSQL server binaries (initdb, pg_ctl) not found; `apt-get install postgresql`"
+            )
         self.bin_dir = bin_dir
         self.root = Path(tempfile.mkdtemp(prefix="tp-pg-"))
         self.data = self.root / "data"
@@ -43,8 +45,18 @@ class PostgresServer:
         if os.geteuid() == 0:
             self._user = pwd.getpwnam("postgres")
             os.chown(self.root, self._user.pw_uid, self._user.pw_gid)
-        self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8",
-                  "--no-sync", "--locale=C")
+        self._run(
+            "initdb",
+            "-D",
+            str(self.data),
+            "-U",
+            "postgres",
+            "--auth=trust",
+            "-E",
+            "UTF8",
+            "--no-sync",
+            "--locale=C",
+        )
 
     @property
     def url(self) -> str:
@@ -54,8 +66,9 @@ class PostgresServer:
         kwargs = {}
         if self._user is not None:
             kwargs = {"user": self._user.pw_uid, "group": self._user.pw_gid, "extra_groups": []}
-        subprocess.run([str(self.bin_dir / tool), *args], check=True, capture_output=True, cwd=self.root,
-                       **kwargs)
+        subprocess.run(
+            [str(self.bin_dir / tool), *args], check=True, capture_output=True, cwd=self.root, **kwargs
+        )
 
     def start(self) -> None:
         options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off"

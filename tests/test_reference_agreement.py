@@ -30,13 +30,17 @@ def _summary_without_timestamp(path: Path) -> dict:
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_datasets_match_elizaos_byte_for_byte(case: Path, tmp_path: Path) -> None:
     env = json.loads((case / "env.json").read_text())
-    privacy = PrivacyFilter("elizaos", EntityDirectory.load(case / "anon.json"), secret_env_values("elizaos", env))
+    privacy = PrivacyFilter(
+        "elizaos", EntityDirectory.load(case / "anon.json"), secret_env_values("elizaos", env)
+    )
     result = build_datasets(case / "input.jsonl", tmp_path, privacy)
 
     for name in TASK_FILE_NAMES.values():
         ours, theirs = (tmp_path / name).read_bytes(), (case / "expected" / name).read_bytes()
         # parsed JSON per line is the contract; identical bytes show JSON.stringify is matched too
-        assert [json.loads(x) for x in ours.splitlines()] == [json.loads(x) for x in theirs.splitlines()], name
+        assert [json.loads(x) for x in ours.splitlines()] == [json.loads(x) for x in theirs.splitlines()], (
+            name
+        )
         assert ours == theirs, name
     expected_summary = _summary_without_timestamp(case / "expected" / SUMMARY_FILE_NAME)
     assert _summary_without_timestamp(tmp_path / SUMMARY_FILE_NAME) == expected_summary
@@ -56,10 +60,24 @@ def test_cli_matches_elizaos_with_the_same_environment(tmp_path: Path) -> None:
     env = {"PATH": "/usr/bin:/bin", **json.loads((case / "env.json").read_text())}
     out = tmp_path / "out"
     proc = subprocess.run(
-        [sys.executable, "-m", "training_pipeline", "build-datasets", str(case / "input.jsonl"), str(out),
-         "--anonymizer", str(case / "anon.json"), "--privacy-profile", "elizaos",
-         "--env-secrets", "REFERENCE_SECRET_*"],
-        capture_output=True, text=True, env=env, check=True,
+        [
+            sys.executable,
+            "-m",
+            "training_pipeline",
+            "build-datasets",
+            str(case / "input.jsonl"),
+            str(out),
+            "--anonymizer",
+            str(case / "anon.json"),
+            "--privacy-profile",
+            "elizaos",
+            "--env-secrets",
+            "REFERENCE_SECRET_*",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
     )
     last = json.loads(proc.stdout.strip().splitlines()[-1])
     reference = json.loads((case / "expected" / "reference-counts.json").read_text())
@@ -68,5 +86,8 @@ def test_cli_matches_elizaos_with_the_same_environment(tmp_path: Path) -> None:
     for name in TASK_FILE_NAMES.values():
         assert (out / name).read_bytes() == (case / "expected" / name).read_bytes()
     assert {p.name for p in out.iterdir()} == {
-        *TASK_FILE_NAMES.values(), SUMMARY_FILE_NAME, "quarantine.jsonl", "privacy_report.json"
+        *TASK_FILE_NAMES.values(),
+        SUMMARY_FILE_NAME,
+        "quarantine.jsonl",
+        "privacy_report.json",
     }

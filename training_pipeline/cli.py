@@ -10,7 +10,6 @@ from pathlib import Path
 
 from training_pipeline import jscompat
 from training_pipeline.atomic import atomic_open
-
 from training_pipeline.datasets.build import build_datasets
 from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.filter import PrivacyFilter, secret_env_values
@@ -63,15 +62,27 @@ def _materialize_days(days: list[str]) -> bool:
             for event in result.get_asset_materialization_events():
                 materialization = event.materialization
                 if "examples" in materialization.metadata:
-                    counts[materialization.asset_key.to_user_string()] = materialization.metadata["examples"].value
+                    counts[materialization.asset_key.to_user_string()] = materialization.metadata[
+                        "examples"
+                    ].value
             failed_checks = [
                 f"{e.asset_key.to_user_string()}.{e.check_name}"
-                for e in result.get_asset_check_evaluations() if not e.passed
+                for e in result.get_asset_check_evaluations()
+                if not e.passed
             ]
             status = "ok" if result.success and not failed_checks else "FAILED"
             ok = ok and status == "ok"
-            print(json.dumps({"day": day, "status": status, "run_id": result.run_id, "examples": counts,
-                              "failed_checks": failed_checks}))
+            print(
+                json.dumps(
+                    {
+                        "day": day,
+                        "status": status,
+                        "run_id": result.run_id,
+                        "examples": counts,
+                        "failed_checks": failed_checks,
+                    }
+                )
+            )
     return ok
 
 

@@ -15,24 +15,94 @@ HERE = Path(__file__).parent / "cases"
 T0 = 1_795_000_000_000
 
 HINT_VALUES = [
-    "should_respond", "shouldRespond", "ShouldRespond", " SHOULD-RESPOND ", "shouldrespond",
-    "response_handler", "responseHandler", "RESPONSE_HANDLER", "action_planner", "actionPlanner",
-    "planner", "Planner", "action", "ACTION", "runtime_use_model", "runtimeUseModel", "media_description",
-    "mediaDescription", "image_description", "imageDescription", "IMAGE_DESCRIPTION", "describe_image",
-    "describeImage", "describe_audio", "describeAudio", "describe_video", "DESCRIBE_VIDEO", "response",
-    "reply", "Reply", "message_response", "messageResponse", "TEXT_LARGE", "gpt-4o", "\ufeffreply\ufeff",
-    "reply\u00a0", "\u2028planner", "\x1creply", "reply\x85", "re ply", "re-ply", "__reply__", "\u212aey",
-    "\u0130reply", "action:planner", "plannerX", "xPlanner", "respond", "", "   ", "\u00e9reply",
-    "shouldRespond2", "SHOULDrespond", "should__respond", "should respond",
+    "should_respond",
+    "shouldRespond",
+    "ShouldRespond",
+    " SHOULD-RESPOND ",
+    "shouldrespond",
+    "response_handler",
+    "responseHandler",
+    "RESPONSE_HANDLER",
+    "action_planner",
+    "actionPlanner",
+    "planner",
+    "Planner",
+    "action",
+    "ACTION",
+    "runtime_use_model",
+    "runtimeUseModel",
+    "media_description",
+    "mediaDescription",
+    "image_description",
+    "imageDescription",
+    "IMAGE_DESCRIPTION",
+    "describe_image",
+    "describeImage",
+    "describe_audio",
+    "describeAudio",
+    "describe_video",
+    "DESCRIBE_VIDEO",
+    "response",
+    "reply",
+    "Reply",
+    "message_response",
+    "messageResponse",
+    "TEXT_LARGE",
+    "gpt-4o",
+    "\ufeffreply\ufeff",
+    "reply\u00a0",
+    "\u2028planner",
+    "\x1creply",
+    "reply\x85",
+    "re ply",
+    "re-ply",
+    "__reply__",
+    "\u212aey",
+    "\u0130reply",
+    "action:planner",
+    "plannerX",
+    "xPlanner",
+    "respond",
+    "",
+    "   ",
+    "\u00e9reply",
+    "shouldRespond2",
+    "SHOULDrespond",
+    "should__respond",
+    "should respond",
 ]
 TEXTS = [
-    "You are Eliza.", "  padded with spaces  ", "\ufeffBOM wrapped\ufeff", "\u00a0nbsp\u00a0",
-    "\x1c", "\x85", "\x1cfile separator\x1f", "tab\tand\nnewline", "line\u2028separator", "emoji 😀 text",
-    "control \x00\x01\x07\x7f chars", "quote \" and backslash \\", "lone \ud800 surrogate", "\u3000ideographic\u3000",
-    "", "   ", "\ufeff", "\u180e", "\u200b zero width", "Thought: I will reply with text.",
-    "Available Actions: REPLY, IGNORE", "use actionNames wisely", "avaılable actıons", "<ACTIONS>REPLY</ACTIONS>",
-    "x\nactions: REPLY", "x\ractions: REPLY", "x\u2028actions: REPLY", "  actions: REPLY",
-    "THOUGHT and TEXT", "\u017ftext thought", "texT THOUGHT",
+    "You are Eliza.",
+    "  padded with spaces  ",
+    "\ufeffBOM wrapped\ufeff",
+    "\u00a0nbsp\u00a0",
+    "\x1c",
+    "\x85",
+    "\x1cfile separator\x1f",
+    "tab\tand\nnewline",
+    "line\u2028separator",
+    "emoji 😀 text",
+    "control \x00\x01\x07\x7f chars",
+    'quote " and backslash \\',
+    "lone \ud800 surrogate",
+    "\u3000ideographic\u3000",
+    "",
+    "   ",
+    "\ufeff",
+    "\u180e",
+    "\u200b zero width",
+    "Thought: I will reply with text.",
+    "Available Actions: REPLY, IGNORE",
+    "use actionNames wisely",
+    "avaılable actıons",
+    "<ACTIONS>REPLY</ACTIONS>",
+    "x\nactions: REPLY",
+    "x\ractions: REPLY",
+    "x\u2028actions: REPLY",
+    "  actions: REPLY",
+    "THOUGHT and TEXT",
+    "\u017ftext thought",
+    "texT THOUGHT",
 ]
 ROUTING_RESPONSES = [
     "primaryContext: general",
@@ -58,18 +128,50 @@ ROUTING_PROMPTS = [
     "System\r\n- primaryContext: crlf\r\nend",
 ]
 SECRETS = [
-    "sk-abcdefghijklmnop", "sk-abcdefghijklmno", "sk-abcdefghijklmnopqrstuvwxyz123456-",
-    "xsk-abcdefghijklmnopqr", "sk-ant-api03-abcdefghijklmnopqrst", "sk-ant-short",
-    "Bearer abcdefghijklmnop", "Bearer\tabc.def-ghi_jklmnop", "Bearer\u00a0abcdefghijklmnopq",
-    "Bearer \ufeffabcdefghijklmnopq", "bearer abcdefghijklmnopqrs", "Bearer abcdefghijklmno",
-    "ghp_abcdefghijklmnopqrst", "ghp_abcdefghijklmnopqrs", "ghp_ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789",
-    "AKIAABCDEFGHIJKLMNOP", "AKIAABCDEFGHIJKLMNOPQ", "AKIAabcdefghijklmnop", "xAKIAABCDEFGHIJKLMNOP",
-    "Bearer sk-abcdefghijklmnopqrstu", "token=hunter2hunter2", "p@ss.w*rd+(x)[y]{z}$^|", "short12",
-    "REDACTED:openai-key", "émoji-secret-😀😀", "sk-😀abcdefghijklmnopq",
+    "sk-abcdefghijklmnop",
+    "sk-abcdefghijklmno",
+    "sk-abcdefghijklmnopqrstuvwxyz123456-",
+    "xsk-abcdefghijklmnopqr",
+    "sk-ant-api03-abcdefghijklmnopqrst",
+    "sk-ant-short",
+    "Bearer abcdefghijklmnop",
+    "Bearer\tabc.def-ghi_jklmnop",
+    "Bearer\u00a0abcdefghijklmnopq",
+    "Bearer \ufeffabcdefghijklmnopq",
+    "bearer abcdefghijklmnopqrs",
+    "Bearer abcdefghijklmno",
+    "ghp_abcdefghijklmnopqrst",
+    "ghp_abcdefghijklmnopqrs",
+    "ghp_ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789",
+    "AKIAABCDEFGHIJKLMNOP",
+    "AKIAABCDEFGHIJKLMNOPQ",
+    "AKIAabcdefghijklmnop",
+    "xAKIAABCDEFGHIJKLMNOP",
+    "Bearer sk-abcdefghijklmnopqrstu",
+    "token=hunter2hunter2",
+    "p@ss.w*rd+(x)[y]{z}$^|",
+    "short12",
+    "REDACTED:openai-key",
+    "émoji-secret-😀😀",
+    "sk-😀abcdefghijklmnopq",
 ]
 HANDLES = [
-    "@alice", "@alice.", "@bob_", "@a", "@ab", "@carol-x", "@dana", "@erin", "@ghost", "@heidi",
-    "mail alice@example.com", "@@alice", "@ALICE", "@alice@bob", "@élan", "@frank.private",
+    "@alice",
+    "@alice.",
+    "@bob_",
+    "@a",
+    "@ab",
+    "@carol-x",
+    "@dana",
+    "@erin",
+    "@ghost",
+    "@heidi",
+    "mail alice@example.com",
+    "@@alice",
+    "@ALICE",
+    "@alice@bob",
+    "@élan",
+    "@frank.private",
 ]
 ENV = {
     "REFERENCE_SECRET_DB_PASSWORD": "hunter2hunter2",
@@ -80,9 +182,15 @@ ENV = {
 }
 ANON = {
     "handles": {
-        "discord:alice": "e-alice", "telegram:alice": "e-alice-tg", "slack:bob_": "e-bob",
-        "discord:ab": "e-ab", "matrix:carol-x": "e-carol", "email:dana": "e-dana",
-        "whatsapp:erin": "", "instagram:heidi": "e-heidi", "twitter:alice.com": "e-alice-com",
+        "discord:alice": "e-alice",
+        "telegram:alice": "e-alice-tg",
+        "slack:bob_": "e-bob",
+        "discord:ab": "e-ab",
+        "matrix:carol-x": "e-carol",
+        "email:dana": "e-dana",
+        "whatsapp:erin": "",
+        "instagram:heidi": "e-heidi",
+        "twitter:alice.com": "e-alice-com",
         "signal:frank.private": "e-frank",
     },
     "private": ["e-heidi", "e-frank"],
@@ -97,14 +205,29 @@ def call(rng: random.Random, **fields):
 
 def trajectory(index: int, calls: list[dict], **extra) -> dict:
     steps = [{"stepId": f"s{index}-{n}", "timestamp": T0, "llmCalls": [c]} for n, c in enumerate(calls)]
-    return {"trajectoryId": f"t{index:05d}", "agentId": "agent", "startTime": T0 + index, "steps": steps, **extra}
+    return {
+        "trajectoryId": f"t{index:05d}",
+        "agentId": "agent",
+        "startTime": T0 + index,
+        "steps": steps,
+        **extra,
+    }
 
 
 def hints_case(rng: random.Random) -> list[dict]:
     out, index = [], 0
     for value in HINT_VALUES:
-        for field in ("purpose", "stepType", "actionType", "model", "modelType", "md_purpose", "model_type",
-                      "md_stepType", "tags"):
+        for field in (
+            "purpose",
+            "stepType",
+            "actionType",
+            "model",
+            "modelType",
+            "md_purpose",
+            "model_type",
+            "md_stepType",
+            "tags",
+        ):
             fields: dict = {"systemPrompt": "sys", "userPrompt": "user", "response": "plain answer"}
             if field == "tags":
                 fields["tags"] = ["misc", value]
@@ -122,9 +245,11 @@ def hints_case(rng: random.Random) -> list[dict]:
 def texts_case(rng: random.Random) -> list[dict]:
     out = []
     for index in range(400):
+
         def pick():
             roll = rng.random()
             return ... if roll < 0.05 else None if roll < 0.1 else rng.choice(TEXTS)
+
         fields = {"systemPrompt": pick(), "userPrompt": pick(), "response": pick()}
         if rng.random() < 0.5:
             fields["purpose"] = rng.choice(HINT_VALUES)
@@ -158,8 +283,18 @@ def long_case(rng: random.Random) -> list[dict]:
     astral_many = "😀" * (limit // 2 + 5)
     prompts = [straddle, exact, routed_late, astral_many, "q" * (limit + 50) + "\n- primaryContext: cut"]
     return [
-        trajectory(i, [call(rng, purpose="should_respond", systemPrompt=p, userPrompt="u" * 1000,
-                            response="ok\nprimaryContext: x")])
+        trajectory(
+            i,
+            [
+                call(
+                    rng,
+                    purpose="should_respond",
+                    systemPrompt=p,
+                    userPrompt="u" * 1000,
+                    response="ok\nprimaryContext: x",
+                )
+            ],
+        )
         for i, p in enumerate(prompts)
     ]
 

@@ -55,7 +55,7 @@ def build_datasets(input_path: Path, out_dir: Path, privacy: PrivacyFilter) -> B
                     records_in += 1
                     parsed = parse_record(raw)
                     if parsed.trajectory is None:
-                        quarantine.add(parsed, raw)
+                        quarantine.add(parsed)
                     elif privacy.apply(parsed.trajectory, parsed.origin):
                         writer.add(parsed.trajectory)
     except BaseException:

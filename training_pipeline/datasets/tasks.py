@@ -14,7 +14,11 @@ from training_pipeline.jscompat import JS_LINE_TERMINATORS, js_trim, utf16_prefi
 
 Task = Literal["should_respond", "context_routing", "action_planner", "response", "media_description"]
 TASKS: tuple[Task, ...] = (
-    "should_respond", "context_routing", "action_planner", "response", "media_description",
+    "should_respond",
+    "context_routing",
+    "action_planner",
+    "response",
+    "media_description",
 )
 TASK_FILE_NAMES: dict[Task, str] = {task: f"{task}_trajectories.jsonl" for task in TASKS}
 SUMMARY_FILE_NAME = "trajectory_dataset_summary.json"
@@ -68,9 +72,15 @@ def call_hints(call: dict[str, Any]) -> set[str]:
         metadata = {}
     tags = call.get("tags")
     values = [
-        call.get("purpose"), call.get("stepType"), call.get("actionType"), call.get("model"),
-        metadata.get("modelType"), metadata.get("purpose"), metadata.get("model_type"),
-        metadata.get("stepType"), *(tags if isinstance(tags, list) else ()),
+        call.get("purpose"),
+        call.get("stepType"),
+        call.get("actionType"),
+        call.get("model"),
+        metadata.get("modelType"),
+        metadata.get("purpose"),
+        metadata.get("model_type"),
+        metadata.get("stepType"),
+        *(tags if isinstance(tags, list) else ()),
     ]
     return {token for token in map(normalize_token, values) if token}
 
@@ -123,8 +133,9 @@ def strip_routing_response(response: str) -> str:
     response = _RESPONSE_ROUTING_LINES.sub("", response)
     if "<" in response:
         lowered = response.lower()
-        for name, pattern in zip(("primarycontext", "secondarycontexts", "evidenceturnids"),
-                                 _RESPONSE_ROUTING_TAGS, strict=True):
+        for name, pattern in zip(
+            ("primarycontext", "secondarycontexts", "evidenceturnids"), _RESPONSE_ROUTING_TAGS, strict=True
+        ):
             if f"</{name}>" in lowered:  # no closing tag, nothing to strip: skip the lazy scan
                 response = pattern.sub("", response)
     return js_trim(_BLANK_RUNS.sub("\n\n", response))

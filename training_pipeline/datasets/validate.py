@@ -35,8 +35,10 @@ def _line_problem(raw: bytes) -> str | None:
     if not isinstance(record, dict) or set(record) != {"messages"}:
         return 'expected an object with exactly the key "messages"'
     messages = record["messages"]
-    if not isinstance(messages, list) or [m.get("role") if isinstance(m, dict) else None
-                                          for m in messages] != EXPECTED_ROLES:
+    if (
+        not isinstance(messages, list)
+        or [m.get("role") if isinstance(m, dict) else None for m in messages] != EXPECTED_ROLES
+    ):
         return f"messages must have the roles {EXPECTED_ROLES} in that order"
     for message in messages:
         if set(message) != {"role", "content"} or not isinstance(message["content"], str):

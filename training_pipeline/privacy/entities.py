@@ -14,7 +14,15 @@ from pathlib import Path
 
 #: elizaOS's platform order: a handle resolves on the first platform that knows it.
 DEFAULT_PLATFORMS: tuple[str, ...] = (
-    "telegram", "discord", "slack", "matrix", "signal", "whatsapp", "twitter", "instagram", "email",
+    "telegram",
+    "discord",
+    "slack",
+    "matrix",
+    "signal",
+    "whatsapp",
+    "twitter",
+    "instagram",
+    "email",
 )
 
 
@@ -68,8 +76,12 @@ class EntityDirectory:
             for line, row in enumerate(reader, start=2):
                 level = (row.get("privacy_level") or "public").strip().lower()
                 if level not in ("public", "private"):
-                    raise ValueError(f"entity directory {path}:{line}: privacy_level must be public or private")
-                handles[f"{row['platform'].strip()}:{row['handle'].strip().lstrip('@')}"] = row["entity_id"].strip()
+                    raise ValueError(
+                        f"entity directory {path}:{line}: privacy_level must be public or private"
+                    )
+                handles[f"{row['platform'].strip()}:{row['handle'].strip().lstrip('@')}"] = row[
+                    "entity_id"
+                ].strip()
                 if level == "private":
                     private.add(row["entity_id"].strip())
         return cls(handles, frozenset(private))

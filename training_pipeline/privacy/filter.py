@@ -113,7 +113,11 @@ class PrivacyFilter:
         if self.directory is not None and any(self.directory.is_private(e) for e in entities):
             stats.dropped_private += 1
             stats.dropped.append(
-                {"trajectoryId": str(trajectory.get("trajectoryId")), "reason": "entity-private", "origin": origin}
+                {
+                    "trajectoryId": str(trajectory.get("trajectoryId")),
+                    "reason": "entity-private",
+                    "origin": origin,
+                }
             )
             return False
         stats.kept += 1

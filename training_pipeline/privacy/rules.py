@@ -48,7 +48,9 @@ class CredentialRule:
 _PEM_BEGIN = re.compile(r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----", re.ASCII)
 _PEM_END = re.compile(r"-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----", re.ASCII)
 #: With no END line: the base64 lines (and `Proc-Type: ...` headers) right after BEGIN, never prose.
-_PEM_BODY = re.compile(r"(?:\r?\n(?:\r?\n)?(?:[A-Za-z0-9+/=]+|[A-Za-z][A-Za-z-]*: [^\r\n]*))*", re.ASCII)
+_PEM_BODY = re.compile(
+    r"(?:\r?\n(?:\r?\n)?(?:[A-Za-z][A-Za-z-]*: [^\r\n]*|[A-Za-z0-9+/=]+(?=\r?\n|\Z)))*", re.ASCII
+)
 _PEM_MAX_BODY = 65_536
 
 
@@ -109,22 +111,36 @@ _AWS_PREFIXES = "A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|A
 _STRICT_EXTRA: tuple[CredentialRule, ...] = (
     PrivateKeyBlocks(),
     _rule("private-key", r"PuTTY-User-Key-File-\d:[^\n]*", ("PuTTY-User-Key-File",)),
-    _rule("url-password", r"[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s/?#@:{}]{1,256}:([^\s/?#@{}]{1,256})@",
-          ("://",), group=1),
-    _rule("slack-webhook", r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/_-]{8,}",
-          ("hooks.slack.com",)),
+    _rule(
+        "url-password",
+        r"[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s/?#@:{}]{1,256}:([^\s/?#@{}]{1,256})@",
+        ("://",),
+        group=1,
+    ),
+    _rule(
+        "slack-webhook",
+        r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/_-]{8,}",
+        ("hooks.slack.com",),
+    ),
     _rule("anthropic-key", r"\bsk-ant-[A-Za-z0-9_-]{16,}", ("sk-ant-",)),
     _rule("openai-key", r"\bsk-[A-Za-z0-9_-]{16,}", ("sk-",)),
     _rule("github-token", r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9_]{20,}", ("gh",)),
     _rule("github-token", r"\bgithub_pat_[A-Za-z0-9_]{22,}", ("github_pat_",)),
-    _rule("gitlab-token",
-          r"\b(?:glpat|gldt|glft|glsoat|glrt|glcbt|glimt|glptt|glagent|gloas)-[A-Za-z0-9_-]{20,1024}",
-          ("gl",)),
+    _rule(
+        "gitlab-token",
+        r"\b(?:glpat|gldt|glft|glsoat|glrt|glcbt|glimt|glptt|glagent|gloas)-[A-Za-z0-9_-]{20,1024}",
+        ("gl",),
+    ),
     _rule("gitlab-token", r"\bGR1348941[A-Za-z0-9_-]{20,}", ("GR1348941",)),
     _rule("aws-access-key", rf"\b(?:{_AWS_PREFIXES})[0-9A-Z]{{16}}", None),
-    _rule("aws-secret-key",
-          r"aws.{0,20}?(?:key|pwd|pw|password|pass|token|secret).{0,20}?['\"=: ]([0-9a-zA-Z/+]{40})(?![0-9a-zA-Z/+])",
-          None, _I, group=1),
+    _rule(
+        "aws-secret-key",
+        r"aws.{0,20}?(?:key|pwd|pw|password|pass|token|secret).{0,20}?['\"=: ]"
+        r"([0-9a-zA-Z/+]{40})(?![0-9a-zA-Z/+])",
+        None,
+        _I,
+        group=1,
+    ),
     _rule("stripe-key", r"\b(?:sk|rk)_(?:live|test)_[0-9a-zA-Z]{10,}", ("k_live_", "k_test_")),
     _rule("stripe-webhook-secret", r"\bwhsec_[A-Za-z0-9+/=]{24,}", ("whsec_",)),
     _rule("slack-token", r"\bxox[abposre]-[A-Za-z0-9-]{10,}", ("xox",), _I),
@@ -145,16 +161,24 @@ _STRICT_EXTRA: tuple[CredentialRule, ...] = (
     _rule("azure-storage-key", r"AccountKey=[a-zA-Z0-9+/=]{88}", ("AccountKey=",)),
     _rule("artifactory-token", r"(?<![A-Za-z0-9])AKC[a-zA-Z0-9]{10,}", ("AKC",)),
     _rule("artifactory-token", r"(?<![A-Za-z0-9])AP[0-9A-F][a-zA-Z0-9]{8,}(?![A-Za-z0-9])", ("AP",)),
-    _rule("authorization-header",
-          rf"\b(?:proxy-)?authorization[\"']?[{JS_WS_CLASS}]*[:=][{JS_WS_CLASS}]*[\"']?"
-          rf"(?:(?:bearer|basic|token|digest|apikey)[{JS_WS_CLASS}]+)?{_NOT_A_CALL}([A-Za-z0-9._~+/=-]{{8,}})",
-          None, _I, group=1),
+    _rule(
+        "authorization-header",
+        rf"\b(?:proxy-)?authorization[\"']?[{JS_WS_CLASS}]*[:=][{JS_WS_CLASS}]*[\"']?"
+        rf"(?:(?:bearer|basic|token|digest|apikey)[{JS_WS_CLASS}]+)?{_NOT_A_CALL}([A-Za-z0-9._~+/=-]{{8,}})",
+        None,
+        _I,
+        group=1,
+    ),
     _rule("bearer", rf"\bBearer[{JS_WS_CLASS}]+[A-Za-z0-9._~+/-]{{16,}}=*", None, _I),
-    _rule("secret-assignment",
-          r"\b(?:api[_-]?key|apikey|secret[_-]?key|client[_-]?secret|access[_-]?token|auth[_-]?token"
-          r"|password|passwd|pwd)[\"']?[ \t]{0,4}[:=][ \t]{0,4}[\"']?"
-          rf"{_NOT_A_CALL}(?=[^\s\"',;<>()]*[0-9!@#$%^&*+=/?~])([^\s\"',;<>()]{{8,}})",
-          None, _I, group=1),
+    _rule(
+        "secret-assignment",
+        r"\b(?:api[_-]?key|apikey|secret[_-]?key|client[_-]?secret|access[_-]?token|auth[_-]?token"
+        r"|password|passwd|pwd)[\"']?[ \t]{0,4}[:=][ \t]{0,4}[\"']?"
+        rf"{_NOT_A_CALL}(?=[^\s\"',;<>()]*[0-9!@#$%^&*+=/?~])([^\s\"',;<>()]{{8,}})",
+        None,
+        _I,
+        group=1,
+    ),
 )
 
 STRICT_RULES: tuple[CredentialRule, ...] = _STRICT_EXTRA

@@ -6,6 +6,7 @@ its own rows, and rows are streamed with a server-side cursor.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -90,11 +91,9 @@ def _row_record(table: str, row: dict[str, Any]) -> ParsedRecord:
         elif value is not None:
             key = to_camel(column)
             record[key if key not in record and key not in _COLUMNS.values() else column] = value
-    if isinstance(record.get("startTime"), str):
-        try:
+    if isinstance(record.get("startTime"), str):  # some drivers hand BIGINT back as text
+        with contextlib.suppress(ValueError):
             record["startTime"] = int(record["startTime"])
-        except ValueError:
-            pass
     text = jscompat.dumps(record)
     reason = validation_reason(record)
     start = record.get("startTime")

@@ -18,9 +18,7 @@ _MAX_START_MS = 253_402_300_799_999
 
 
 class _Wire(BaseModel):
-    model_config = ConfigDict(
-        extra="allow", strict=True, alias_generator=to_camel
-    )
+    model_config = ConfigDict(extra="allow", strict=True, alias_generator=to_camel)
 
 
 class LlmCall(_Wire):

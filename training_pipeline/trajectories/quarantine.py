@@ -9,7 +9,7 @@ from typing import IO
 
 from training_pipeline import jscompat
 from training_pipeline.atomic import StagedFiles
-from training_pipeline.trajectories.records import ParsedRecord, RawRecord
+from training_pipeline.trajectories.records import ParsedRecord
 
 
 class QuarantineWriter:
@@ -23,13 +23,12 @@ class QuarantineWriter:
         self.count = 0
         self.reasons: dict[str, int] = {}
 
-    def add(self, parsed: ParsedRecord, raw: RawRecord | None = None) -> None:
+    def add(self, parsed: ParsedRecord) -> None:
         entry: dict[str, str] = {"origin": parsed.origin, "reason": parsed.reason or "unknown"}
         if parsed.text is not None:
             entry["record"] = parsed.text.rstrip("\r\n")
-        elif raw is not None:
-            data = raw.data if isinstance(raw.data, bytes) else raw.data.encode("utf-8", "surrogatepass")
-            entry["recordBase64"] = base64.b64encode(data).decode("ascii")
+        elif parsed.undecodable is not None:
+            entry["recordBase64"] = base64.b64encode(parsed.undecodable).decode("ascii")
         self._handle.write(jscompat.dumps(entry) + "\n")
         self.count += 1
         kind = entry["reason"].split(":", 1)[0]
@@ -38,7 +37,9 @@ class QuarantineWriter:
     def __enter__(self) -> QuarantineWriter:
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self._handle.close()
         if kind is None:
             self._staged.publish()

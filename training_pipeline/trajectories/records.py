@@ -23,7 +23,8 @@ class ParsedRecord:
     """A raw record after parsing: exactly one of `trajectory` and `reason` is set.
 
     `day` is the UTC start day when it could be read, even for a quarantined record, so a bad record
-    still lands in the partition it belongs to.
+    still lands in the partition it belongs to. `undecodable` keeps the bytes that were not UTF-8, so the
+    quarantine can keep them too.
     """
 
     origin: str
@@ -31,6 +32,7 @@ class ParsedRecord:
     trajectory: dict[str, Any] | None
     reason: str | None
     day: date | None
+    undecodable: bytes | None = None
 
 
 def parse_record(raw: RawRecord) -> ParsedRecord:
@@ -39,7 +41,7 @@ def parse_record(raw: RawRecord) -> ParsedRecord:
         try:
             text = text.decode("utf-8")
         except UnicodeDecodeError as err:
-            return ParsedRecord(raw.origin, None, None, f"invalid UTF-8 at byte {err.start}", None)
+            return ParsedRecord(raw.origin, None, None, f"invalid UTF-8 at byte {err.start}", None, text)
     try:
         record = jscompat.loads(text)
     except ValueError as err:

@@ -71,7 +71,9 @@ class TrajectoryParquetWriter:
     def __enter__(self) -> TrajectoryParquetWriter:
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         try:
             if kind is None:
                 self._flush()
@@ -86,7 +88,9 @@ def iter_trajectories(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     """(origin, trajectory) pairs of a store file, one row group at a time."""
     parquet = pq.ParquetFile(path)
     for batch in parquet.iter_batches(columns=["origin", "raw"], batch_size=_BATCH_ROWS):
-        for origin, raw in zip(batch.column("origin").to_pylist(), batch.column("raw").to_pylist(), strict=True):
+        for origin, raw in zip(
+            batch.column("origin").to_pylist(), batch.column("raw").to_pylist(), strict=True
+        ):
             yield origin, jscompat.loads(raw)
 
 

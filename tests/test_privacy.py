@@ -1,0 +1,195 @@
+"""The privacy filter: elizaOS's rules, the strict profile's families, handles, private people."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from training_pipeline.privacy.entities import EntityDirectory
+from training_pipeline.privacy.filter import PrivacyFilter, secret_env_values
+from training_pipeline.privacy.scan import SecretScanner
+
+# (label the strict profile must use, text with a made-up credential of that family)
+FAMILIES = [
+    ("openai-key", "key sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXyZ0aBcDeFgHiJkL ok"),
+    ("anthropic-key", "use sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-_abcdEFGH now"),
+    ("github-token", "ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"),
+    ("github-token", "server token ghs_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"),
+    ("github-token", "oauth gho_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"),
+    ("github-token", "pat github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTU"),
+    ("gitlab-token", "glpat-AbCdEfGhIjKlMnOpQrSt"),
+    ("aws-access-key", "AKIAIOSFODNN7EXAMPLE"),
+    ("aws-access-key", "session ASIAIOSFODNN7EXAMPLE"),
+    ("aws-secret-key", 'aws_secret_access_key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"'),
+    ("stripe-key", "sk_live_4eC39HqLyjWDarjtT1zdp7dc"),
+    ("stripe-key", "rk_live_4eC39HqLyjWDarjtT1zdp7dc"),
+    ("slack-token", "xoxb-1234567890-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx"),
+    (
+        "slack-webhook",
+        "post to https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
+    ),
+    ("google-api-key", "AIzaSyDdI0hCZtE6vySjMm-WEfRq3CPzqKqqsHI"),
+    ("huggingface-token", "hf_AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEfGh"),
+    ("npm-token", "npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"),
+    ("pypi-token", "pypi-AgEIcHlwaS5vcmcCJDU0ZDNiNGE5LTUzYzAtNGI0My1hYTk1LWQ1YmYzNzc3ZGE2NwACKlszLCJlZmQ"),
+    ("sendgrid-key", "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"),
+    ("twilio-key", "SK0123456789abcdef0123456789abcdef"),
+    (
+        "jwt",
+        "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+    ),
+    (
+        "private-key",
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA7\nq8w==\n-----END RSA PRIVATE KEY-----",
+    ),
+    ("private-key", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\nAAAA"),
+    ("url-password", "DATABASE_URL=postgres://admin:s3cr3tpass@db.example.com:5432/app"),
+    ("authorization-header", "Authorization: Basic dXNlcjpwYXNzd29yZA=="),
+    ("bearer", "curl -H 'x: Bearer abcdef0123456789abcdef'"),
+    ("discord-bot-token", "NzkyNzE1NDU0MTk2MDg4ODQy.X-hvzA.Ovy4MCQywSkoMRRclStW4xAYK7I"),
+    ("telegram-bot-token", "bot 123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw0"),
+    ("mailchimp-key", "0123456789abcdef0123456789abcdef-us12"),
+    ("square-secret", "sq0csp-0123456789abcdefghijklmnopqrstuvwxyzABCDEFG"),
+    ("azure-storage-key", "AccountKey=" + "A" * 86 + "=="),
+    ("artifactory-token", "AKCp8jQ8tGhTzZ1kNvWqDf2Lb5Xy7RmUe3Vs9Pa"),
+    ("secret-assignment", "password: Tr0ub4dor&3"),
+    ("google-oauth-secret", "GOCSPX-AbCdEfGhIjKlMnOpQrStUvWxYz12"),
+]
+
+
+@pytest.mark.parametrize(
+    ("label", "text"), FAMILIES, ids=[f"{label}-{i}" for i, (label, _) in enumerate(FAMILIES)]
+)
+def test_strict_redacts_each_family_with_its_label_and_the_scanner_agrees(label: str, text: str) -> None:
+    privacy = PrivacyFilter("strict")
+    out = privacy.redact(text)
+    assert f"<REDACTED:{label}>" in out
+    assert privacy.stats.redactions[label] >= 1
+    assert SecretScanner().find(out) == []
+
+
+def test_the_scanner_is_independent_it_catches_what_the_elizaos_rules_miss() -> None:
+    leaks = [
+        "sk_live_4eC39HqLyjWDarjtT1zdp7dc",
+        "xoxb-1234567890-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx",
+        "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",
+    ]
+    scanner = SecretScanner()
+    for leak in leaks:
+        assert PrivacyFilter("elizaos").redact(leak) == leak  # elizaOS's five patterns do not know it
+        assert scanner.find(leak), leak
+
+
+def test_elizaos_profile_applies_its_patterns_in_order() -> None:
+    privacy = PrivacyFilter("elizaos")
+    # the openai pattern runs first and also swallows sk-ant- keys, exactly as in elizaOS
+    assert privacy.redact("sk-ant-abcdefghijklmnopqrstu") == "<REDACTED:openai-key>"
+    assert privacy.redact("Bearer sk-abcdefghijklmnopqrstu") == "Bearer <REDACTED:openai-key>"
+    assert privacy.redact("AKIAABCDEFGHIJKLMNOP ghp_abcdefghijklmnopqrst") == (
+        "<REDACTED:aws-access-key> <REDACTED:github-token>"
+    )
+
+
+def test_ordinary_text_is_left_alone() -> None:
+    """False positives: the strict profile changes nothing in ordinary chat and code (the full
+    measurement over the standard library is `bench/false_positives.py`)."""
+    privacy = PrivacyFilter("strict")
+    lines = (Path(__file__).parent / "data" / "ordinary_text.txt").read_text(encoding="utf-8").splitlines()
+    changed = [line for line in lines if privacy.redact(line) != line]
+    assert changed == []
+    assert len(lines) > 30
+
+
+def test_environment_secret_values_are_redacted_by_value() -> None:
+    env = {
+        "MY_API_TOKEN": "tok-1234567",
+        "SHORT_KEY": "abc",
+        "HOME": "/root/longpath",
+        "DB_PASSWORD": "pa$$w0rd!!",
+    }
+    values = secret_env_values("strict", env)
+    assert set(values) == {"tok-1234567", "pa$$w0rd!!"}  # names that say secret, values of 8+ chars
+    privacy = PrivacyFilter("strict", env_secrets=values)
+    assert privacy.redact("login with pa$$w0rd!! and tok-1234567") == (
+        "login with <REDACTED:env-secret> and <REDACTED:env-secret>"
+    )
+    assert secret_env_values("elizaos", env, names="DB_*") == ("pa$$w0rd!!",)
+
+
+def _trajectory(text: str, tid: str = "t1") -> dict:
+    return {
+        "trajectoryId": tid,
+        "startTime": 0,
+        "steps": [
+            {
+                "llmCalls": [
+                    {"systemPrompt": "s", "userPrompt": text, "response": "ok", "metadata": {"note": text}}
+                ]
+            }
+        ],
+        "metadata": {"debug": f"env dump: {text}"},
+    }
+
+
+def test_handles_are_anonymised_and_private_people_dropped(tmp_path: Path) -> None:
+    path = tmp_path / "entities.csv"
+    path.write_text(
+        "platform,handle,entity_id,privacy_level\ndiscord,alice,e-a,public\ntelegram,@heidi,e-h,private\n",
+        encoding="utf-8",
+    )
+    directory = EntityDirectory.load(path)
+    privacy = PrivacyFilter("strict", directory)
+    kept = _trajectory("hi @alice and @nobody")
+    assert privacy.apply(kept)
+    assert kept["steps"][0]["llmCalls"][0]["userPrompt"] == "hi <entity:e-a> and @nobody"
+    assert not privacy.apply(_trajectory("ping @heidi", "t2"), origin="file:2")
+    stats = privacy.stats
+    assert (stats.trajectories_in, stats.kept, stats.dropped_private) == (2, 1, 1)
+    assert stats.dropped == [{"trajectoryId": "t2", "reason": "entity-private", "origin": "file:2"}]
+    assert stats.anonymization_count == 2
+
+
+def test_strict_also_cleans_metadata_and_other_strings_elizaos_leaves_them() -> None:
+    secret = "ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
+    strict, eliza = _trajectory(secret), _trajectory(secret)
+    PrivacyFilter("strict").apply(strict)
+    PrivacyFilter("elizaos").apply(eliza)
+    assert secret not in json.dumps(strict)
+    assert eliza["metadata"]["debug"].endswith(secret)  # elizaOS only filters the three prompt fields
+
+
+def test_entity_directory_errors_name_the_file(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"handles": ["not a map"]}')
+    with pytest.raises(ValueError, match=r"bad\.json"):
+        EntityDirectory.load(bad)
+    csv = tmp_path / "bad.csv"
+    csv.write_text("platform,handle\ndiscord,alice\n")
+    with pytest.raises(ValueError, match="missing CSV columns"):
+        EntityDirectory.load(csv)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "-----BEGIN PRIVATE KEY-----" * 8000,
+        "sk-" * 70000,
+        "Bearer " * 30000,
+        "@" * 200000,
+        "a://b:" * 40000,
+        "password=" * 25000,
+        "aws" * 70000,
+        "1234567890:" * 20000,
+        "Authorization: " * 15000,
+        "eyJ." * 50000,
+    ],
+)
+def test_no_catastrophic_backtracking_on_hostile_200k_texts(text: str) -> None:
+    """A guard against exponential regexes, not a speed target (those live in bench/)."""
+    started = time.perf_counter()
+    PrivacyFilter("strict").redact(text)
+    PrivacyFilter("elizaos").redact(text)
+    assert time.perf_counter() - started < 5

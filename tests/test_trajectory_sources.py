@@ -1,0 +1,162 @@
+"""Trajectories in: export files and elizaOS databases (SQLite and a real PostgreSQL), bad input."""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from training_pipeline.trajectories.database import SourceUnavailable, read_table
+from training_pipeline.trajectories.files import read_files
+from training_pipeline.trajectories.ingest import ingest_records
+from training_pipeline.trajectories.store import iter_trajectories
+
+DAY = date(2026, 11, 24)
+T = 1_795_478_400_000  # 2026-11-24T00:00:00Z
+
+
+def _traj(tid: str, start: int = T + 1000, **extra) -> dict:
+    return {
+        "trajectoryId": tid,
+        "agentId": "a",
+        "startTime": start,
+        "steps": [{"llmCalls": [{"systemPrompt": "s", "userPrompt": "u", "response": "r"}]}],
+        **extra,
+    }
+
+
+def test_jsonl_and_json_arrays_keep_unknown_fields_and_filter_by_day(tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_text(
+        json.dumps(_traj("t1", customField={"kept": True}))
+        + "\n\n   \n"
+        + json.dumps(_traj("other-day", T - 1))
+        + "\n"
+        + json.dumps(_traj("t2", T + 86_399_999))
+        + "\n"
+    )
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b.json").write_text(json.dumps([_traj("t3"), _traj("t4", T + 86_400_000)]))
+    parsed = list(read_files(tmp_path, DAY))
+    assert [p.trajectory["trajectoryId"] for p in parsed] == ["t1", "t2", "t3"]
+    assert parsed[0].trajectory["customField"] == {"kept": True}
+    assert parsed[0].origin.endswith("a.jsonl:1") and parsed[2].origin.endswith("b.json:[0]")
+
+
+def test_bad_records_are_quarantined_with_reason_and_origin(tmp_path: Path) -> None:
+    lines = [
+        json.dumps(_traj("good")).encode(),
+        b'{"trajectoryId": "broken", "startTime": ' + str(T).encode() + b', "steps": [',
+        json.dumps({"agentId": "a", "startTime": T}).encode(),
+        json.dumps(_traj("", T)).encode(),
+        json.dumps(_traj("wrongtype", steps=[{"llmCalls": [{"systemPrompt": 42}]}])).encode(),
+        json.dumps(_traj("badtime", "yesterday")).encode(),
+        b'{"trajectoryId": "bytes", "startTime": 1, "x": "\xff\xfe"}',
+        b"[1, 2, 3]",
+    ]
+    export = tmp_path / "2026-11-24.jsonl"
+    export.write_bytes(b"\n".join(lines) + b"\n")
+    out = tmp_path / "out"
+    manifest = ingest_records(read_files(export, DAY), out / "t.parquet", out / "q.jsonl", "test")
+    assert (manifest.records_in, manifest.kept, manifest.quarantined) == (8, 1, 7)
+    quarantine = [json.loads(line) for line in (out / "q.jsonl").read_text().splitlines()]
+    reasons = {q["origin"].rsplit(":", 1)[1]: q["reason"] for q in quarantine}
+    assert reasons["2"].startswith("invalid JSON")
+    assert reasons["3"].startswith("invalid field trajectoryId: Field required")
+    assert reasons["4"].startswith("invalid field trajectoryId")
+    assert reasons["5"].startswith("invalid field steps.0.llmCalls.0.systemPrompt")
+    assert reasons["6"].startswith("invalid field startTime")
+    assert reasons["7"] == "invalid UTF-8 at byte 48"
+    assert reasons["8"] == "not a JSON object (got list)"
+    by_origin = {q["origin"].rsplit(":", 1)[1]: q for q in quarantine}
+    assert "recordBase64" in by_origin["7"] and "record" in by_origin["2"]  # nothing is lost
+    assert [t["trajectoryId"] for _, t in iter_trajectories(out / "t.parquet")] == ["good"]
+
+
+def test_undatable_bad_records_land_in_the_day_named_by_the_file(tmp_path: Path) -> None:
+    (tmp_path / "2026-11-24.jsonl").write_text("not json\n")
+    assert len(list(read_files(tmp_path, DAY))) == 1
+    assert list(read_files(tmp_path, date(2026, 11, 25))) == []
+
+
+ELIZA_SCHEMA = """CREATE TABLE trajectories (
+    id TEXT PRIMARY KEY, trajectory_id TEXT, agent_id TEXT NOT NULL, source TEXT NOT NULL DEFAULT 'runtime',
+    status TEXT NOT NULL DEFAULT 'completed', start_time BIGINT NOT NULL, end_time BIGINT,
+    duration_ms BIGINT, step_count INTEGER NOT NULL DEFAULT 0, llm_call_count INTEGER NOT NULL DEFAULT 0,
+    scenario_id TEXT, batch_id TEXT, steps_json TEXT NOT NULL DEFAULT '[]',
+    metadata TEXT NOT NULL DEFAULT '{}', created_at TEXT NOT NULL, updated_at TEXT NOT NULL,
+    archetype TEXT)"""
+
+
+def _fill(engine: sa.Engine) -> None:
+    steps = json.dumps(_traj("x")["steps"])
+    rows = [
+        {"id": "t1", "start": T + 5, "steps": steps, "meta": '{"room": "r1"}'},
+        {"id": "t0", "start": T + 1, "steps": json.dumps({"steps": json.loads(steps)}), "meta": "{}"},
+        {"id": "bad", "start": T + 9, "steps": "[not json", "meta": "{}"},
+        {"id": "yesterday", "start": T - 1, "steps": steps, "meta": "{}"},
+    ]
+    with engine.begin() as conn:
+        conn.execute(sa.text("DROP TABLE IF EXISTS trajectories"))
+        conn.execute(sa.text(ELIZA_SCHEMA))
+        for row in rows:
+            conn.execute(
+                sa.text(
+                    "INSERT INTO trajectories (id, agent_id, start_time, end_time, steps_json, metadata,"
+                    " created_at, updated_at, archetype)"
+                    " VALUES (:id, 'agent', :start, :start, :steps, :meta, 'c', 'u', 'helper')"
+                ),
+                row,
+            )
+
+
+def _check_day(engine: sa.Engine) -> None:
+    parsed = list(read_table(engine, "trajectories", DAY))
+    assert [p.origin for p in parsed] == ["trajectories:t0", "trajectories:t1", "trajectories:bad"]
+    first = parsed[0].trajectory
+    assert first["trajectoryId"] == "t0" and first["agentId"] == "agent" and first["startTime"] == T + 1
+    assert first["steps"][0]["llmCalls"][0]["response"] == "r"  # {"steps": [...]} unwrapped as elizaOS does
+    assert first["archetype"] == "helper"  # unknown columns are kept
+    assert parsed[1].trajectory["metadata"] == {"room": "r1"}
+    assert parsed[2].trajectory is None and parsed[2].reason.startswith("steps_json: invalid JSON")
+
+
+def test_sqlite_source_reads_only_its_day(tmp_path: Path) -> None:
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'eliza.db'}")
+    _fill(engine)
+    _check_day(engine)
+
+
+def test_postgresql_source_reads_only_its_day(postgres) -> None:
+    engine = sa.create_engine(postgres.url)
+    _fill(engine)
+    _check_day(engine)
+    engine.dispose()
+
+
+def test_unreachable_database_is_a_clear_error() -> None:
+    engine = sa.create_engine("postgresql+psycopg://u:hunter2secret@127.0.0.1:1/db")
+    with pytest.raises(SourceUnavailable) as err:
+        list(read_table(engine, "trajectories", DAY))
+    assert "unavailable" in str(err.value) and "hunter2secret" not in str(err.value)
+
+
+def test_a_crash_mid_write_leaves_no_partial_file_and_keeps_the_old_one(tmp_path: Path) -> None:
+    export = tmp_path / "in.jsonl"
+    export.write_text("".join(json.dumps(_traj(f"t{i}")) + "\n" for i in range(3000)))
+    out = tmp_path / "out"
+    ingest_records(read_files(export, DAY), out / "t.parquet", out / "q.jsonl", "test")
+    before = (out / "t.parquet").read_bytes()
+
+    def exploding():
+        for n, record in enumerate(read_files(export, DAY)):
+            if n == 2500:
+                raise RuntimeError("disk on fire")
+            yield record
+
+    with pytest.raises(RuntimeError):
+        ingest_records(exploding(), out / "t.parquet", out / "q.jsonl", "test")
+    assert (out / "t.parquet").read_bytes() == before
+    assert sorted(p.name for p in out.iterdir()) == ["q.jsonl", "t.manifest.json", "t.parquet"]
