@@ -1,0 +1,194 @@
+"""The code location as Dagster sees it: definitions, materialisation by day, checks, backfills."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from dagster import AssetKey, DagsterInstance, materialize
+
+from training_pipeline.assets import ASSET_CHECKS, ASSETS
+from training_pipeline.datasets.tasks import TASK_FILE_NAMES, TASKS
+from training_pipeline.definitions import datasets_job, defs
+from training_pipeline.resources.defaults import default_resources
+from training_pipeline.resources.privacy import PrivacySettings
+from training_pipeline.resources.sources import DatabaseTrajectorySource, FileTrajectorySource
+from training_pipeline.resources.storage import DataStore
+
+DAY = "2026-11-24"
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def dagster_home(tmp_path: Path) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "dagster.yaml").symlink_to(REPO / "dagster.yaml")
+    return home
+
+
+def _run(resources: dict, day: str = DAY, instance: DagsterInstance | None = None):
+    return materialize(
+        ASSETS + ASSET_CHECKS,
+        partition_key=day,
+        resources=resources,
+        instance=instance or DagsterInstance.ephemeral(),
+        raise_on_error=False,
+    )
+
+
+def _metadata(result, key: str) -> dict:
+    [event] = [e for e in result.get_asset_materialization_events() if e.asset_key == AssetKey(key)]
+    return {k: v.value for k, v in event.materialization.metadata.items()}
+
+
+def test_definitions_load_with_the_expected_graph() -> None:
+    graph = defs.resolve_asset_graph()
+    keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
+    assert keys == {"trajectories", "filtered_trajectories", *TASKS}
+    assert graph.get(AssetKey("should_respond")).parent_keys == {AssetKey("filtered_trajectories")}
+    assert graph.get(AssetKey("filtered_trajectories")).parent_keys == {AssetKey("trajectories")}
+    checks = {f"{k.asset_key.to_user_string()}.{k.name}" for k in graph.asset_check_keys}
+    assert {f"{t}.{c}" for t in TASKS for c in ("no_credentials", "valid_jsonl", "counts_add_up")} <= checks
+    job = defs.resolve_job_def("datasets_job")
+    assert job.partitions_def.get_partition_keys()[0] == "2025-01-01"
+
+
+def test_dagster_definitions_validate_accepts_the_code_location(dagster_home: Path) -> None:
+    proc = subprocess.run(
+        [str(Path(sys.executable).parent / "dagster"), "definitions", "validate", "-m",
+         "training_pipeline.definitions"],
+        capture_output=True, text=True, cwd=REPO, env={**os.environ, "DAGSTER_HOME": str(dagster_home)},
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_a_day_materialises_with_counts_that_add_up(tmp_path: Path) -> None:
+    resources = default_resources({"TRAINING_PIPELINE_DATA": str(tmp_path)})
+    result = _run(resources)
+    assert result.success
+    assert all(e.passed for e in result.get_asset_check_evaluations())
+    assert len(result.get_asset_check_evaluations()) == 17
+
+    raw = _metadata(result, "trajectories")
+    assert raw["records_in"] == raw["kept"] + raw["quarantined"] and raw["quarantined"] == 3
+    filtered = _metadata(result, "filtered_trajectories")
+    assert filtered["trajectories_in"] == raw["kept"] == filtered["kept"] + filtered["dropped_private"]
+    assert filtered["dropped_private"] > 0 and filtered["redactions"] == sum(filtered["redactions_by_rule"].values())
+    for task in TASKS:
+        meta = _metadata(result, task)
+        path = Path(meta["path"])
+        assert path == tmp_path / "datasets" / DAY / TASK_FILE_NAMES[task]
+        assert len(path.read_text(encoding="utf-8").splitlines()) == meta["examples"]
+        assert meta["trajectories"] == filtered["kept"]
+        assert len(meta["preview"]) == min(3, meta["examples"])
+        assert set(meta["preview"][0]) == {"system", "user", "model"}
+
+
+def test_rematerialising_replaces_the_partition_it_never_appends(tmp_path: Path) -> None:
+    resources = default_resources({"TRAINING_PIPELINE_DATA": str(tmp_path)})
+    instance = DagsterInstance.ephemeral()
+    _run(resources, instance=instance)
+    first = {p.name: p.read_bytes() for p in (tmp_path / "datasets" / DAY).glob("*.jsonl")}
+    assert _run(resources, instance=instance).success
+    second = {p.name: p.read_bytes() for p in (tmp_path / "datasets" / DAY).glob("*.jsonl")}
+    assert first == second
+    leftovers = [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
+    assert leftovers == []
+
+
+def _planted(tmp_path: Path) -> Path:
+    day = tmp_path / "in"
+    day.mkdir()
+    call = {"systemPrompt": "You are Eliza.", "userPrompt": "charge it to sk_live_4eC39HqLyjWDarjtT1zdp7dc",
+            "response": "Done, I used the card on file.", "purpose": "response"}
+    record = {"trajectoryId": "t-leak", "agentId": "a", "startTime": 1_795_478_500_000,
+              "steps": [{"llmCalls": [call]}]}
+    (day / "leak.jsonl").write_text(json.dumps(record) + "\n")
+    return day
+
+
+def test_blocking_credential_check_fails_when_the_filter_misses_a_secret(tmp_path: Path) -> None:
+    """elizaOS's five patterns do not know Stripe keys; the independent re-scan does, and fails the run."""
+    resources = {
+        "trajectory_source": FileTrajectorySource(path=str(_planted(tmp_path))),
+        "privacy": PrivacySettings(profile="elizaos", env_secrets="NONE"),
+        "store": DataStore(root=str(tmp_path / "data")),
+    }
+    result = _run(resources)
+    assert not result.success
+    failed = {(e.asset_key.to_user_string(), e.check_name) for e in result.get_asset_check_evaluations()
+              if not e.passed}
+    assert failed == {("response", "no_credentials")}
+    evaluation = next(e for e in result.get_asset_check_evaluations() if not e.passed)
+    assert evaluation.metadata["findings_by_type"].value == {"Stripe Access Key": 1}
+    assert "sk_live_4eC39HqLyjWDarjtT1zdp7dc" not in json.dumps(
+        [str(e) for e in result.all_events], default=str
+    )  # the preview was masked, the check reports only types and places
+
+    resources["privacy"] = PrivacySettings(profile="strict", env_secrets="NONE")
+    strict = _run(resources)
+    assert strict.success  # the default profile redacts it, and the check agrees
+
+
+def test_a_database_source_feeds_the_same_graph(tmp_path: Path) -> None:
+    db = tmp_path / "eliza.db"
+    engine = sa.create_engine(f"sqlite:///{db}")
+    steps = json.dumps([{"llmCalls": [{"systemPrompt": "s", "userPrompt": "hi @alice", "response": "hello",
+                                       "purpose": "reply"}]}])
+    with engine.begin() as conn:
+        conn.execute(sa.text("CREATE TABLE trajectories (id TEXT PRIMARY KEY, agent_id TEXT, start_time BIGINT,"
+                             " steps_json TEXT, metadata TEXT)"))
+        conn.execute(sa.text("INSERT INTO trajectories VALUES ('t1', 'a', 1795478500000, :s, '{}')"), {"s": steps})
+    result = _run({
+        "trajectory_source": DatabaseTrajectorySource(url=f"sqlite:///{db}"),
+        "privacy": PrivacySettings(),
+        "store": DataStore(root=str(tmp_path / "data")),
+    })
+    assert result.success
+    assert _metadata(result, "response")["examples"] == 1
+    assert _metadata(result, "trajectories")["source"] == f"database:sqlite:///{db}/trajectories"
+
+
+def test_missing_upstream_partition_is_a_clear_failure(tmp_path: Path) -> None:
+    result = materialize(
+        [*ASSETS], selection="filtered_trajectories", partition_key=DAY,
+        resources=default_resources({"TRAINING_PIPELINE_DATA": str(tmp_path)}),
+        instance=DagsterInstance.ephemeral(), raise_on_error=False,
+    )
+    assert not result.success
+    [failure] = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+    assert "trajectories for 2026-11-24 is not materialised" in failure.event_specific_data.error.message
+
+
+def test_cli_backfills_a_range_into_the_instance(tmp_path: Path, dagster_home: Path) -> None:
+    env = {**os.environ, "DAGSTER_HOME": str(dagster_home), "TRAINING_PIPELINE_DATA": str(tmp_path / "data")}
+    proc = subprocess.run(
+        [str(Path(sys.executable).parent / "training-pipeline"), "materialize", "--start", "2026-11-23",
+         "--end", "2026-11-25"],
+        capture_output=True, text=True, env=env, cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert [line["day"] for line in lines] == ["2026-11-23", "2026-11-24", "2026-11-25"]
+    assert all(line["status"] == "ok" for line in lines)
+    assert (dagster_home / "storage").is_dir()  # the SQLite run/event storage of dagster.yaml
+
+    os.environ["DAGSTER_HOME"] = str(dagster_home)
+    try:
+        with DagsterInstance.get() as instance:
+            runs = instance.get_runs()
+            assert sorted(r.tags["dagster/partition"] for r in runs) == ["2026-11-23", "2026-11-24", "2026-11-25"]
+            assert {r.job_name for r in runs} == {datasets_job.name}
+            status = instance.get_status_by_partition(AssetKey("response"), ["2026-11-23", "2026-11-25"],
+                                                      defs.resolve_job_def("datasets_job").partitions_def)
+            assert status is not None
+            materialized = instance.get_materialized_partitions(AssetKey("response"))
+            assert materialized == {"2026-11-23", "2026-11-24", "2026-11-25"}
+    finally:
+        del os.environ["DAGSTER_HOME"]
