@@ -10,6 +10,7 @@ from dagster import (
     Failure,
     MaterializeResult,
     MetadataValue,
+    RetryRequested,
     asset,
     asset_check,
 )
@@ -19,8 +20,9 @@ from training_pipeline.resources.sources import TrajectorySource
 from training_pipeline.resources.storage import DataStore
 
 from training_pipeline.privacy.apply import filter_store
+from training_pipeline.trajectories.database import SourceUnavailable
 from training_pipeline.trajectories.ingest import IngestManifest, ingest_records, manifest_path
-from training_pipeline.trajectories.store import row_count
+from training_pipeline.trajectories.store import day_profile, row_count
 
 
 def _require(path, what: str, day: str) -> None:
@@ -40,12 +42,19 @@ def trajectories(
 ) -> MaterializeResult:
     day = context.partition_key
     parquet = store.trajectories(day)
-    manifest = ingest_records(
-        trajectory_source.read_day(date.fromisoformat(day)),
-        parquet,
-        store.quarantine(day),
-        trajectory_source.describe(),
-    )
+    try:
+        manifest = ingest_records(
+            trajectory_source.read_day(date.fromisoformat(day)),
+            parquet,
+            store.quarantine(day),
+            trajectory_source.describe(),
+        )
+    except SourceUnavailable as err:
+        # the source may come back: retry this step (only this one) before failing the run
+        raise RetryRequested(
+            max_retries=trajectory_source.retries, seconds_to_wait=trajectory_source.retry_wait_seconds
+        ) from err
+    profile = day_profile(parquet)
     context.log.info(
         f"{day}: {manifest.records_in} records in, {manifest.kept} kept, {manifest.quarantined} quarantined"
     )
@@ -56,6 +65,10 @@ def trajectories(
             "quarantined": manifest.quarantined,
             "llm_calls": manifest.llm_call_count,
             "quarantine_reasons": MetadataValue.json(manifest.quarantine_reasons),
+            "agents": MetadataValue.json(profile["agents"]),
+            "calls_per_trajectory": MetadataValue.json(profile["calls_per_trajectory"]),
+            "first_start": str(profile["first_start"]),
+            "last_start": str(profile["last_start"]),
             "source": manifest.source,
             "path": MetadataValue.path(str(parquet)),
             "quarantine_path": MetadataValue.path(str(store.quarantine(day))),

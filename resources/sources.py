@@ -22,6 +22,9 @@ SAMPLE_TRAJECTORIES = (
 class TrajectorySource(ConfigurableResource):
     """Anything that can hand over one UTC day of trajectories, bad records included."""
 
+    retries: int = Field(default=3, description="step retries while the source is unavailable")
+    retry_wait_seconds: float = Field(default=30.0, description="wait between those retries")
+
     def read_day(self, day: date) -> Iterator[ParsedRecord]:
         raise NotImplementedError
 

@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 from dagster import AssetKey, DagsterInstance, materialize
-
 from training_pipeline.assets import ASSET_CHECKS, ASSETS
-from training_pipeline.datasets.tasks import TASK_FILE_NAMES, TASKS
-from training_pipeline.definitions import datasets_job, defs
 from training_pipeline.resources.defaults import default_resources
 from training_pipeline.resources.privacy import PrivacySettings
 from training_pipeline.resources.sources import DatabaseTrajectorySource, FileTrajectorySource
 from training_pipeline.resources.storage import DataStore
+
+from training_pipeline.datasets.tasks import TASK_FILE_NAMES, TASKS
+from training_pipeline.definitions import datasets_job, defs
 
 DAY = "2026-11-24"
 REPO = Path(__file__).resolve().parents[1]
@@ -61,9 +61,17 @@ def test_definitions_load_with_the_expected_graph() -> None:
 
 def test_dagster_definitions_validate_accepts_the_code_location(dagster_home: Path) -> None:
     proc = subprocess.run(
-        [str(Path(sys.executable).parent / "dagster"), "definitions", "validate", "-m",
-         "training_pipeline.definitions"],
-        capture_output=True, text=True, cwd=REPO, env={**os.environ, "DAGSTER_HOME": str(dagster_home)},
+        [
+            str(Path(sys.executable).parent / "dagster"),
+            "definitions",
+            "validate",
+            "-m",
+            "training_pipeline.definitions",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "DAGSTER_HOME": str(dagster_home)},
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
 
@@ -79,7 +87,9 @@ def test_a_day_materialises_with_counts_that_add_up(tmp_path: Path) -> None:
     assert raw["records_in"] == raw["kept"] + raw["quarantined"] and raw["quarantined"] == 3
     filtered = _metadata(result, "filtered_trajectories")
     assert filtered["trajectories_in"] == raw["kept"] == filtered["kept"] + filtered["dropped_private"]
-    assert filtered["dropped_private"] > 0 and filtered["redactions"] == sum(filtered["redactions_by_rule"].values())
+    assert filtered["dropped_private"] > 0 and filtered["redactions"] == sum(
+        filtered["redactions_by_rule"].values()
+    )
     for task in TASKS:
         meta = _metadata(result, task)
         path = Path(meta["path"])
@@ -105,10 +115,18 @@ def test_rematerialising_replaces_the_partition_it_never_appends(tmp_path: Path)
 def _planted(tmp_path: Path) -> Path:
     day = tmp_path / "in"
     day.mkdir()
-    call = {"systemPrompt": "You are Eliza.", "userPrompt": "charge it to sk_live_4eC39HqLyjWDarjtT1zdp7dc",
-            "response": "Done, I used the card on file.", "purpose": "response"}
-    record = {"trajectoryId": "t-leak", "agentId": "a", "startTime": 1_795_478_500_000,
-              "steps": [{"llmCalls": [call]}]}
+    call = {
+        "systemPrompt": "You are Eliza.",
+        "userPrompt": "charge it to sk_live_4eC39HqLyjWDarjtT1zdp7dc",
+        "response": "Done, I used the card on file.",
+        "purpose": "response",
+    }
+    record = {
+        "trajectoryId": "t-leak",
+        "agentId": "a",
+        "startTime": 1_795_478_500_000,
+        "steps": [{"llmCalls": [call]}],
+    }
     (day / "leak.jsonl").write_text(json.dumps(record) + "\n")
     return day
 
@@ -122,8 +140,11 @@ def test_blocking_credential_check_fails_when_the_filter_misses_a_secret(tmp_pat
     }
     result = _run(resources)
     assert not result.success
-    failed = {(e.asset_key.to_user_string(), e.check_name) for e in result.get_asset_check_evaluations()
-              if not e.passed}
+    failed = {
+        (e.asset_key.to_user_string(), e.check_name)
+        for e in result.get_asset_check_evaluations()
+        if not e.passed
+    }
     assert failed == {("response", "no_credentials")}
     evaluation = next(e for e in result.get_asset_check_evaluations() if not e.passed)
     assert evaluation.metadata["findings_by_type"].value == {"Stripe Access Key": 1}
@@ -139,17 +160,32 @@ def test_blocking_credential_check_fails_when_the_filter_misses_a_secret(tmp_pat
 def test_a_database_source_feeds_the_same_graph(tmp_path: Path) -> None:
     db = tmp_path / "eliza.db"
     engine = sa.create_engine(f"sqlite:///{db}")
-    steps = json.dumps([{"llmCalls": [{"systemPrompt": "s", "userPrompt": "hi @alice", "response": "hello",
-                                       "purpose": "reply"}]}])
+    steps = json.dumps(
+        [
+            {
+                "llmCalls": [
+                    {"systemPrompt": "s", "userPrompt": "hi @alice", "response": "hello", "purpose": "reply"}
+                ]
+            }
+        ]
+    )
     with engine.begin() as conn:
-        conn.execute(sa.text("CREATE TABLE trajectories (id TEXT PRIMARY KEY, agent_id TEXT, start_time BIGINT,"
-                             " steps_json TEXT, metadata TEXT)"))
-        conn.execute(sa.text("INSERT INTO trajectories VALUES ('t1', 'a', 1795478500000, :s, '{}')"), {"s": steps})
-    result = _run({
-        "trajectory_source": DatabaseTrajectorySource(url=f"sqlite:///{db}"),
-        "privacy": PrivacySettings(),
-        "store": DataStore(root=str(tmp_path / "data")),
-    })
+        conn.execute(
+            sa.text(
+                "CREATE TABLE trajectories (id TEXT PRIMARY KEY, agent_id TEXT, start_time BIGINT,"
+                " steps_json TEXT, metadata TEXT)"
+            )
+        )
+        conn.execute(
+            sa.text("INSERT INTO trajectories VALUES ('t1', 'a', 1795478500000, :s, '{}')"), {"s": steps}
+        )
+    result = _run(
+        {
+            "trajectory_source": DatabaseTrajectorySource(url=f"sqlite:///{db}"),
+            "privacy": PrivacySettings(),
+            "store": DataStore(root=str(tmp_path / "data")),
+        }
+    )
     assert result.success
     assert _metadata(result, "response")["examples"] == 1
     assert _metadata(result, "trajectories")["source"] == f"database:sqlite:///{db}/trajectories"
@@ -157,9 +193,12 @@ def test_a_database_source_feeds_the_same_graph(tmp_path: Path) -> None:
 
 def test_missing_upstream_partition_is_a_clear_failure(tmp_path: Path) -> None:
     result = materialize(
-        [*ASSETS], selection="filtered_trajectories", partition_key=DAY,
+        [*ASSETS],
+        selection="filtered_trajectories",
+        partition_key=DAY,
         resources=default_resources({"TRAINING_PIPELINE_DATA": str(tmp_path)}),
-        instance=DagsterInstance.ephemeral(), raise_on_error=False,
+        instance=DagsterInstance.ephemeral(),
+        raise_on_error=False,
     )
     assert not result.success
     [failure] = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
@@ -169,9 +208,18 @@ def test_missing_upstream_partition_is_a_clear_failure(tmp_path: Path) -> None:
 def test_cli_backfills_a_range_into_the_instance(tmp_path: Path, dagster_home: Path) -> None:
     env = {**os.environ, "DAGSTER_HOME": str(dagster_home), "TRAINING_PIPELINE_DATA": str(tmp_path / "data")}
     proc = subprocess.run(
-        [str(Path(sys.executable).parent / "training-pipeline"), "materialize", "--start", "2026-11-23",
-         "--end", "2026-11-25"],
-        capture_output=True, text=True, env=env, cwd=tmp_path,
+        [
+            str(Path(sys.executable).parent / "training-pipeline"),
+            "materialize",
+            "--start",
+            "2026-11-23",
+            "--end",
+            "2026-11-25",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
@@ -183,12 +231,28 @@ def test_cli_backfills_a_range_into_the_instance(tmp_path: Path, dagster_home: P
     try:
         with DagsterInstance.get() as instance:
             runs = instance.get_runs()
-            assert sorted(r.tags["dagster/partition"] for r in runs) == ["2026-11-23", "2026-11-24", "2026-11-25"]
+            assert sorted(r.tags["dagster/partition"] for r in runs) == [
+                "2026-11-23",
+                "2026-11-24",
+                "2026-11-25",
+            ]
             assert {r.job_name for r in runs} == {datasets_job.name}
-            status = instance.get_status_by_partition(AssetKey("response"), ["2026-11-23", "2026-11-25"],
-                                                      defs.resolve_job_def("datasets_job").partitions_def)
-            assert status is not None
             materialized = instance.get_materialized_partitions(AssetKey("response"))
             assert materialized == {"2026-11-23", "2026-11-24", "2026-11-25"}
     finally:
         del os.environ["DAGSTER_HOME"]
+
+
+def test_an_unreachable_database_retries_the_step_then_fails_clearly(tmp_path: Path) -> None:
+    source = DatabaseTrajectorySource(
+        url="postgresql+psycopg://u:hunter2secret@127.0.0.1:1/eliza", retries=1, retry_wait_seconds=0
+    )
+    result = _run(
+        {"trajectory_source": source, "privacy": PrivacySettings(), "store": DataStore(root=str(tmp_path))}
+    )
+    assert not result.success
+    kinds = [e.event_type_value for e in result.all_events]
+    assert "STEP_UP_FOR_RETRY" in kinds and "STEP_RESTARTED" in kinds
+    [failure] = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+    text = str(failure.event_specific_data.error.to_string())
+    assert "is unavailable" in text and "hunter2secret" not in text

@@ -57,7 +57,13 @@ def _materialize_days(days: list[str]) -> bool:
     ok = True
     with DagsterInstance.get() as instance:
         for day in days:
-            result = job.execute_in_process(partition_key=day, instance=instance, raise_on_error=False)
+            result = job.execute_in_process(
+                partition_key=day,
+                instance=instance,
+                raise_on_error=False,
+                run_config={"loggers": {"console": {"config": {"log_level": "INFO"}}}},
+                tags={"training_pipeline/launched_by": "cli"},
+            )
             counts = {}
             for event in result.get_asset_materialization_events():
                 materialization = event.materialization

@@ -14,6 +14,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -96,3 +97,20 @@ def iter_trajectories(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
 
 def row_count(path: Path) -> int:
     return pq.ParquetFile(path).metadata.num_rows
+
+
+def day_profile(path: Path) -> dict[str, Any]:
+    """Who produced a stored day and how big its trajectories are: for the asset's metadata."""
+    frame = pq.read_table(path, columns=["agent_id", "llm_call_count", "start_time_ms"]).to_pandas()
+    if frame.empty:
+        return {"agents": {}, "calls_per_trajectory": None, "first_start": None, "last_start": None}
+    starts = pd.to_datetime(frame["start_time_ms"], unit="ms", utc=True)
+    calls = frame["llm_call_count"]
+    return {
+        "agents": {
+            str(k): int(v) for k, v in frame["agent_id"].fillna("(none)").value_counts().head(20).items()
+        },
+        "calls_per_trajectory": {"mean": round(float(calls.mean()), 2), "max": int(calls.max())},
+        "first_start": starts.min().isoformat(),
+        "last_start": starts.max().isoformat(),
+    }
