@@ -1,6 +1,7 @@
 """Dagster assets and checks: thin wiring around the core in `training_pipeline`."""
 
 from training_pipeline.assets.datasets import dataset_checks, task_datasets
+from training_pipeline.assets.training import training_run
 from training_pipeline.assets.trajectories import (
     filtered_trajectories,
     filtered_trajectories_counts,
@@ -8,7 +9,9 @@ from training_pipeline.assets.trajectories import (
     trajectories_counts,
 )
 
-ASSETS = [trajectories, filtered_trajectories, task_datasets]
+#: The daily graph (one partition = one UTC day); `training_run` is partitioned by task instead.
+DATASET_ASSETS = [trajectories, filtered_trajectories, task_datasets]
+ASSETS = [*DATASET_ASSETS, training_run]
 ASSET_CHECKS = [trajectories_counts, filtered_trajectories_counts, *dataset_checks]
 
-__all__ = ["ASSETS", "ASSET_CHECKS"]
+__all__ = ["ASSETS", "ASSET_CHECKS", "DATASET_ASSETS"]

@@ -28,7 +28,7 @@ from training_pipeline.resources.storage import DataStore
 
 from training_pipeline.datasets.export import export_store
 from training_pipeline.datasets.tasks import SUMMARY_FILE_NAME, TASK_FILE_NAMES, TASKS, Task
-from training_pipeline.datasets.validate import validate_dataset_file
+from training_pipeline.datasets.validate import message_texts, validate_dataset_file
 from training_pipeline.privacy.filter import secret_env_values
 from training_pipeline.privacy.scan import SecretScanner
 
@@ -115,7 +115,7 @@ def _checks_for(task: Task) -> list:
     ) -> AssetCheckResult:
         path = _dataset_file(store, context.partition_key, task)
         scanner = SecretScanner(secret_env_values("strict", names=privacy.env_secrets))
-        report = scanner.scan(_message_texts(path))
+        report = scanner.scan(message_texts(path))
         return AssetCheckResult(
             passed=report.clean,
             severity=AssetCheckSeverity.ERROR,
@@ -170,18 +170,6 @@ def _checks_for(task: Task) -> list:
         )
 
     return [no_credentials, valid_jsonl, counts_add_up]
-
-
-def _message_texts(path: Path) -> Iterator[tuple[str, str]]:
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            try:
-                messages = json.loads(line)["messages"]
-            except (ValueError, KeyError, TypeError):
-                continue  # valid_jsonl reports malformed lines
-            for message in messages:
-                if isinstance(message, dict) and isinstance(message.get("content"), str):
-                    yield f"line {number} ({message.get('role')})", message["content"]
 
 
 dataset_checks: list = [check for task in TASKS for check in _checks_for(task)]

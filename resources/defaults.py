@@ -14,6 +14,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from dagster import EnvVar
+from training_pipeline.resources.backends import (
+    AtroposBackend,
+    NativeBackend,
+    OpenAIBackend,
+    TinkerBackend,
+    TrainingBackends,
+)
 from training_pipeline.resources.privacy import SAMPLE_ENTITIES, PrivacySettings
 from training_pipeline.resources.sources import (
     SAMPLE_TRAJECTORIES,
@@ -21,6 +28,7 @@ from training_pipeline.resources.sources import (
     FileTrajectorySource,
 )
 from training_pipeline.resources.storage import DataStore
+from training_pipeline.resources.training import TrainingSettings
 
 
 def default_resources(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -35,10 +43,29 @@ def default_resources(environ: Mapping[str, str] | None = None) -> dict[str, Any
         entities = env.get("TRAINING_PIPELINE_ENTITIES") or (
             None if env.get("TRAJECTORY_DIR") else str(SAMPLE_ENTITIES)
         )
+    data = env.get("TRAINING_PIPELINE_DATA", "data")
     return {
         "trajectory_source": source,
         "privacy": PrivacySettings(
             profile=env.get("TRAINING_PIPELINE_PRIVACY_PROFILE", "strict"), entity_directory=entities
         ),
-        "store": DataStore(root=env.get("TRAINING_PIPELINE_DATA", "data")),
+        "store": DataStore(root=data),
+        "training": TrainingSettings(),
+        "training_backends": TrainingBackends(
+            native=NativeBackend(),
+            atropos=AtroposBackend(
+                data_dir=env.get("ATROPOS_DATA_DIR", f"{data}/atropos"),
+                command=env["ATROPOS_COMMAND"].split() if env.get("ATROPOS_COMMAND") else None,
+            ),
+            tinker=TinkerBackend(api_key=_secret(env, "TINKER_API_KEY")),
+            openai=OpenAIBackend(
+                api_key=_secret(env, "OPENAI_API_KEY"),
+                base_url=env.get("OPENAI_BASE_URL", "https://api.openai.com/v1"),
+            ),
+        ),
     }
+
+
+def _secret(env: Mapping[str, str], name: str) -> Any:
+    """The key as an `EnvVar` (so run config shows its name, never its value), or None when unset."""
+    return EnvVar(name) if env.get(name) else None

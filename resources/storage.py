@@ -28,3 +28,7 @@ class DataStore(ConfigurableResource):
 
     def datasets(self, day: str) -> Path:
         return self._path("datasets", day)
+
+    def state_dir(self) -> Path:
+        """Run records and trainer state (`training/runs/<run id>.json`)."""
+        return self._path()

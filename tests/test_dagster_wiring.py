@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from dagster import AssetKey, DagsterInstance, materialize
-from training_pipeline.assets import ASSET_CHECKS, ASSETS
+from dagster import AssetKey, DagsterInstance, RunsFilter, materialize
+from training_pipeline.assets import ASSET_CHECKS, DATASET_ASSETS
 from training_pipeline.resources.defaults import default_resources
 from training_pipeline.resources.privacy import PrivacySettings
 from training_pipeline.resources.sources import DatabaseTrajectorySource, FileTrajectorySource
@@ -34,7 +34,7 @@ def dagster_home(tmp_path: Path) -> Path:
 
 def _run(resources: dict, day: str = DAY, instance: DagsterInstance | None = None):
     return materialize(
-        ASSETS + ASSET_CHECKS,
+        DATASET_ASSETS + ASSET_CHECKS,
         partition_key=day,
         resources=resources,
         instance=instance or DagsterInstance.ephemeral(),
@@ -50,7 +50,7 @@ def _metadata(result, key: str) -> dict:
 def test_definitions_load_with_the_expected_graph() -> None:
     graph = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
-    assert keys == {"trajectories", "filtered_trajectories", *TASKS}
+    assert keys == {"trajectories", "filtered_trajectories", *TASKS, "training_run"}
     assert graph.get(AssetKey("should_respond")).parent_keys == {AssetKey("filtered_trajectories")}
     assert graph.get(AssetKey("filtered_trajectories")).parent_keys == {AssetKey("trajectories")}
     checks = {f"{k.asset_key.to_user_string()}.{k.name}" for k in graph.asset_check_keys}
@@ -193,7 +193,7 @@ def test_a_database_source_feeds_the_same_graph(tmp_path: Path) -> None:
 
 def test_missing_upstream_partition_is_a_clear_failure(tmp_path: Path) -> None:
     result = materialize(
-        [*ASSETS],
+        [*DATASET_ASSETS],
         selection="filtered_trajectories",
         partition_key=DAY,
         resources=default_resources({"TRAINING_PIPELINE_DATA": str(tmp_path)}),
@@ -227,16 +227,37 @@ def test_cli_backfills_a_range_into_the_instance(tmp_path: Path, dagster_home: P
     assert all(line["status"] == "ok" for line in lines)
     assert (dagster_home / "storage").is_dir()  # the SQLite run/event storage of dagster.yaml
 
+    train = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "training-pipeline"),
+            "train",
+            "--task",
+            "response",
+            "--dry-run",
+            "--backend",
+            "atropos",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert train.returncode == 0, train.stderr[-3000:]
+    record = json.loads(train.stdout[train.stdout.index("{") :])
+    assert (record["status"], record["reason"], record["source"]) == ("succeeded", "dry run", "manual")
+    assert record["window"] == ["2026-11-23", "2026-11-24", "2026-11-25"]
+
     os.environ["DAGSTER_HOME"] = str(dagster_home)
     try:
         with DagsterInstance.get() as instance:
-            runs = instance.get_runs()
+            runs = instance.get_runs(RunsFilter(job_name=datasets_job.name))
             assert sorted(r.tags["dagster/partition"] for r in runs) == [
                 "2026-11-23",
                 "2026-11-24",
                 "2026-11-25",
             ]
-            assert {r.job_name for r in runs} == {datasets_job.name}
+            [training] = instance.get_runs(RunsFilter(job_name="training_job"))
+            assert training.tags["dagster/partition"] == "response" and training.is_success
             materialized = instance.get_materialized_partitions(AssetKey("response"))
             assert materialized == {"2026-11-23", "2026-11-24", "2026-11-25"}
     finally:

@@ -11,9 +11,11 @@ from pathlib import Path
 from training_pipeline import jscompat
 from training_pipeline.atomic import atomic_open
 from training_pipeline.datasets.build import build_datasets
+from training_pipeline.datasets.tasks import TASKS
 from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.filter import PrivacyFilter, secret_env_values
 from training_pipeline.samples import day_of_trajectories
+from training_pipeline.training.policy import BACKENDS
 
 
 def _build(args: argparse.Namespace) -> int:
@@ -108,6 +110,68 @@ def _demo(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+def _run_store():
+    from training_pipeline.resources.defaults import default_resources
+    from training_pipeline.training.records import RunStore
+
+    return RunStore(default_resources()["store"].state_dir())
+
+
+def _runs_list(args: argparse.Namespace) -> int:
+    records = _run_store().list(limit=args.limit)
+    if not records:
+        print("no training runs recorded yet")
+    for record in records:
+        reason = f"  ({record.reason})" if record.reason else ""
+        print(
+            f"{record.run_id}  {record.started_at}  {record.status:<9} {record.task or '-':<17} "
+            f"{record.backend or '-':<8} {record.source:<9} {record.dataset_size:>6} examples{reason}"
+        )
+    return 0
+
+
+def _runs_show(args: argparse.Namespace) -> int:
+    record = _run_store().load(args.run_id)
+    if record is None:
+        raise ValueError(
+            f"no run record {args.run_id!r}; `training-pipeline runs list` shows the recorded runs"
+        )
+    print(record.to_json(), end="")
+    return 0
+
+
+def _train(args: argparse.Namespace) -> int:
+    """Launch `training_job` by hand on $DAGSTER_HOME (bypasses auto_train, as elizaOS's manual path)."""
+    import os
+
+    from dagster import DagsterInstance
+
+    from training_pipeline.definitions import defs
+
+    if not os.environ.get("DAGSTER_HOME"):
+        raise ValueError("DAGSTER_HOME is not set: point it at a folder holding this project's dagster.yaml")
+    config = {
+        "dry_run": args.dry_run,
+        "source": "manual",
+        **({"backend": args.backend} if args.backend else {}),
+    }
+    with DagsterInstance.get() as instance:
+        result = defs.resolve_job_def("training_job").execute_in_process(
+            partition_key=args.task,
+            instance=instance,
+            raise_on_error=False,
+            run_config={
+                "ops": {"training_run": {"config": config}},
+                "loggers": {"console": {"config": {"log_level": "INFO"}}},
+            },
+            tags={"training_pipeline/source": "manual"},
+        )
+    record = _run_store().list(limit=1)
+    if record:
+        print(record[0].to_json(), end="")
+    return 0 if result.success else 1
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="training-pipeline", description=__doc__)
     commands = root.add_subparsers(dest="command", required=True)
@@ -143,6 +207,20 @@ def parser() -> argparse.ArgumentParser:
     materialize.add_argument("--start", type=date.fromisoformat, required=True)
     materialize.add_argument("--end", type=date.fromisoformat, help="last day, inclusive (default: --start)")
     materialize.set_defaults(run=_materialize)
+
+    runs = commands.add_parser("runs", help="training run records").add_subparsers(dest="runs", required=True)
+    runs_list = runs.add_parser("list", help="newest first")
+    runs_list.add_argument("--limit", type=int, default=20)
+    runs_list.set_defaults(run=_runs_list)
+    runs_show = runs.add_parser("show", help="one record as JSON")
+    runs_show.add_argument("run_id")
+    runs_show.set_defaults(run=_runs_show)
+
+    train = commands.add_parser("train", help="launch training_job for a task now (manual source)")
+    train.add_argument("--task", required=True, choices=TASKS)
+    train.add_argument("--backend", choices=BACKENDS)
+    train.add_argument("--dry-run", action="store_true")
+    train.set_defaults(run=_train)
 
     demo = commands.add_parser("demo", help="materialise the whole graph for the bundled sample days")
     demo.set_defaults(run=_demo)

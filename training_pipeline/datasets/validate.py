@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,3 +45,17 @@ def _line_problem(raw: bytes) -> str | None:
         if set(message) != {"role", "content"} or not isinstance(message["content"], str):
             return "each message needs exactly a role and a string content"
     return None
+
+
+def message_texts(path: Path) -> Iterator[tuple[str, str]]:
+    """(location, content) of every message in a dataset file, for scanning; malformed lines are
+    skipped here (`validate_dataset_file` reports them)."""
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            try:
+                messages = json.loads(line)["messages"]
+            except (ValueError, KeyError, TypeError):
+                continue
+            for message in messages if isinstance(messages, list) else ():
+                if isinstance(message, dict) and isinstance(message.get("content"), str):
+                    yield f"line {number} ({message.get('role')})", message["content"]

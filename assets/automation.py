@@ -1,0 +1,124 @@
+"""Jobs, the threshold sensor and the nightly schedule."""
+
+import os
+from datetime import UTC, datetime, timedelta
+
+from dagster import (
+    AssetKey,
+    AssetRecordsFilter,
+    AssetSelection,
+    DagsterRunStatus,
+    DefaultScheduleStatus,
+    DefaultSensorStatus,
+    RunRequest,
+    RunsFilter,
+    ScheduleEvaluationContext,
+    SensorEvaluationContext,
+    SensorResult,
+    SkipReason,
+    define_asset_job,
+    schedule,
+    sensor,
+)
+from training_pipeline.assets.partitions import daily_partitions
+from training_pipeline.assets.training import TASK_TAG, training_job
+from training_pipeline.resources.training import TrainingSettings
+
+from training_pipeline.datasets.tasks import TASKS
+from training_pipeline.training.trigger import TriggerState
+
+datasets_job = define_asset_job(
+    "datasets_job",
+    selection=AssetSelection.groups("trajectories", "datasets"),
+    partitions_def=daily_partitions,
+    description="One day: trajectories → filtered_trajectories → the five task datasets, with checks.",
+)
+
+#: When the nightly schedule runs (UTC); override with TRAINING_PIPELINE_NIGHTLY_CRON.
+NIGHTLY_CRON = os.environ.get("TRAINING_PIPELINE_NIGHTLY_CRON", "0 2 * * *")
+_IN_FLIGHT = [
+    DagsterRunStatus.QUEUED,
+    DagsterRunStatus.NOT_STARTED,
+    DagsterRunStatus.STARTING,
+    DagsterRunStatus.STARTED,
+]
+_FINISHED = [DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED]
+_PAGE = 500
+
+
+@schedule(
+    job=datasets_job,
+    cron_schedule=NIGHTLY_CRON,
+    execution_timezone="UTC",
+    default_status=DefaultScheduleStatus.STOPPED,
+)
+def nightly_datasets_schedule(context: ScheduleEvaluationContext) -> RunRequest:
+    """Yesterday's partition of the dataset graph."""
+    day = (context.scheduled_execution_time.astimezone(UTC) - timedelta(days=1)).date().isoformat()
+    return RunRequest(run_key=day, partition_key=day, tags={"training_pipeline/source": "schedule"})
+
+
+@sensor(job=training_job, minimum_interval_seconds=60, default_status=DefaultSensorStatus.STOPPED)
+def training_threshold_sensor(context: SensorEvaluationContext, training: TrainingSettings):
+    """Counts new examples per task from the dataset assets' materialisations (each tick reads only
+    events after the cursor) and fires `training_job` for a task once its count since its last
+    threshold run reaches the threshold, its cooldown has passed and no run for it is in flight."""
+    instance = context.instance
+    policy = training.policy()
+    state = TriggerState.from_cursor(context.cursor)
+
+    for task in TASKS:
+        counter = state.tasks[task]
+        while True:
+            result = instance.fetch_materializations(
+                AssetRecordsFilter(asset_key=AssetKey(task), after_storage_id=counter.after_storage_id),
+                limit=_PAGE,
+                ascending=True,
+            )
+            for record in result.records:
+                materialization = record.asset_materialization
+                examples = materialization.metadata.get("examples") if materialization else None
+                state.record(
+                    task,
+                    record.storage_id,
+                    record.partition_key,
+                    int(examples.value) if examples is not None else 0,
+                    policy.auto_train,
+                )
+            if not result.has_more:
+                break
+
+    in_flight, last_finished = set(), {}
+    for task in TASKS:
+        counter = state.tasks[task]
+        if counter.fired_run_key:
+            runs = instance.get_runs(RunsFilter(tags={"dagster/run_key": counter.fired_run_key}), limit=1)
+            if runs and runs[0].is_finished:
+                state.reset(task)  # succeeded, skipped or failed: start counting again
+        task_filter = {"job_name": training_job.name, "tags": {TASK_TAG: task}}
+        if instance.get_runs(RunsFilter(statuses=_IN_FLIGHT, **task_filter), limit=1):
+            in_flight.add(task)
+        finished = instance.get_run_records(RunsFilter(statuses=_FINISHED, **task_filter), limit=1)
+        if finished and finished[0].end_time:
+            last_finished[task] = datetime.fromtimestamp(finished[0].end_time, UTC)
+
+    requests = []
+    if policy.auto_train:
+        for task in state.ready(policy, datetime.now(UTC), in_flight, last_finished):
+            counter = state.tasks[task]
+            counter.fired += 1
+            counter.fired_run_key = f"threshold:{task}:{counter.fired}"
+            context.log.info(f"firing {task}: {counter.count} examples since its last run")
+            requests.append(
+                RunRequest(
+                    run_key=counter.fired_run_key,
+                    partition_key=task,
+                    run_config={"ops": {"training_run": {"config": {"source": "threshold"}}}},
+                    tags={"training_pipeline/source": "threshold"},
+                )
+            )
+    counts = ", ".join(f"{t}={c.count}" for t, c in state.tasks.items())
+    if requests:
+        return SensorResult(run_requests=requests, cursor=state.to_cursor())
+    reason = "auto_train is off" if not policy.auto_train else f"no task ready ({counts})"
+    return SensorResult(skip_reason=SkipReason(reason), cursor=state.to_cursor())

@@ -1,0 +1,131 @@
+"""`training_run`: one training run for one task (the partition), recorded as asset metadata and as a
+run record file; `training_job` launches it (by hand, from the sensor, or from the CLI)."""
+
+from dataclasses import asdict
+from typing import Literal
+
+from dagster import (
+    AllPartitionMapping,
+    AssetDep,
+    AssetExecutionContext,
+    AssetKey,
+    Config,
+    Failure,
+    MaterializeResult,
+    MetadataValue,
+    StaticPartitionsDefinition,
+    asset,
+    define_asset_job,
+)
+from pydantic import Field
+from training_pipeline.resources.backends import TrainingBackends
+from training_pipeline.resources.privacy import PrivacySettings
+from training_pipeline.resources.storage import DataStore
+from training_pipeline.resources.training import TrainingSettings
+
+from training_pipeline.datasets.tasks import TASKS
+from training_pipeline.privacy.filter import secret_env_values
+from training_pipeline.privacy.scan import SecretScanner
+from training_pipeline.training.orchestrate import run_training
+from training_pipeline.training.records import RunRecord, RunStore
+from training_pipeline.training.window import DayFiles, assemble_window
+
+task_partitions = StaticPartitionsDefinition(list(TASKS))
+TASK_TAG = "dagster/partition"
+
+
+class TrainingRunConfig(Config):
+    backend: str | None = Field(default=None, description="override the policy's backend for this run")
+    dry_run: bool = Field(default=False, description="decide everything, dispatch nothing")
+    source: Literal["threshold", "schedule", "manual", "backfill"] = "manual"
+
+
+@asset(
+    partitions_def=task_partitions,
+    deps=[AssetDep(AssetKey(task), partition_mapping=AllPartitionMapping()) for task in TASKS],
+    group_name="training",
+    kinds={"python"},
+    description="Train the task on its latest days of data with the policy's backend; the run record "
+    "says what happened and why.",
+)
+def training_run(
+    context: AssetExecutionContext,
+    config: TrainingRunConfig,
+    training: TrainingSettings,
+    training_backends: TrainingBackends,
+    privacy: PrivacySettings,
+    store: DataStore,
+) -> MaterializeResult:
+    task = context.partition_key
+    days = sorted(context.instance.get_materialized_partitions(AssetKey(task)))[-training.window_days :]
+    record = RunRecord(task=task, source=config.source, dagster_run_id=context.run.run_id)
+    runs = RunStore(store.state_dir())
+    window = assemble_window(
+        task,
+        [DayFiles(day, store.datasets(day), store.privacy_report(day)) for day in days],
+        runs.directory / record.run_id / f"{task}_trajectories.jsonl",
+    )
+    policy = training.policy()
+    with runs.task_lock(task) as acquired:
+        if acquired:
+            record = run_training(
+                record,
+                window,
+                policy,
+                {
+                    name: training_backends.get(name)
+                    for name in ("native", "atropos", "tinker", "openai", "vertex")
+                },
+                SecretScanner(secret_env_values("strict", names=privacy.env_secrets)),
+                explicit_backend=config.backend,
+                dry_run=config.dry_run,
+                log=context.log.info,
+            )
+        else:
+            record.finish("skipped", f"another training run for {task} is dispatching; not started twice")
+    path = runs.save(record)
+    context.log.info(
+        f"{record.run_id}: {record.status} task={task} backend={record.backend} "
+        f"examples={record.dataset_size}" + (f" ({record.reason})" if record.reason else "")
+    )
+    if record.status == "failed":
+        raise Failure(
+            f"training run {record.run_id} failed: {record.reason}",
+            metadata={"run_record": MetadataValue.path(str(path))},
+        )
+    return MaterializeResult(
+        metadata={
+            "run_id": record.run_id,
+            "status": record.status,
+            "reason": record.reason or "",
+            "backend": record.backend or "",
+            "source": record.source,
+            "dataset_size": record.dataset_size,
+            "window": MetadataValue.json(record.window),
+            "per_task_counts": MetadataValue.json(record.per_task_counts),
+            "pulled_trajectories": record.pulled_trajectories,
+            "filtered_trajectories": record.filtered_trajectories,
+            "redactions": record.redaction_count,
+            "anonymizations": record.anonymization_count,
+            "artifact": record.artifact_path or "",
+            "notes": MetadataValue.json(record.notes),
+            "dry_run": record.dry_run,
+            "run_record": MetadataValue.path(str(path)),
+            "effective_policy": MetadataValue.json(
+                {
+                    "auto_train": policy.auto_train,
+                    "window_days": training.window_days,
+                    "tasks": {t: asdict(policy.for_task(t)) for t in TASKS},
+                }
+            ),
+        }
+    )
+
+
+training_job = define_asset_job(
+    "training_job",
+    selection=[training_run],
+    partitions_def=task_partitions,
+    tags={"training_pipeline/kind": "training"},
+    description="Train one task (the partition). Launch config: backend, dry_run, source.",
+)

@@ -1,0 +1,96 @@
+"""Training backends as resources. Secrets come from the environment through `EnvVar` (see
+`defaults.py`): a backend whose key is not set declines with that reason instead of failing."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from dagster import ConfigurableResource
+from pydantic import Field
+
+from training_pipeline.backends.atropos import run_atropos
+from training_pipeline.backends.base import DispatchRequest, DispatchResult
+from training_pipeline.backends.http import ServiceClient
+from training_pipeline.backends.openai_finetune import run_openai_finetune
+
+
+class NativeBackend(ConfigurableResource):
+    """In-process prompt optimisation (the Stage-DSL optimisers)."""
+
+    def dispatch(self, request: DispatchRequest) -> DispatchResult:
+        return DispatchResult(
+            False,
+            reason="optimiser not available",
+            notes=["the native backend's prompt optimisers are not built yet; choose another backend"],
+        )
+
+
+class AtroposBackend(ConfigurableResource):
+    data_dir: str = Field(description="where Atropos reads datasets; one folder per task")
+    command: list[str] | None = Field(
+        default=None,
+        description="command to launch training; {dataset} {task} {run_id} {data_dir} are filled in",
+    )
+    timeout_seconds: float = 24 * 3600
+
+    def dispatch(self, request: DispatchRequest) -> DispatchResult:
+        return run_atropos(request, Path(self.data_dir), self.command, self.timeout_seconds)
+
+
+class TinkerBackend(ConfigurableResource):
+    """Thinking Machines Tinker (needs the `tinker` SDK and TINKER_API_KEY)."""
+
+    api_key: str | None = None
+
+    def dispatch(self, request: DispatchRequest) -> DispatchResult:
+        if importlib.util.find_spec("tinker") is None:
+            return DispatchResult(
+                False,
+                reason="tinker SDK not installed",
+                notes=["`pip install tinker` and set TINKER_API_KEY to enable Tinker"],
+            )
+        if not self.api_key:
+            return DispatchResult(False, reason="TINKER_API_KEY is not set")
+        return DispatchResult(
+            False,
+            reason="tinker submission not implemented",
+            notes=["this version stages no Tinker jobs; use openai, vertex or atropos"],
+        )
+
+
+class OpenAIBackend(ConfigurableResource):
+    api_key: str | None = Field(default=None, description="from EnvVar('OPENAI_API_KEY')")
+    base_url: str = "https://api.openai.com/v1"
+    model: str = "gpt-4o-mini-2024-07-18"
+    wait_for_completion: bool = True
+    poll_interval_seconds: float = 30.0
+    timeout_seconds: float = 24 * 3600
+
+    def dispatch(self, request: DispatchRequest) -> DispatchResult:
+        if not self.api_key:
+            return DispatchResult(False, reason="OPENAI_API_KEY is not set")
+        client = ServiceClient("OpenAI", self.base_url, self.api_key)
+        try:
+            return run_openai_finetune(
+                request,
+                client,
+                self.model,
+                self.wait_for_completion,
+                self.poll_interval_seconds,
+                self.timeout_seconds,
+            )
+        finally:
+            client.close()
+
+
+class TrainingBackends(ConfigurableResource):
+    """Every backend, by the name the training policy uses."""
+
+    native: NativeBackend
+    atropos: AtroposBackend
+    tinker: TinkerBackend
+    openai: OpenAIBackend
+
+    def get(self, name: str) -> NativeBackend | AtroposBackend | TinkerBackend | OpenAIBackend | None:
+        return getattr(self, name, None) if name in ("native", "atropos", "tinker", "openai") else None

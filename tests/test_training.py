@@ -1,0 +1,305 @@
+"""Training orchestration: policy, task selection, backends, run records, on a real Dagster instance."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from dagster import AssetKey, DagsterInstance, materialize
+from training_pipeline.assets import ASSET_CHECKS, DATASET_ASSETS
+from training_pipeline.assets.training import training_run
+from training_pipeline.resources.backends import (
+    AtroposBackend,
+    NativeBackend,
+    OpenAIBackend,
+    TinkerBackend,
+    TrainingBackends,
+)
+from training_pipeline.resources.defaults import default_resources
+from training_pipeline.resources.training import TrainingSettings
+
+from tests.fake_openai import FakeOpenAI
+from training_pipeline.training.policy import TrainingPolicy, resolve_backend, select_task
+from training_pipeline.training.records import RunStore
+
+DAYS = ["2026-11-23", "2026-11-24", "2026-11-25"]
+
+
+def test_policy_normalises_like_elizaos() -> None:
+    policy = TrainingPolicy.model_validate(
+        {
+            "autoTrain": "yes",
+            "triggerThreshold": 12.7,
+            "triggerCooldownHours": -1,
+            "backends": ["vertex", "bogus", "vertex", 3, "native"],
+            "perTaskOverrides": {
+                "response": {"threshold": 5, "backend": "atropos", "cooldownHours": 0},
+                "unknown_task": {"threshold": 1},
+                "action_planner": {"threshold": -3},
+                "media_description": {"threshold": 0.5},
+            },
+        }
+    )
+    assert policy.auto_train is True  # not a boolean: default
+    assert policy.trigger_threshold == 12  # floored
+    assert policy.trigger_cooldown_hours == 12.0  # negative: default
+    assert policy.backends == ["vertex", "native"]  # unknown dropped, duplicates removed
+    assert set(policy.per_task_overrides) == {"response", "media_description"}  # empty overrides dropped
+    response = policy.for_task("response")
+    assert (response.threshold, response.cooldown_hours, response.backend) == (5, 0.0, "atropos")
+    assert policy.for_task("media_description").threshold == 0  # elizaOS floors 0.5 to 0
+    assert policy.for_task("should_respond").backend == "vertex"
+    assert TrainingPolicy.model_validate("not a dict").backends == ["native"]
+    assert TrainingPolicy.model_validate({"backends": []}).for_task("response").backend is None
+
+
+def test_select_task_and_backend_resolution() -> None:
+    policy = TrainingPolicy.model_validate(
+        {"triggerThreshold": 10, "perTaskOverrides": {"response": {"threshold": 50}}}
+    )
+    assert (
+        select_task(policy, None, {"response": 40, "should_respond": 20, "action_planner": 30})
+        == "action_planner"
+    )
+    assert select_task(policy, None, {"response": 9}) is None
+    assert select_task(policy, "media_description", {}) == "media_description"
+    assert resolve_backend(policy, "response", "openai") == "openai"
+    assert resolve_backend(policy, "response", None) == "native"
+
+
+@pytest.fixture(scope="module")
+def days_ready(tmp_path_factory: pytest.TempPathFactory) -> tuple[DagsterInstance, Path]:
+    """Three sample days materialised into one ephemeral instance."""
+    data = tmp_path_factory.mktemp("data")
+    instance = DagsterInstance.ephemeral()
+    resources = default_resources({"TRAINING_PIPELINE_DATA": str(data)})
+    for day in DAYS:
+        assert materialize(
+            DATASET_ASSETS + ASSET_CHECKS, partition_key=day, resources=resources, instance=instance
+        ).success
+    return instance, data
+
+
+def _train(days_ready, task: str, run_config: dict | None = None, **backends):
+    instance, data = days_ready
+    resources = default_resources({"TRAINING_PIPELINE_DATA": str(data)})
+    resources["training_backends"] = TrainingBackends(
+        native=backends.get("native", NativeBackend()),
+        atropos=backends.get("atropos", AtroposBackend(data_dir=str(data / "atropos"))),
+        tinker=TinkerBackend(),
+        openai=backends.get("openai", OpenAIBackend()),
+    )
+    if "training" in backends:
+        resources["training"] = backends["training"]
+    result = materialize(
+        [training_run],
+        partition_key=task,
+        resources=resources,
+        instance=instance,
+        run_config={"ops": {"training_run": {"config": run_config or {}}}},
+        raise_on_error=False,
+    )
+    record = RunStore(data).list(limit=1)[0]
+    return result, record
+
+
+def _meta(result) -> dict:
+    [event] = result.get_asset_materialization_events()
+    return {k: v.value for k, v in event.materialization.metadata.items()}
+
+
+def test_dry_run_decides_everything_and_dispatches_nothing(days_ready) -> None:
+    result, record = _train(days_ready, "response", {"dry_run": True, "backend": "atropos"})
+    assert result.success
+    assert (record.status, record.reason, record.backend, record.source) == (
+        "succeeded",
+        "dry run",
+        "atropos",
+        "manual",
+    )
+    assert record.window == DAYS and record.dataset_size == 47 + 45 + 54
+    assert record.per_task_counts["should_respond"] == 70 + 70 + 75
+    assert record.pulled_trajectories == 80 + 80 + 80 and record.filtered_trajectories == 70 + 70 + 75
+    assert record.redaction_count > 0 and record.anonymization_count > 0
+    assert not (days_ready[1] / "atropos").exists()
+    meta = _meta(result)
+    assert meta["status"] == "succeeded" and meta["dataset_size"] == record.dataset_size
+    assert Path(meta["run_record"]).is_file()
+
+
+def test_native_backend_skips_honestly_without_failing(days_ready) -> None:
+    result, record = _train(days_ready, "should_respond")
+    assert result.success
+    assert (record.status, record.backend, record.reason) == ("skipped", "native", "optimiser not available")
+
+
+def test_atropos_stages_chat_data_and_runs_the_command(days_ready, tmp_path: Path) -> None:
+    script = tmp_path / "fake_atropos.py"
+    script.write_text(
+        "import json, sys\n"
+        "rows = [json.loads(l) for l in open(sys.argv[2])]\n"
+        "assert all(r['messages'][-1]['role'] == 'assistant' for r in rows)\n"
+        "print(f'trained {sys.argv[3]} on {len(rows)} examples')\n"
+    )
+    backend = AtroposBackend(
+        data_dir=str(tmp_path / "atropos"),
+        command=[sys.executable, str(script), "--dataset", "{dataset}", "{task}"],
+    )
+    result, record = _train(days_ready, "action_planner", {"backend": "atropos"}, atropos=backend)
+    assert result.success, record.reason
+    assert record.status == "succeeded"
+    staged = Path(record.artifact_path)
+    assert staged.parent == tmp_path / "atropos" / "action_planner"
+    assert len(staged.read_text().splitlines()) == record.dataset_size
+    assert "trained action_planner on 146 examples" in record.details["stdout_tail"]
+
+
+def test_atropos_failure_fails_the_run_with_the_reason(days_ready, tmp_path: Path) -> None:
+    backend = AtroposBackend(
+        data_dir=str(tmp_path / "atropos"),
+        command=[sys.executable, "-c", "import sys; sys.exit('out of GPUs')"],
+    )
+    result, record = _train(days_ready, "response", {"backend": "atropos"}, atropos=backend)
+    assert not result.success
+    assert record.status == "failed" and "exited with code 1: out of GPUs" in record.reason
+
+
+def test_openai_fine_tuning_over_the_real_protocol(days_ready) -> None:
+    with FakeOpenAI() as fake:
+        fake.fail_next_get_with = [503]  # a transient error mid-job is retried
+        backend = OpenAIBackend(api_key=fake.api_key, base_url=fake.base_url, poll_interval_seconds=0.01)
+        result, record = _train(days_ready, "response", {"backend": "openai"}, openai=backend)
+    assert result.success, record.reason
+    assert record.status == "succeeded"
+    assert record.artifact_path == "ft:gpt-4o-mini-2024-07-18:org::ftjob-0001"
+    [uploaded] = fake.files.values()
+    rows = [json.loads(line) for line in uploaded["content"].decode().splitlines()]
+    assert len(rows) == record.dataset_size
+    assert [m["role"] for m in rows[0]["messages"]] == ["system", "user", "assistant"]
+    assert fake.jobs["ftjob-0001"]["suffix"] == "response"
+
+
+def test_openai_refusal_fails_the_run_and_the_key_never_shows(days_ready) -> None:
+    with FakeOpenAI() as fake:
+        fake.reject_create = "Model gpt-4o-mini-2024-07-18 is not available for fine-tuning"
+        backend = OpenAIBackend(api_key=fake.api_key, base_url=fake.base_url, poll_interval_seconds=0.01)
+        result, record = _train(days_ready, "response", {"backend": "openai"}, openai=backend)
+    assert not result.success
+    assert record.status == "failed" and "HTTP 400: Model gpt-4o-mini" in record.reason
+    everything = json.dumps([str(e) for e in result.all_events]) + record.to_json()
+    assert fake.api_key not in everything
+
+
+def test_openai_without_a_key_skips(days_ready) -> None:
+    result, record = _train(days_ready, "response", {"backend": "openai"})
+    assert result.success and (record.status, record.reason) == ("skipped", "OPENAI_API_KEY is not set")
+
+
+def test_no_data_and_no_backend_are_skips(days_ready) -> None:
+    _, record = _train(days_ready, "media_description", training=TrainingSettings(backends=[]))
+    assert (record.status, record.reason) == ("skipped", "no backend configured")
+    instance = DagsterInstance.ephemeral()
+    empty = days_ready[1].parent / "empty"
+    result = materialize(
+        [training_run],
+        partition_key="response",
+        instance=instance,
+        resources=default_resources({"TRAINING_PIPELINE_DATA": str(empty)}),
+    )
+    assert result.success
+    assert RunStore(empty).list()[0].reason == "no response examples in the window"
+    assert instance.get_materialized_partitions(AssetKey("training_run")) == {"response"}
+
+
+def test_effective_policy_is_in_the_metadata(days_ready) -> None:
+    settings = TrainingSettings(trigger_threshold=30, per_task_overrides={"response": {"backend": "atropos"}})
+    result, _ = _train(days_ready, "response", {"dry_run": True}, training=settings)
+    policy = _meta(result)["effective_policy"]
+    assert policy["tasks"]["response"] == {
+        "task": "response",
+        "threshold": 30,
+        "cooldown_hours": 12.0,
+        "backend": "atropos",
+    }
+    assert policy["tasks"]["should_respond"]["backend"] == "native" and policy["window_days"] == 7
+
+
+def test_a_dataset_with_a_leaked_secret_is_never_dispatched(tmp_path: Path) -> None:
+    """The elizaos profile misses a Stripe key; the day's blocking check fails, and a later training
+    run re-scans its window and refuses to dispatch it."""
+    from training_pipeline.resources.privacy import PrivacySettings
+    from training_pipeline.resources.sources import FileTrajectorySource
+
+    source = tmp_path / "in"
+    source.mkdir()
+    call = {
+        "systemPrompt": "s",
+        "userPrompt": "card sk_live_4eC39HqLyjWDarjtT1zdp7dc",
+        "response": "ok",
+        "purpose": "response",
+    }
+    (source / "leak.jsonl").write_text(
+        json.dumps({"trajectoryId": "t", "startTime": 1_795_478_500_000, "steps": [{"llmCalls": [call]}]})
+        + "\n"
+    )
+    instance = DagsterInstance.ephemeral()
+    resources = default_resources({"TRAINING_PIPELINE_DATA": str(tmp_path / "data")})
+    resources["trajectory_source"] = FileTrajectorySource(path=str(source))
+    resources["privacy"] = PrivacySettings(profile="elizaos", env_secrets="NONE")
+    day = materialize(
+        DATASET_ASSETS + ASSET_CHECKS,
+        partition_key="2026-11-24",
+        resources=resources,
+        instance=instance,
+        raise_on_error=False,
+    )
+    assert not day.success  # the blocking no_credentials check failed
+    run = materialize(
+        [training_run],
+        partition_key="response",
+        resources=resources,
+        instance=instance,
+        run_config={"ops": {"training_run": {"config": {"backend": "atropos"}}}},
+        raise_on_error=False,
+    )
+    assert not run.success
+    record = RunStore(tmp_path / "data").list()[0]
+    assert record.status == "failed" and "not dispatched" in record.reason
+    assert record.details["credential_findings"] == {"Stripe Access Key": 1}
+    assert not (tmp_path / "data" / "atropos").exists()
+
+
+def test_runs_cli_lists_and_shows_records(days_ready, tmp_path: Path) -> None:
+    import os
+    import subprocess
+
+    _, data = days_ready
+    env = {**os.environ, "TRAINING_PIPELINE_DATA": str(data)}
+    exe = str(Path(sys.executable).parent / "training-pipeline")
+    listing = subprocess.run(
+        [exe, "runs", "list"], capture_output=True, text=True, env=env, check=True
+    ).stdout
+    newest = RunStore(data).list(limit=1)[0]
+    assert listing.splitlines()[0].startswith(newest.run_id)
+    shown = subprocess.run(
+        [exe, "runs", "show", newest.run_id], capture_output=True, text=True, env=env, check=True
+    )
+    assert json.loads(shown.stdout)["runId"] == newest.run_id
+    missing = subprocess.run([exe, "runs", "show", "run-nope"], capture_output=True, text=True, env=env)
+    assert missing.returncode == 2 and "no run record" in missing.stderr
+
+
+def test_a_second_dispatch_for_the_same_task_is_skipped_with_a_reason(days_ready) -> None:
+    _, data = days_ready
+    with RunStore(data).task_lock("response") as held:  # as if another process were dispatching
+        assert held
+        result, record = _train(days_ready, "response", {"dry_run": True})
+    assert result.success
+    assert (record.status, record.reason) == (
+        "skipped",
+        "another training run for response is dispatching; not started twice",
+    )
+    _, after = _train(days_ready, "response", {"dry_run": True})
+    assert after.status == "succeeded"  # the lock is free again

@@ -1,0 +1,135 @@
+"""The threshold sensor and the nightly schedule, evaluated against a real (ephemeral) instance."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from dagster import (
+    DagsterInstance,
+    DagsterRunStatus,
+    Definitions,
+    build_schedule_context,
+    build_sensor_context,
+    materialize,
+)
+from dagster._core.test_utils import create_run_for_test
+from training_pipeline.assets import ASSET_CHECKS, DATASET_ASSETS
+from training_pipeline.assets.automation import nightly_datasets_schedule, training_threshold_sensor
+from training_pipeline.assets.training import training_job, training_run
+from training_pipeline.resources.defaults import default_resources
+from training_pipeline.resources.training import TrainingSettings
+
+from training_pipeline.training.trigger import TriggerState
+
+# examples per sample day: should_respond 70/70/75, action_planner and response 47/45/54
+DAYS = ["2026-11-23", "2026-11-24", "2026-11-25"]
+
+
+@pytest.fixture
+def env(tmp_path: Path):
+    instance = DagsterInstance.ephemeral()
+    resources = default_resources({"TRAINING_PIPELINE_DATA": str(tmp_path)})
+
+    def day(partition: str) -> None:
+        assert materialize(
+            DATASET_ASSETS + ASSET_CHECKS,
+            partition_key=partition,
+            resources=resources,
+            instance=instance,
+        ).success
+
+    return instance, resources, day
+
+
+def _tick(instance, cursor, **settings):
+    context = build_sensor_context(
+        instance=instance, cursor=cursor, resources={"training": TrainingSettings(**settings)}
+    )
+    result = training_threshold_sensor(context)
+    return result, result.cursor
+
+
+def test_fires_once_per_threshold_crossing_even_for_a_backfill(env) -> None:
+    instance, _, day = env
+    day(DAYS[0])
+    day(DAYS[1])  # two days arrive before the first tick, as in a backfill
+    result, cursor = _tick(instance, None)
+    assert [(r.partition_key, r.run_key) for r in result.run_requests] == [
+        ("should_respond", "threshold:should_respond:1")
+    ]
+    request = result.run_requests[0]
+    assert request.run_config == {"ops": {"training_run": {"config": {"source": "threshold"}}}}
+    state = TriggerState.from_cursor(cursor)
+    assert state.tasks["should_respond"].count == 140 and state.tasks["response"].count == 92
+
+    again, cursor = _tick(instance, cursor)  # nothing new, and its run is in flight
+    assert not again.run_requests
+
+
+def test_rematerialised_days_are_not_counted_twice_and_the_cursor_survives_restarts(env) -> None:
+    instance, _, day = env
+    day(DAYS[0])
+    _, cursor = _tick(instance, None)
+    day(DAYS[0])  # the same day again
+    # a "restarted daemon": nothing but the stored cursor carries over
+    _, cursor = _tick(instance, cursor)
+    state = TriggerState.from_cursor(cursor)
+    assert state.tasks["should_respond"].count == 70 and state.tasks["response"].count == 47
+    assert TriggerState.from_cursor(state.to_cursor()) == state
+
+
+def test_counter_resets_when_its_run_finishes_and_cooldown_holds(env) -> None:
+    instance, resources, day = env
+    day(DAYS[0])
+    day(DAYS[1])
+    result, cursor = _tick(instance, None)
+    [request] = result.run_requests
+    job = Definitions(assets=[training_run], jobs=[training_job], resources=resources).resolve_job_def(
+        "training_job"
+    )
+    run = job.execute_in_process(
+        partition_key="should_respond",
+        instance=instance,
+        run_config=request.run_config,
+        tags={"dagster/run_key": request.run_key, **request.tags},
+    )
+    assert run.success
+    _, cursor = _tick(instance, cursor)
+    assert TriggerState.from_cursor(cursor).tasks["should_respond"].count == 0  # reset after the run
+    day(DAYS[2])
+    held, cursor = _tick(instance, cursor, trigger_threshold=50)
+    # should_respond (75 new) is cooling down; the others fire, most examples first
+    assert [r.partition_key for r in held.run_requests] == ["action_planner", "response", "context_routing"]
+    assert TriggerState.from_cursor(cursor).tasks["should_respond"].count == 75
+
+
+def test_no_firing_while_any_run_for_the_task_is_in_flight(env) -> None:
+    instance, _, day = env
+    day(DAYS[0])
+    day(DAYS[1])
+    create_run_for_test(
+        instance,
+        job_name="training_job",
+        status=DagsterRunStatus.STARTED,
+        tags={"dagster/partition": "should_respond", "training_pipeline/source": "manual"},
+    )
+    result, _ = _tick(instance, None)
+    assert not result.run_requests
+
+
+def test_auto_train_off_stops_firing(env) -> None:
+    instance, _, day = env
+    day(DAYS[0])
+    day(DAYS[1])
+    result, _ = _tick(instance, None, auto_train=False)
+    assert not result.run_requests
+    assert "auto_train is off" in result.skip_reason.skip_message
+
+
+def test_nightly_schedule_materialises_yesterday() -> None:
+    context = build_schedule_context(scheduled_execution_time=datetime(2026, 11, 26, 2, 0, tzinfo=UTC))
+    request = nightly_datasets_schedule(context)
+    assert request.partition_key == "2026-11-25" and request.run_key == "2026-11-25"
+    assert nightly_datasets_schedule.cron_schedule == "0 2 * * *"

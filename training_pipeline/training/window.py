@@ -1,0 +1,55 @@
+"""The dataset a training run uses: one task's examples over a window of days, in day order."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from training_pipeline.atomic import atomic_open
+from training_pipeline.datasets.tasks import SUMMARY_FILE_NAME, TASK_FILE_NAMES, TASKS
+
+
+@dataclass(frozen=True)
+class DayFiles:
+    day: str
+    datasets_dir: Path  # the day's five JSONL files and summary
+    privacy_report: Path
+
+
+@dataclass
+class WindowDataset:
+    path: Path
+    size: int = 0
+    days: list[str] = field(default_factory=list)
+    per_task_counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TASKS, 0))
+    pulled_trajectories: int = 0
+    filtered_trajectories: int = 0
+    redaction_count: int = 0
+    anonymization_count: int = 0
+
+
+def assemble_window(task: str, days: list[DayFiles], target: Path) -> WindowDataset:
+    """Concatenate `task`'s file of each day into `target` and add up the days' counts; days whose
+    files are missing are left out (and not listed in `days`)."""
+    window = WindowDataset(target)
+    with atomic_open(target, "wb") as out:
+        for day in sorted(days, key=lambda d: d.day):
+            dataset = day.datasets_dir / TASK_FILE_NAMES[task]
+            summary_path = day.datasets_dir / SUMMARY_FILE_NAME
+            if not (dataset.is_file() and summary_path.is_file() and day.privacy_report.is_file()):
+                continue
+            with dataset.open("rb") as handle:
+                for line in handle:
+                    out.write(line)
+                    window.size += 1
+            summary = json.loads(summary_path.read_text(encoding="utf-8"))
+            report = json.loads(day.privacy_report.read_text(encoding="utf-8"))
+            for name, count in summary["counts"].items():
+                window.per_task_counts[name] = window.per_task_counts.get(name, 0) + count
+            window.pulled_trajectories += report["trajectoriesIn"]
+            window.filtered_trajectories += report["kept"]
+            window.redaction_count += report["redactionCount"]
+            window.anonymization_count += report["anonymizationCount"]
+            window.days.append(day.day)
+    return window
