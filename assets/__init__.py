@@ -1,7 +1,7 @@
 """Dagster assets and checks: thin wiring around the core in `training_pipeline`."""
 
 from training_pipeline.assets.datasets import dataset_checks, task_datasets
-from training_pipeline.assets.training import training_run
+from training_pipeline.assets.training import training_run, tuned_model
 from training_pipeline.assets.trajectories import (
     filtered_trajectories,
     filtered_trajectories_counts,
@@ -11,7 +11,7 @@ from training_pipeline.assets.trajectories import (
 
 #: The daily graph (one partition = one UTC day); `training_run` is partitioned by task instead.
 DATASET_ASSETS = [trajectories, filtered_trajectories, task_datasets]
-ASSETS = [*DATASET_ASSETS, training_run]
+ASSETS = [*DATASET_ASSETS, training_run, tuned_model]
 ASSET_CHECKS = [trajectories_counts, filtered_trajectories_counts, *dataset_checks]
 
 __all__ = ["ASSETS", "ASSET_CHECKS", "DATASET_ASSETS"]

@@ -1,6 +1,7 @@
 """`training_run`: one training run for one task (the partition), recorded as asset metadata and as a
 run record file; `training_job` launches it (by hand, from the sensor, or from the CLI)."""
 
+from collections.abc import Iterator
 from dataclasses import asdict
 from typing import Literal
 
@@ -13,6 +14,7 @@ from dagster import (
     Failure,
     MaterializeResult,
     MetadataValue,
+    Output,
     StaticPartitionsDefinition,
     asset,
     define_asset_job,
@@ -23,6 +25,8 @@ from training_pipeline.resources.privacy import PrivacySettings
 from training_pipeline.resources.storage import DataStore
 from training_pipeline.resources.training import TrainingSettings
 
+from training_pipeline.backends.base import BackendError
+from training_pipeline.backends.vertex import poll_tuning_job, tuned_endpoint
 from training_pipeline.datasets.tasks import TASKS
 from training_pipeline.privacy.filter import secret_env_values
 from training_pipeline.privacy.scan import SecretScanner
@@ -122,9 +126,67 @@ def training_run(
     )
 
 
+@asset(
+    partitions_def=task_partitions,
+    deps=[training_run],
+    group_name="training",
+    kinds={"python"},
+    output_required=False,
+    description="The model a hosted tuning job produced: polls the job `training_run` created in the same "
+    "run to a terminal state, logging progress, and records the tuned model's endpoint.",
+)
+def tuned_model(
+    context: AssetExecutionContext, training_backends: TrainingBackends, store: DataStore
+) -> Iterator[Output[None]]:
+    runs = RunStore(store.state_dir())
+    record = runs.find(dagster_run_id=context.run.run_id, task=context.partition_key)
+    poll = (record.details.get("poll") if record else None) or {}
+    if record is None or record.status != "succeeded" or poll.get("service") != "vertex":
+        context.log.info("no hosted tuning job to follow in this run")
+        return
+    vertex = training_backends.vertex
+    token = vertex.token()
+    if not token:
+        raise Failure("no Google access token to poll the Vertex tuning job with")
+    try:
+        job = poll_tuning_job(
+            vertex.target(),
+            token,
+            poll["job"],
+            vertex.poll_interval_seconds,
+            vertex.timeout_seconds,
+            context.log.info,
+        )
+    except BackendError as err:
+        record.notes.append(f"polling failed: {err}")
+        runs.save(record.finish("failed", str(err)))
+        raise Failure(f"training run {record.run_id}: {err}") from err
+    record.details["state"] = job.get("state")
+    endpoint = tuned_endpoint(job)
+    if job.get("state") != "JOB_STATE_SUCCEEDED":
+        message = (job.get("error") or {}).get("message") or job.get("state")
+        runs.save(
+            record.finish("failed", f"Vertex tuning job {poll['job']} ended {job.get('state')}: {message}")
+        )
+        raise Failure(f"training run {record.run_id}: Vertex tuning job ended {job.get('state')}: {message}")
+    record.artifact_path = endpoint
+    record.notes.append(f"tuned model endpoint: {endpoint}")
+    runs.save(record)
+    yield Output(
+        None,
+        metadata={
+            "run_id": record.run_id,
+            "job": poll["job"],
+            "state": job["state"],
+            "endpoint": endpoint or "",
+            "run_record": MetadataValue.path(str(runs.path(record))),
+        },
+    )
+
+
 training_job = define_asset_job(
     "training_job",
-    selection=[training_run],
+    selection=[training_run, tuned_model],
     partitions_def=task_partitions,
     tags={"training_pipeline/kind": "training"},
     description="Train one task (the partition). Launch config: backend, dry_run, source.",

@@ -4,15 +4,19 @@
 from __future__ import annotations
 
 import importlib.util
+import shutil
+import subprocess
 from pathlib import Path
 
 from dagster import ConfigurableResource
 from pydantic import Field
 
 from training_pipeline.backends.atropos import run_atropos
-from training_pipeline.backends.base import DispatchRequest, DispatchResult
+from training_pipeline.backends.base import Backend, DispatchRequest, DispatchResult
 from training_pipeline.backends.http import ServiceClient
 from training_pipeline.backends.openai_finetune import run_openai_finetune
+from training_pipeline.backends.vertex import VertexTarget, create_tuning_job
+from training_pipeline.training.policy import BACKENDS
 
 
 class NativeBackend(ConfigurableResource):
@@ -84,6 +88,52 @@ class OpenAIBackend(ConfigurableResource):
             client.close()
 
 
+class VertexBackend(ConfigurableResource):
+    """Vertex AI Gemini supervised tuning. The job is created here; `tuned_model` polls it."""
+
+    project_id: str | None = None
+    region: str = "us-central1"
+    gcs_bucket: str | None = None
+    access_token: str | None = Field(
+        default=None, description="from EnvVar('VERTEX_ACCESS_TOKEN'); else gcloud"
+    )
+    base_model: str | None = Field(default=None, description="default: elizaOS's choice for the task")
+    epochs: int = 3
+    learning_rate_multiplier: float = 1.0
+    poll_interval_seconds: float = 60.0
+    timeout_seconds: float = 24 * 3600
+    api_endpoint: str | None = Field(
+        default=None, description="tests only: a loopback stand-in of the service"
+    )
+
+    def target(self) -> VertexTarget:
+        return VertexTarget(self.project_id or "", self.region, self.gcs_bucket or "", self.api_endpoint)
+
+    def token(self) -> str | None:
+        if self.access_token:
+            return self.access_token
+        if shutil.which("gcloud") is None:
+            return None
+        proc = subprocess.run(["gcloud", "auth", "print-access-token"], capture_output=True, text=True)
+        return proc.stdout.strip() or None if proc.returncode == 0 else None
+
+    def dispatch(self, request: DispatchRequest) -> DispatchResult:
+        if not self.project_id or not self.gcs_bucket:
+            return DispatchResult(
+                False,
+                reason="vertex backend needs project_id and gcs_bucket",
+                notes=["set project_id and gcs_bucket on the vertex backend resource"],
+            )
+        token = self.token()
+        if not token:
+            return DispatchResult(
+                False, reason="no Google access token (set VERTEX_ACCESS_TOKEN or log in with gcloud)"
+            )
+        return create_tuning_job(
+            request, self.target(), token, self.base_model, self.epochs, self.learning_rate_multiplier
+        )
+
+
 class TrainingBackends(ConfigurableResource):
     """Every backend, by the name the training policy uses."""
 
@@ -91,6 +141,7 @@ class TrainingBackends(ConfigurableResource):
     atropos: AtroposBackend
     tinker: TinkerBackend
     openai: OpenAIBackend
+    vertex: VertexBackend
 
-    def get(self, name: str) -> NativeBackend | AtroposBackend | TinkerBackend | OpenAIBackend | None:
-        return getattr(self, name, None) if name in ("native", "atropos", "tinker", "openai") else None
+    def get(self, name: str) -> Backend | None:
+        return getattr(self, name) if name in BACKENDS else None

@@ -20,6 +20,7 @@ from training_pipeline.resources.backends import (
     OpenAIBackend,
     TinkerBackend,
     TrainingBackends,
+    VertexBackend,
 )
 from training_pipeline.resources.privacy import SAMPLE_ENTITIES, PrivacySettings
 from training_pipeline.resources.sources import (
@@ -61,6 +62,12 @@ def default_resources(environ: Mapping[str, str] | None = None) -> dict[str, Any
             openai=OpenAIBackend(
                 api_key=_secret(env, "OPENAI_API_KEY"),
                 base_url=env.get("OPENAI_BASE_URL", "https://api.openai.com/v1"),
+            ),
+            vertex=VertexBackend(
+                project_id=env.get("VERTEX_PROJECT_ID"),
+                region=env.get("VERTEX_REGION", "us-central1"),
+                gcs_bucket=env.get("VERTEX_GCS_BUCKET"),
+                access_token=_secret(env, "VERTEX_ACCESS_TOKEN"),
             ),
         ),
     }

@@ -16,6 +16,7 @@ from training_pipeline.resources.backends import (
     OpenAIBackend,
     TinkerBackend,
     TrainingBackends,
+    VertexBackend,
 )
 from training_pipeline.resources.defaults import default_resources
 from training_pipeline.resources.training import TrainingSettings
@@ -90,6 +91,7 @@ def _train(days_ready, task: str, run_config: dict | None = None, **backends):
         atropos=backends.get("atropos", AtroposBackend(data_dir=str(data / "atropos"))),
         tinker=TinkerBackend(),
         openai=backends.get("openai", OpenAIBackend()),
+        vertex=VertexBackend(),
     )
     if "training" in backends:
         resources["training"] = backends["training"]
@@ -303,3 +305,104 @@ def test_a_second_dispatch_for_the_same_task_is_skipped_with_a_reason(days_ready
     )
     _, after = _train(days_ready, "response", {"dry_run": True})
     assert after.status == "succeeded"  # the lock is free again
+
+
+def _vertex_job(days_ready, backend, task: str = "response", settings: TrainingSettings | None = None):
+    """training_job's two assets in one run, as the UI or the sensor launches it."""
+    from dagster import Definitions
+    from training_pipeline.assets.training import training_job, tuned_model
+
+    instance, data = days_ready
+    resources = default_resources({"TRAINING_PIPELINE_DATA": str(data)})
+    resources["training_backends"] = TrainingBackends(
+        native=NativeBackend(),
+        atropos=AtroposBackend(data_dir=str(data / "atropos")),
+        tinker=TinkerBackend(),
+        openai=OpenAIBackend(),
+        vertex=backend,
+    )
+    if settings is not None:
+        resources["training"] = settings
+    job = Definitions(
+        assets=[training_run, tuned_model], jobs=[training_job], resources=resources
+    ).resolve_job_def("training_job")
+    result = job.execute_in_process(
+        partition_key=task,
+        instance=instance,
+        raise_on_error=False,
+        run_config={"ops": {"training_run": {"config": {"backend": "vertex"}}}},
+    )
+    return result, RunStore(data).list(limit=1)[0]
+
+
+def test_vertex_tuning_uploads_creates_and_polls_to_the_endpoint(days_ready) -> None:
+
+    from tests.fake_vertex import FakeVertex
+
+    with FakeVertex() as fake:
+        backend = VertexBackend(
+            project_id="my-project-1",
+            gcs_bucket="tuning-bucket",
+            access_token=fake.token,
+            api_endpoint=fake.endpoint,
+            poll_interval_seconds=0.01,
+        )
+        result, record = _vertex_job(days_ready, backend)
+    assert result.success, record.reason
+    [job] = fake.jobs.values()
+    assert job["request"]["baseModel"] == "gemini-2.5-flash"  # elizaOS's default for response
+    assert record.status == "succeeded"
+    assert record.artifact_path == "projects/my-project-1/locations/us-central1/endpoints/88"
+    [data] = fake.objects.values()
+    first = json.loads(data.decode().splitlines()[0])
+    assert set(first) == {"systemInstruction", "contents"}
+    assert [c["role"] for c in first["contents"]] == ["user", "model"]
+    tuned = [e for e in result.get_asset_materialization_events() if e.asset_key == AssetKey("tuned_model")]
+    assert tuned[0].materialization.metadata["endpoint"].value == record.artifact_path
+
+
+def test_vertex_failures_are_clear(days_ready) -> None:
+
+    from tests.fake_vertex import FakeVertex
+
+    with FakeVertex() as fake:
+        fake.outcome = "JOB_STATE_FAILED"
+        backend = VertexBackend(
+            project_id="my-project-1",
+            gcs_bucket="b-1",
+            access_token=fake.token,
+            api_endpoint=fake.endpoint,
+            poll_interval_seconds=0.01,
+        )
+        result, record = _vertex_job(days_ready, backend)
+        assert not result.success
+        assert (
+            record.status == "failed"
+            and "JOB_STATE_FAILED: dataset has too few valid examples" in record.reason
+        )
+
+        bad_project = VertexBackend(
+            project_id="Bad_Project", gcs_bucket="b-1", access_token=fake.token, api_endpoint=fake.endpoint
+        )
+        _, record = _vertex_job(days_ready, bad_project)
+        assert (record.status, record.reason) == ("failed", "Invalid GCP project ID: Bad_Project")
+
+        uploads = len(fake.objects)
+        # one day of media_description holds 7 examples: Vertex's minimum is 16, checked before upload
+        _, record = _vertex_job(
+            days_ready, backend, task="media_description", settings=TrainingSettings(window_days=1)
+        )
+        assert (record.status, record.reason) == (
+            "failed",
+            "media_description.vertex.jsonl: Vertex tuning needs at least 16 examples, got 7",
+        )
+        assert len(fake.objects) == uploads
+    assert fake.token not in record.to_json()
+    leaking = VertexBackend(
+        project_id="my-project-1",
+        gcs_bucket="b",
+        access_token="t",
+        api_endpoint="http://attacker.example.com",
+    )
+    _, record = _vertex_job(days_ready, leaking)
+    assert record.reason == "Refusing to send a Google token to attacker.example.com"

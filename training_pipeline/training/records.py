@@ -90,10 +90,19 @@ class RunStore:
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
+    def path(self, record: RunRecord) -> Path:
+        return self.directory / f"{record.run_id}.json"
+
     def save(self, record: RunRecord) -> Path:
-        path = self.directory / f"{record.run_id}.json"
-        atomic_write_text(path, record.to_json())
-        return path
+        atomic_write_text(self.path(record), record.to_json())
+        return self.path(record)
+
+    def find(self, dagster_run_id: str, task: str, among: int = 100) -> RunRecord | None:
+        """The record a Dagster run wrote for `task`, among the newest `among` records."""
+        for record in self.list(limit=among):
+            if record.dagster_run_id == dagster_run_id and record.task == task:
+                return record
+        return None
 
     def load(self, run_id: str) -> RunRecord | None:
         path = self.directory / f"{Path(run_id).name}.json"

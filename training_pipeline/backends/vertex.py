@@ -1,0 +1,147 @@
+"""Vertex AI Gemini supervised tuning: Vertex JSONL → Cloud Storage → `tuningJobs` → poll.
+
+Shapes are checked as elizaOS checks them (project id, region, job name), and the bearer token is only
+ever sent to Google's hosts (or to loopback, where tests run a stand-in of the service).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, urlparse
+
+from training_pipeline.backends.base import BackendError, DispatchRequest, DispatchResult
+from training_pipeline.backends.formats import convert_file, to_vertex, validate_vertex_file
+from training_pipeline.backends.http import ServiceClient
+
+REGION = re.compile(r"^[a-z]{2,20}(?:-[a-z]+)?[1-9]$")
+PROJECT_ID = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
+JOB_NAME = re.compile(
+    r"^projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/locations/[a-z0-9-]{2,30}/tuningJobs/\d{1,30}$"
+)
+TERMINAL = {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED"}
+#: elizaOS's choice of base model per task when none is configured.
+DEFAULT_BASE_MODEL = {"action_planner": "gemini-2.5-flash", "response": "gemini-2.5-flash"}
+_LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+
+@dataclass(frozen=True)
+class VertexTarget:
+    project_id: str
+    region: str
+    gcs_bucket: str
+    api_endpoint: str | None = None  # None: Google's hosts; otherwise loopback only (tests)
+
+    def check(self) -> None:
+        if not PROJECT_ID.fullmatch(self.project_id):
+            raise BackendError(f"Invalid GCP project ID: {self.project_id}")
+        if not REGION.fullmatch(self.region):
+            raise BackendError(f"Invalid Vertex region: {self.region}")
+        if self.api_endpoint and urlparse(self.api_endpoint).hostname not in _LOOPBACK:
+            raise BackendError(f"Refusing to send a Google token to {urlparse(self.api_endpoint).hostname}")
+
+    def storage_url(self) -> str:
+        return self.api_endpoint or "https://storage.googleapis.com"
+
+    def aiplatform_url(self) -> str:
+        return self.api_endpoint or f"https://{self.region}-aiplatform.googleapis.com"
+
+
+def create_tuning_job(
+    request: DispatchRequest,
+    target: VertexTarget,
+    token: str,
+    base_model: str | None,
+    epochs: int,
+    learning_rate_multiplier: float,
+) -> DispatchResult:
+    """Convert, validate, upload and create the job; polling is `poll_tuning_job`'s (its own step)."""
+    target.check()
+    training_file = request.work_dir / f"{request.task}.vertex.jsonl"
+    convert_file(request.dataset_path, training_file, to_vertex)
+    count = validate_vertex_file(training_file)
+    display_name = f"{request.task}-{request.run_id}"[:128]
+    object_name = f"tuning-data/{display_name}/training.jsonl"
+    storage = ServiceClient("Cloud Storage", target.storage_url(), token)
+    try:
+        with training_file.open("rb") as handle:
+            storage.request(
+                "POST",
+                f"/upload/storage/v1/b/{quote(target.gcs_bucket, safe='')}/o",
+                params={"uploadType": "media", "name": object_name},
+                headers={"content-type": "application/octet-stream"},
+                content=handle.read(),
+            )
+    finally:
+        storage.close()
+    uri = f"gs://{target.gcs_bucket}/{object_name}"
+    request.log(f"uploaded {count} examples to {uri}")
+    model = base_model or DEFAULT_BASE_MODEL.get(request.task, "gemini-2.5-flash-lite")
+    vertex = ServiceClient("Vertex AI", target.aiplatform_url(), token)
+    try:
+        job = vertex.request(
+            "POST",
+            f"/v1/projects/{target.project_id}/locations/{target.region}/tuningJobs",
+            json={
+                "baseModel": model,
+                "supervisedTuningSpec": {
+                    "trainingDatasetUri": uri,
+                    "hyperParameters": {
+                        "epochCount": epochs,
+                        "learningRateMultiplier": learning_rate_multiplier,
+                    },
+                },
+                "tunedModelDisplayName": display_name,
+            },
+        )
+    finally:
+        vertex.close()
+    name = job.get("name", "")
+    if not JOB_NAME.fullmatch(name):
+        raise BackendError(f"Vertex AI answered with an invalid tuning job name: {name!r}")
+    request.log(f"Vertex tuning job {name}: {job.get('state')}")
+    return DispatchResult(
+        True,
+        artifact_path=name,
+        notes=[f"Vertex tuning job {name} created on {model} with {count} examples", f"training data {uri}"],
+        details={"poll": {"service": "vertex", "job": name}, "state": job.get("state"), "training_uri": uri},
+    )
+
+
+def poll_tuning_job(
+    target: VertexTarget,
+    token: str,
+    name: str,
+    poll_seconds: float,
+    timeout_seconds: float,
+    log: Callable[[str], None],
+) -> dict[str, Any]:
+    """Poll to a terminal state (logging every change); returns the final job."""
+    if not JOB_NAME.fullmatch(name):
+        raise BackendError(f"Invalid Vertex tuning job name: {name}")
+    target.check()
+    client = ServiceClient("Vertex AI", target.aiplatform_url(), token)
+    deadline = time.monotonic() + timeout_seconds
+    last = None
+    try:
+        while True:
+            job = client.request("GET", f"/v1/{name}")
+            state = job.get("state")
+            if state != last:
+                log(f"Vertex tuning job {name}: {state}")
+                last = state
+            if state in TERMINAL:
+                return job
+            if time.monotonic() > deadline:
+                raise BackendError(f"Vertex tuning job {name} still {state} after {timeout_seconds:.0f}s")
+            time.sleep(poll_seconds)
+    finally:
+        client.close()
+
+
+def tuned_endpoint(job: dict[str, Any]) -> str | None:
+    tuned = job.get("tunedModel") or {}
+    return tuned.get("endpoint") or job.get("tunedModelEndpointName")
