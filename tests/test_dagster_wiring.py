@@ -246,6 +246,16 @@ def test_cli_backfills_a_range_into_the_instance(tmp_path: Path, dagster_home: P
     record = json.loads(train.stdout[train.stdout.index("{") :])
     assert (record["status"], record["reason"], record["source"]) == ("succeeded", "dry run", "manual")
     assert record["window"] == ["2026-11-23", "2026-11-24", "2026-11-25"]
+    # without --task: the task with the most examples at or over the threshold (should_respond: 215)
+    chosen = subprocess.run(
+        [str(Path(sys.executable).parent / "training-pipeline"), "train", "--dry-run"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert chosen.returncode == 0, chosen.stderr[-3000:]
+    assert json.loads(chosen.stdout[chosen.stdout.index("{") :])["task"] == "should_respond"
 
     os.environ["DAGSTER_HOME"] = str(dagster_home)
     try:
@@ -256,8 +266,9 @@ def test_cli_backfills_a_range_into_the_instance(tmp_path: Path, dagster_home: P
                 "2026-11-24",
                 "2026-11-25",
             ]
-            [training] = instance.get_runs(RunsFilter(job_name="training_job"))
-            assert training.tags["dagster/partition"] == "response" and training.is_success
+            training = instance.get_runs(RunsFilter(job_name="training_job"))
+            assert sorted(r.tags["dagster/partition"] for r in training) == ["response", "should_respond"]
+            assert all(r.is_success for r in training)
             materialized = instance.get_materialized_partitions(AssetKey("response"))
             assert materialized == {"2026-11-23", "2026-11-24", "2026-11-25"}
     finally:

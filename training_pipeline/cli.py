@@ -156,8 +156,12 @@ def _train(args: argparse.Namespace) -> int:
         **({"backend": args.backend} if args.backend else {}),
     }
     with DagsterInstance.get() as instance:
+        task = args.task or _select_task(instance, defs)
+        if task is None:
+            print("skipped: no task reached its trigger threshold and none was specified explicitly")
+            return 0
         result = defs.resolve_job_def("training_job").execute_in_process(
-            partition_key=args.task,
+            partition_key=task,
             instance=instance,
             raise_on_error=False,
             run_config={
@@ -170,6 +174,22 @@ def _train(args: argparse.Namespace) -> int:
     if record:
         print(record[0].to_json(), end="")
     return 0 if result.success else 1
+
+
+def _select_task(instance, defs) -> str | None:
+    """elizaOS's selectTask without an explicit task, over each task's latest window of days."""
+    from dagster import AssetKey
+
+    from training_pipeline.datasets.tasks import TASK_FILE_NAMES
+    from training_pipeline.training.policy import select_task
+
+    store, training = defs.resources["store"], defs.resources["training"]
+    counts = {}
+    for task in TASKS:
+        days = sorted(instance.get_materialized_partitions(AssetKey(task)))[-training.window_days :]
+        files = [store.datasets(day) / TASK_FILE_NAMES[task] for day in days]
+        counts[task] = sum(sum(1 for _ in path.open("rb")) for path in files if path.is_file())
+    return select_task(training.policy(), None, counts)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -217,7 +237,9 @@ def parser() -> argparse.ArgumentParser:
     runs_show.set_defaults(run=_runs_show)
 
     train = commands.add_parser("train", help="launch training_job for a task now (manual source)")
-    train.add_argument("--task", required=True, choices=TASKS)
+    train.add_argument(
+        "--task", choices=TASKS, help="default: the task with the most examples at or over its threshold"
+    )
     train.add_argument("--backend", choices=BACKENDS)
     train.add_argument("--dry-run", action="store_true")
     train.set_defaults(run=_train)
