@@ -1,0 +1,1 @@
+"""An OpenAI-compatible chat client (vLLM, Ollama, llama.cpp's server, OpenAI...)."""
