@@ -1,0 +1,89 @@
+"""The records tree: what a training session did, stage by stage, readable back and comparable.
+
+Every node carries an explicit `kind` (`stage`, `agent_run`, `prompt_execution`) so a tree loaded from
+`training_records.json` validates into the same types.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field
+
+
+class Consumption(BaseModel):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = None
+    calls: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def plus(self, other: Consumption) -> Consumption:
+        cost = (
+            None
+            if self.cost_usd is None and other.cost_usd is None
+            else (self.cost_usd or 0) + (other.cost_usd or 0)
+        )
+        return Consumption(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            cost_usd=cost,
+            calls=self.calls + other.calls,
+        )
+
+
+class FailureInfo(BaseModel):
+    kind: str
+    message: str
+    transient: bool | None = None  # None: the analyser could not tell
+
+
+class Attempt(BaseModel):
+    """A failed attempt that a leaf retried."""
+
+    failure: FailureInfo
+    elapsed_seconds: float
+    consumption: Consumption = Field(default_factory=Consumption)
+
+
+class _Node(BaseModel):
+    name: str
+    started_at: float
+    elapsed_seconds: float | None = None
+    finished: bool = False
+    failure: FailureInfo | None = None
+
+
+class PromptExecutionRecord(_Node):
+    kind: Literal["prompt_execution"] = "prompt_execution"
+    completed: bool = False
+    consumption: Consumption = Field(default_factory=Consumption)
+    previous_attempts: list[Attempt] = Field(default_factory=list)
+
+
+class AgentRunRecord(_Node):
+    kind: Literal["agent_run"] = "agent_run"
+    item: str | None = None
+    completed: bool = False
+    solved: bool | None = None
+    consumption: Consumption = Field(default_factory=Consumption)
+    previous_attempts: list[Attempt] = Field(default_factory=list)
+
+
+class StageRecord(_Node):
+    kind: Literal["stage"] = "stage"
+    substages_total: int | None = None
+    is_dataset: bool = False
+    metrics: dict[str, Any] = Field(default_factory=dict)
+    substages: list[
+        Annotated[StageRecord | AgentRunRecord | PromptExecutionRecord, Field(discriminator="kind")]
+    ] = Field(default_factory=list)
+    action_log: list[dict[str, Any]] = Field(default_factory=list)
+    additional_data: Any = None
+
+
+LeafRecord = AgentRunRecord | PromptExecutionRecord
+StageRecord.model_rebuild()
