@@ -3,6 +3,7 @@ run record file; `training_job` launches it (by hand, from the sensor, or from t
 
 from collections.abc import Iterator
 from dataclasses import asdict
+from pathlib import Path
 from typing import Literal
 
 from dagster import (
@@ -28,6 +29,7 @@ from training_pipeline.resources.training import TrainingSettings
 from training_pipeline.backends.base import BackendError
 from training_pipeline.backends.vertex import poll_tuning_job, tuned_endpoint
 from training_pipeline.datasets.tasks import TASKS
+from training_pipeline.optimizers.native import load_artifact
 from training_pipeline.privacy.filter import secret_env_values
 from training_pipeline.privacy.scan import SecretScanner
 from training_pipeline.training.orchestrate import run_training
@@ -184,9 +186,61 @@ def tuned_model(
     )
 
 
+@asset(
+    partitions_def=task_partitions,
+    deps=[training_run],
+    group_name="training",
+    kinds={"python"},
+    output_required=False,
+    description="The prompt the native backend optimised in this run: validation scores of the baseline and "
+    "the winner (same examples), the score by round, every variant's lineage, and the records tree.",
+)
+def optimized_prompt(
+    context: AssetExecutionContext, privacy: PrivacySettings, store: DataStore
+) -> Iterator[Output[None]]:
+    record = RunStore(store.state_dir()).find(dagster_run_id=context.run.run_id, task=context.partition_key)
+    if record is None or record.backend != "native" or record.status != "succeeded" or record.dry_run:
+        context.log.info("no native optimisation in this run")
+        return
+    artifact = load_artifact(Path(record.artifact_path or ""))
+    scanner = SecretScanner(secret_env_values("strict", names=privacy.env_secrets))
+    prompt = artifact["prompt"]
+    shown = prompt if len(prompt) <= 4000 else prompt[:4000] + "\n…"
+    yield Output(
+        None,
+        metadata={
+            "run_id": record.run_id,
+            "optimizer": artifact["optimizer"],
+            "baseline_score": float(artifact["baseline_score"]),
+            "score": float(artifact["score"]),
+            "improvement": float(artifact["score"] - artifact["baseline_score"]),
+            "train_examples": artifact["train_size"],
+            "validation_examples": artifact["validation_size"],
+            "few_shot_examples": len(artifact["few_shot_examples"]),
+            "prompt": MetadataValue.md(f"```text\n{scanner.mask(shown)}\n```"),
+            "score_by_round": MetadataValue.md(score_chart(artifact["lineage"])),
+            "lineage": MetadataValue.json(artifact["lineage"][:200]),
+            "path": MetadataValue.path(record.artifact_path or ""),
+            "training_records": MetadataValue.path(artifact["records"]),
+        },
+    )
+
+
+def score_chart(lineage: list[dict]) -> str:
+    """Best score of each round as a Markdown bar chart (train minibatches, then the final validation)."""
+    best: dict[str, tuple[str, float]] = {}
+    for entry in lineage:
+        key = f"{entry['round']} ({entry['split']})"
+        if key not in best or entry["score"] > best[key][1]:
+            best[key] = (entry.get("notes", ""), entry["score"])
+    rows = ["| round | best score | |", "|---|---:|---|"]
+    rows += [f"| {key} | {score:.3f} | {'█' * round(score * 20)} |" for key, (_, score) in best.items()]
+    return "\n".join(rows)
+
+
 training_job = define_asset_job(
     "training_job",
-    selection=[training_run, tuned_model],
+    selection=[training_run, tuned_model, optimized_prompt],
     partitions_def=task_partitions,
     tags={"training_pipeline/kind": "training"},
     description="Train one task (the partition). Launch config: backend, dry_run, source.",

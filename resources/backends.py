@@ -7,27 +7,59 @@ import importlib.util
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Literal
 
 from dagster import ConfigurableResource
 from pydantic import Field
+from training_pipeline.resources.llm import LLMResource
 
 from training_pipeline.backends.atropos import run_atropos
 from training_pipeline.backends.base import Backend, DispatchRequest, DispatchResult
 from training_pipeline.backends.http import ServiceClient
 from training_pipeline.backends.openai_finetune import run_openai_finetune
 from training_pipeline.backends.vertex import VertexTarget, create_tuning_job
+from training_pipeline.optimizers.native import run_native
+from training_pipeline.optimizers.programs import OptimiserConfig
+from training_pipeline.stages.session import Budget
 from training_pipeline.training.policy import BACKENDS
 
 
 class NativeBackend(ConfigurableResource):
-    """In-process prompt optimisation (the Stage-DSL optimisers)."""
+    """In-process prompt optimisation: one of the Stage-DSL optimisers, scored as elizaOS scores."""
+
+    llm: LLMResource
+    optimizer: Literal["instruction-search", "prompt-evolution", "bootstrap-fewshot"] = "instruction-search"
+    seed: int = 0
+    validation_fraction: float = 0.3
+    train_batch: int = 8
+    rounds: int = 3
+    variants: int = 4
+    population: int = 6
+    generations: int = 3
+    k: int = 4
+    max_calls: int | None = Field(default=2000, description="spend cap: LLM calls per run")
+    max_tokens: int | None = Field(default=None, description="spend cap: tokens per run")
+    max_usd: float | None = Field(default=None, description="spend cap: USD per run (needs llm.prices)")
 
     def dispatch(self, request: DispatchRequest) -> DispatchResult:
-        return DispatchResult(
-            False,
-            reason="optimiser not available",
-            notes=["the native backend's prompt optimisers are not built yet; choose another backend"],
+        if not self.llm.base_url:
+            return DispatchResult(False, reason="no LLM configured for the native backend (set LLM_BASE_URL)")
+        cfg = OptimiserConfig(
+            optimizer=self.optimizer,
+            seed=self.seed,
+            validation_fraction=self.validation_fraction,
+            train_batch=self.train_batch,
+            rounds=self.rounds,
+            variants=self.variants,
+            population=self.population,
+            generations=self.generations,
+            k=self.k,
         )
+        client = self.llm.client(cache_all_temperatures=True)  # seeded samples replay after a crash
+        try:
+            return run_native(request, client, cfg, Budget(self.max_tokens, self.max_usd, self.max_calls))
+        finally:
+            client.close()
 
 
 class AtroposBackend(ConfigurableResource):

@@ -22,6 +22,7 @@ from training_pipeline.resources.backends import (
     TrainingBackends,
     VertexBackend,
 )
+from training_pipeline.resources.llm import LLMResource
 from training_pipeline.resources.privacy import SAMPLE_ENTITIES, PrivacySettings
 from training_pipeline.resources.sources import (
     SAMPLE_TRAJECTORIES,
@@ -53,7 +54,14 @@ def default_resources(environ: Mapping[str, str] | None = None) -> dict[str, Any
         "store": DataStore(root=data),
         "training": TrainingSettings(),
         "training_backends": TrainingBackends(
-            native=NativeBackend(),
+            native=NativeBackend(
+                llm=LLMResource(
+                    base_url=env.get("LLM_BASE_URL"),
+                    model=env.get("LLM_MODEL", "default"),
+                    api_key=_secret(env, "LLM_API_KEY"),
+                    cache_dir=f"{data}/llm_cache",
+                )
+            ),
             atropos=AtroposBackend(
                 data_dir=env.get("ATROPOS_DATA_DIR", f"{data}/atropos"),
                 command=env["ATROPOS_COMMAND"].split() if env.get("ATROPOS_COMMAND") else None,

@@ -50,7 +50,14 @@ def _metadata(result, key: str) -> dict:
 def test_definitions_load_with_the_expected_graph() -> None:
     graph = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
-    assert keys == {"trajectories", "filtered_trajectories", *TASKS, "training_run", "tuned_model"}
+    assert keys == {
+        "trajectories",
+        "filtered_trajectories",
+        *TASKS,
+        "training_run",
+        "tuned_model",
+        "optimized_prompt",
+    }
     assert graph.get(AssetKey("should_respond")).parent_keys == {AssetKey("filtered_trajectories")}
     assert graph.get(AssetKey("filtered_trajectories")).parent_keys == {AssetKey("trajectories")}
     checks = {f"{k.asset_key.to_user_string()}.{k.name}" for k in graph.asset_check_keys}

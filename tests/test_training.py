@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from dagster import AssetKey, DagsterInstance, materialize
-from training_pipeline.assets import ASSET_CHECKS, DATASET_ASSETS
+from training_pipeline.assets import ASSET_CHECKS, DATASET_ASSETS, TRAINING_ASSETS
 from training_pipeline.assets.training import training_run
 from training_pipeline.resources.backends import (
     AtroposBackend,
@@ -19,6 +19,7 @@ from training_pipeline.resources.backends import (
     VertexBackend,
 )
 from training_pipeline.resources.defaults import default_resources
+from training_pipeline.resources.llm import LLMResource
 from training_pipeline.resources.training import TrainingSettings
 
 from tests.fake_openai import FakeOpenAI
@@ -87,7 +88,7 @@ def _train(days_ready, task: str, run_config: dict | None = None, **backends):
     instance, data = days_ready
     resources = default_resources({"TRAINING_PIPELINE_DATA": str(data)})
     resources["training_backends"] = TrainingBackends(
-        native=backends.get("native", NativeBackend()),
+        native=backends.get("native", NativeBackend(llm=LLMResource())),
         atropos=backends.get("atropos", AtroposBackend(data_dir=str(data / "atropos"))),
         tinker=TinkerBackend(),
         openai=backends.get("openai", OpenAIBackend()),
@@ -134,7 +135,11 @@ def test_dry_run_decides_everything_and_dispatches_nothing(days_ready) -> None:
 def test_native_backend_skips_honestly_without_failing(days_ready) -> None:
     result, record = _train(days_ready, "should_respond")
     assert result.success
-    assert (record.status, record.backend, record.reason) == ("skipped", "native", "optimiser not available")
+    assert (record.status, record.backend, record.reason) == (
+        "skipped",
+        "native",
+        "no LLM configured for the native backend (set LLM_BASE_URL)",
+    )
 
 
 def test_atropos_stages_chat_data_and_runs_the_command(days_ready, tmp_path: Path) -> None:
@@ -310,12 +315,12 @@ def test_a_second_dispatch_for_the_same_task_is_skipped_with_a_reason(days_ready
 def _vertex_job(days_ready, backend, task: str = "response", settings: TrainingSettings | None = None):
     """training_job's two assets in one run, as the UI or the sensor launches it."""
     from dagster import Definitions
-    from training_pipeline.assets.training import training_job, tuned_model
+    from training_pipeline.assets.training import training_job
 
     instance, data = days_ready
     resources = default_resources({"TRAINING_PIPELINE_DATA": str(data)})
     resources["training_backends"] = TrainingBackends(
-        native=NativeBackend(),
+        native=NativeBackend(llm=LLMResource()),
         atropos=AtroposBackend(data_dir=str(data / "atropos")),
         tinker=TinkerBackend(),
         openai=OpenAIBackend(),
@@ -323,9 +328,9 @@ def _vertex_job(days_ready, backend, task: str = "response", settings: TrainingS
     )
     if settings is not None:
         resources["training"] = settings
-    job = Definitions(
-        assets=[training_run, tuned_model], jobs=[training_job], resources=resources
-    ).resolve_job_def("training_job")
+    job = Definitions(assets=TRAINING_ASSETS, jobs=[training_job], resources=resources).resolve_job_def(
+        "training_job"
+    )
     result = job.execute_in_process(
         partition_key=task,
         instance=instance,
@@ -406,3 +411,64 @@ def test_vertex_failures_are_clear(days_ready) -> None:
     )
     _, record = _vertex_job(days_ready, leaking)
     assert record.reason == "Refusing to send a Google token to attacker.example.com"
+
+
+def _native_job(days_ready, backend: NativeBackend, task: str = "response"):
+    from dagster import Definitions
+    from training_pipeline.assets.training import training_job
+
+    instance, data = days_ready
+    resources = default_resources({"TRAINING_PIPELINE_DATA": str(data)})
+    resources["training_backends"] = TrainingBackends(
+        native=backend,
+        atropos=AtroposBackend(data_dir=str(data / "atropos")),
+        tinker=TinkerBackend(),
+        openai=OpenAIBackend(),
+        vertex=VertexBackend(),
+    )
+    defs = Definitions(assets=TRAINING_ASSETS, jobs=[training_job], resources=resources)
+    result = defs.resolve_job_def("training_job").execute_in_process(
+        partition_key=task,
+        instance=instance,
+        raise_on_error=False,
+        run_config={"ops": {"training_run": {"config": {"backend": "native"}}}},
+    )
+    return result, RunStore(data).list(limit=1)[0]
+
+
+def test_native_backend_materialises_an_optimized_prompt(days_ready, tmp_path: Path) -> None:
+    from tests.fake_chat import FakeChatServer
+
+    def reply(body):
+        system = body["messages"][0]["content"]
+        if system.startswith("Rewrite the system prompt"):
+            return {"content": "You are Eliza. Reply warmly and mention the person by name."}
+        return {"content": "Hi! I looked into it — can you share the error message?"}
+
+    with FakeChatServer(reply) as server:
+        llm = LLMResource(base_url=server.base_url, model="m", cache_dir=str(tmp_path / "cache"))
+        backend = NativeBackend(llm=llm, rounds=1, variants=1, train_batch=3, seed=1)
+        result, record = _native_job(days_ready, backend)
+    assert result.success, record.reason
+    assert record.status == "succeeded" and record.artifact_path.endswith("optimized_prompt.json")
+    [event] = [
+        e for e in result.get_asset_materialization_events() if e.asset_key == AssetKey("optimized_prompt")
+    ]
+    meta = {k: v.value for k, v in event.materialization.metadata.items()}
+    assert meta["optimizer"] == "instruction-search" and meta["run_id"] == record.run_id
+    assert 0 <= meta["baseline_score"] <= 1 and meta["improvement"] == meta["score"] - meta["baseline_score"]
+    assert meta["train_examples"] + meta["validation_examples"] <= record.dataset_size
+    assert "| final (validation) |" in meta["score_by_round"]
+    assert Path(meta["training_records"]).is_file()
+
+
+def test_native_spend_cap_fails_the_run_and_keeps_the_partial_tree(days_ready, tmp_path: Path) -> None:
+    from tests.fake_chat import FakeChatServer
+
+    with FakeChatServer() as server:
+        llm = LLMResource(base_url=server.base_url, model="m")
+        result, record = _native_job(days_ready, NativeBackend(llm=llm, max_calls=3))
+    assert not result.success
+    assert record.status == "failed" and "spend cap reached: 4 LLM calls > cap 3" in record.reason
+    partial = json.loads(Path(record.reason.rsplit("partial records in ", 1)[1]).read_text())
+    assert partial["failure"]["kind"] == "SpendCapExceeded"

@@ -15,9 +15,9 @@ from dagster import (
     materialize,
 )
 from dagster._core.test_utils import create_run_for_test
-from training_pipeline.assets import ASSET_CHECKS, DATASET_ASSETS
+from training_pipeline.assets import ASSET_CHECKS, DATASET_ASSETS, TRAINING_ASSETS
 from training_pipeline.assets.automation import nightly_datasets_schedule, training_threshold_sensor
-from training_pipeline.assets.training import training_job, training_run, tuned_model
+from training_pipeline.assets.training import training_job
 from training_pipeline.resources.defaults import default_resources
 from training_pipeline.resources.training import TrainingSettings
 
@@ -86,9 +86,9 @@ def test_counter_resets_when_its_run_finishes_and_cooldown_holds(env) -> None:
     day(DAYS[1])
     result, cursor = _tick(instance, None)
     [request] = result.run_requests
-    job = Definitions(
-        assets=[training_run, tuned_model], jobs=[training_job], resources=resources
-    ).resolve_job_def("training_job")
+    job = Definitions(assets=TRAINING_ASSETS, jobs=[training_job], resources=resources).resolve_job_def(
+        "training_job"
+    )
     run = job.execute_in_process(
         partition_key="should_respond",
         instance=instance,

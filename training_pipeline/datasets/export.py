@@ -14,6 +14,7 @@ from typing import IO, Any
 from training_pipeline import jscompat
 from training_pipeline.atomic import StagedFiles
 from training_pipeline.datasets.tasks import (
+    PROVENANCE_FILE_NAMES,
     SUMMARY_FILE_NAME,
     TASK_FILE_NAMES,
     TASKS,
@@ -28,10 +29,16 @@ from training_pipeline.trajectories.store import iter_trajectories
 class DatasetWriter:
     """Feed validated, privacy-filtered trajectories with `add`; `close` publishes the files."""
 
-    def __init__(self, out_dir: Path, preview_rows: int = 0) -> None:
+    def __init__(self, out_dir: Path, preview_rows: int = 0, provenance: bool = False) -> None:
+        """With `provenance`, each task file gets a sidecar (`PROVENANCE_FILE_NAMES`) holding, line for
+        line, the id of the trajectory each example came from: what a leakage-safe split needs. It is
+        off for `build-datasets`, whose file set is elizaOS's."""
         self.out_dir = out_dir
         self._staged = StagedFiles(out_dir)
         self._files: dict[Task, IO[str]] = {t: self._staged.open(TASK_FILE_NAMES[t]) for t in TASKS}
+        self._provenance: dict[Task, IO[str]] = (
+            {t: self._staged.open(PROVENANCE_FILE_NAMES[t]) for t in TASKS} if provenance else {}
+        )
         self.counts: dict[Task, int] = dict.fromkeys(TASKS, 0)
         self._trajectory_ids: dict[Task, set[Any]] = {t: set() for t in TASKS}
         self.trajectory_count = 0
@@ -50,6 +57,8 @@ class DatasetWriter:
                 if example is None:
                     continue
                 self._files[task].write(jscompat.dumps(example) + "\n")
+                if self._provenance:
+                    self._provenance[task].write(jscompat.dumps(trajectory_id) + "\n")
                 self.counts[task] += 1
                 self._trajectory_ids[task].add(trajectory_id)
                 if len(self.previews[task]) < self._preview_rows:
@@ -77,7 +86,7 @@ class DatasetWriter:
     def close(self) -> dict[str, Any]:
         """Write the summary and publish every file at once; returns the summary."""
         try:
-            for handle in self._files.values():
+            for handle in (*self._files.values(), *self._provenance.values()):
                 handle.close()
             summary = self.last_summary = self.summary()
             with self._staged.open(SUMMARY_FILE_NAME) as handle:
@@ -89,18 +98,15 @@ class DatasetWriter:
         return summary
 
     def abort(self) -> None:
-        for handle in self._files.values():
+        for handle in (*self._files.values(), *self._provenance.values()):
             handle.close()
         self._staged.discard()
-
-    def paths(self) -> dict[Task, Path]:
-        return {task: self.out_dir / TASK_FILE_NAMES[task] for task in TASKS}
 
 
 def export_store(filtered: Path, out_dir: Path, preview_rows: int = 3) -> DatasetWriter:
     """Build the five datasets of a stored day of filtered trajectories; returns the closed writer
     (its `counts`, `previews` and summary)."""
-    writer = DatasetWriter(out_dir, preview_rows=preview_rows)
+    writer = DatasetWriter(out_dir, preview_rows=preview_rows, provenance=True)
     try:
         for _, trajectory in iter_trajectories(filtered):
             writer.add(trajectory)

@@ -21,6 +21,8 @@ TASKS: tuple[Task, ...] = (
     "media_description",
 )
 TASK_FILE_NAMES: dict[Task, str] = {task: f"{task}_trajectories.jsonl" for task in TASKS}
+#: Beside each task file in the Dagster assets: the source trajectory id of each line, as JSON.
+PROVENANCE_FILE_NAMES: dict[Task, str] = {task: f"{task}_trajectories.ids.jsonl" for task in TASKS}
 SUMMARY_FILE_NAME = "trajectory_dataset_summary.json"
 #: elizaOS clamps the should_respond system prompt at this many UTF-16 units before stripping it.
 MAX_TRAJECTORY_TEXT_LENGTH = 200_000

@@ -117,9 +117,7 @@ class ChatClient:
         cacheable = self._cache is not None and (temperature == 0 or self._cache_all)
         key = request_key("/chat/completions", body) if cacheable else ""
         if cacheable and (hit := self._cache.get(key)) is not None:  # type: ignore[union-attr]
-            response = self._parse(hit, cached=True)
-            report_usage(Usage(calls=1, cost_usd=0.0 if response.usage.cost_usd is not None else None))
-            return response
+            return self._parse(hit, cached=True)  # already paid for: no usage, no call, no cost
         raw = self._post(body)
         if cacheable:
             self._cache.put(key, raw)  # type: ignore[union-attr]

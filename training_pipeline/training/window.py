@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from training_pipeline.atomic import atomic_open
-from training_pipeline.datasets.tasks import SUMMARY_FILE_NAME, TASK_FILE_NAMES, TASKS
+from training_pipeline.datasets.tasks import PROVENANCE_FILE_NAMES, SUMMARY_FILE_NAME, TASK_FILE_NAMES, TASKS
 
 
 @dataclass(frozen=True)
@@ -29,19 +30,30 @@ class WindowDataset:
     anonymization_count: int = 0
 
 
+def ids_path(dataset: Path) -> Path:
+    """The trajectory-id sidecar of a window dataset (one JSON id per example line)."""
+    return dataset.with_name(dataset.name.removesuffix(".jsonl") + ".ids.jsonl")
+
+
 def assemble_window(task: str, days: list[DayFiles], target: Path) -> WindowDataset:
     """Concatenate `task`'s file of each day into `target` and add up the days' counts; days whose
     files are missing are left out (and not listed in `days`)."""
     window = WindowDataset(target)
-    with atomic_open(target, "wb") as out:
+    with atomic_open(target, "wb") as out, atomic_open(ids_path(target), "wb") as ids:
         for day in sorted(days, key=lambda d: d.day):
             dataset = day.datasets_dir / TASK_FILE_NAMES[task]
             summary_path = day.datasets_dir / SUMMARY_FILE_NAME
             if not (dataset.is_file() and summary_path.is_file() and day.privacy_report.is_file()):
                 continue
-            with dataset.open("rb") as handle:
-                for line in handle:
+            provenance = day.datasets_dir / PROVENANCE_FILE_NAMES[task]
+            with dataset.open("rb") as handle, ExitStack() as stack:
+                sources = stack.enter_context(provenance.open("rb")) if provenance.is_file() else None
+                for number, line in enumerate(handle, start=1):
                     out.write(line)
+                    # without provenance (older days) each row is its own group
+                    ids.write(
+                        next(sources) if sources else json.dumps(f"{day.day}:{number}").encode() + b"\n"
+                    )
                     window.size += 1
             summary = json.loads(summary_path.read_text(encoding="utf-8"))
             report = json.loads(day.privacy_report.read_text(encoding="utf-8"))

@@ -1,0 +1,175 @@
+"""The native optimisers end to end against a scripted OpenAI-compatible server, and on Dagster."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.fake_chat import FakeChatServer
+from training_pipeline.backends.base import BackendError, DispatchRequest
+from training_pipeline.llm.client import ChatClient
+from training_pipeline.optimizers.examples import load_examples, split_by_trajectory
+from training_pipeline.optimizers.native import load_artifact, run_native
+from training_pipeline.optimizers.programs import REWRITE, OptimiserConfig
+from training_pipeline.optimizers.scoring import action_match, agreement, planner_action
+from training_pipeline.stages import Budget, StageRecord
+from training_pipeline.training.window import ids_path
+
+NAMES = ["ada", "bo", "cy", "di", "ed", "flo", "gus", "hal", "ivy", "jo", "kit", "lu"]
+
+
+def _dataset(tmp_path: Path) -> Path:
+    """Two examples per trajectory: greet a name properly. The expected answer follows from the input."""
+    path = tmp_path / "response_trajectories.jsonl"
+    rows, ids = [], []
+    for name in NAMES:
+        for turn in ("hello", "hi"):
+            rows.append(
+                {
+                    "messages": [
+                        {"role": "system", "content": "You greet people."},
+                        {"role": "user", "content": f"{turn} from {name}"},
+                        {"role": "model", "content": f"Welcome {name}, glad you are here"},
+                    ]
+                }
+            )
+            ids.append(f"traj-{name}")
+    rows.append(rows[0])  # an exact duplicate, dropped
+    ids.append("traj-ada")
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ids_path(path).write_text("".join(json.dumps(i) + "\n" for i in ids))
+    return path
+
+
+def _reply(body: dict) -> dict:
+    system, user = body["messages"][0]["content"], body["messages"][-1]["content"]
+    if system.startswith(("Rewrite the system prompt", "Change one part")):
+        return {"content": f"{user} IMPROVED-{body.get('seed')}"}
+    name = user.rsplit(" ", 1)[-1]
+    good = "IMPROVED" in system or "Examples of good answers" in system
+    return {"content": f"Welcome {name}, glad you are here" if good else "hmm"}
+
+
+def _run(
+    tmp_path: Path,
+    server: FakeChatServer,
+    cfg: OptimiserConfig,
+    budget: Budget | None = None,
+    work: str = "work",
+):
+    work_dir = tmp_path / work
+    work_dir.mkdir(exist_ok=True)
+    client = ChatClient(server.base_url, "m", cache_dir=tmp_path / "cache", cache_all_temperatures=True)
+    request = DispatchRequest("response", _dataset(tmp_path), work_dir, "run-1", log=lambda line: None)
+    return run_native(request, client, cfg, budget)
+
+
+def test_examples_are_deduplicated_and_split_by_trajectory_with_a_seed(tmp_path: Path) -> None:
+    examples = load_examples(_dataset(tmp_path), ids_path(tmp_path / "response_trajectories.jsonl"))
+    assert len(examples) == 24
+    train, val = split_by_trajectory(examples, 0.3, seed=1)
+    assert {e.group for e in train}.isdisjoint({e.group for e in val})
+    assert len({e.group for e in val}) == 4 and len(train) + len(val) == 24
+    assert split_by_trajectory(examples, 0.3, seed=1) == (train, val)
+    assert split_by_trajectory(examples, 0.3, seed=2) != (train, val)
+
+
+def test_scorers_match_elizaos() -> None:
+    assert agreement("Hello, World!", "hello world") == 1.0
+    assert agreement("a b", "b c") == pytest.approx(1 / 3)
+    assert agreement("", "") == 1.0 and agreement("x", "") == 0.0
+    assert planner_action("<actions><action><name>reply</name></action></actions>") == "REPLY"
+    assert planner_action("<action>ignore</action>") == "IGNORE"
+    assert planner_action("I will SEND_MESSAGE now") == "SEND_MESSAGE"
+    assert action_match("<action>REPLY</action>", "<name>reply</name>") == 1.0
+    assert action_match("<action>IGNORE</action>", "<name>reply</name>") == 0.0
+
+
+@pytest.mark.parametrize("optimizer", ["instruction-search", "prompt-evolution", "bootstrap-fewshot"])
+def test_each_optimiser_improves_the_prompt_and_records_every_step(tmp_path: Path, optimizer: str) -> None:
+    cfg = OptimiserConfig(
+        optimizer=optimizer,
+        rounds=2,
+        variants=2,
+        population=3,
+        generations=1,
+        k=2,
+        train_batch=4,
+        seed=3,
+        mutation_rate=1.0,
+    )
+    with FakeChatServer(_reply) as server:
+        result = _run(tmp_path, server, cfg)
+    assert result.invoked
+    artifact = load_artifact(Path(result.artifact_path))
+    assert artifact["baseline_score"] < 0.2 and artifact["score"] == 1.0
+    assert artifact["train_size"] + artifact["validation_size"] == 24
+    tree = StageRecord.model_validate_json((tmp_path / "work" / "training_records.json").read_text())
+    baseline_stage = next(s for s in tree.substages if s.name == "validation: baseline")
+    assert tree.metrics["llm_calls"] == len(server.requests) and tree.metrics["prompt_executions"] > 0
+    # baseline and winner are scored on exactly the same validation examples
+    winner = next(s for s in tree.substages if s.name.startswith("validation:") and s is not baseline_stage)
+    assert [s.name for s in baseline_stage.substages] == [s.name for s in winner.substages]
+    assert len(baseline_stage.substages) == artifact["validation_size"]
+    if optimizer == "bootstrap-fewshot":
+        train_users = {
+            e.user
+            for e in load_examples(
+                tmp_path / "response_trajectories.jsonl", ids_path(tmp_path / "response_trajectories.jsonl")
+            )
+        }
+        demo_users = {d["user"] for d in artifact["few_shot_examples"]}
+        _, val = split_by_trajectory(
+            load_examples(
+                tmp_path / "response_trajectories.jsonl", ids_path(tmp_path / "response_trajectories.jsonl")
+            ),
+            0.3,
+            3,
+        )
+        assert demo_users <= train_users and demo_users.isdisjoint({e.user for e in val})
+    else:
+        seeds = {r.get("seed") for r in server.requests if r["messages"][0]["content"] in (REWRITE,)}
+        assert None not in seeds  # sampled calls carry a seed
+
+
+def test_a_crashed_run_resumes_from_cache_and_checkpoint(tmp_path: Path) -> None:
+    cfg = OptimiserConfig(rounds=3, variants=2, train_batch=4, seed=5)
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    with FakeChatServer(_reply) as full:  # what an uninterrupted run pays
+        _run(fresh, full, cfg)
+    total = len(full.requests)
+    with FakeChatServer(_reply) as first, pytest.raises(BackendError, match="spend cap reached"):
+        _run(tmp_path, first, cfg, Budget(max_calls=total // 2))
+    assert len(first.requests) == total // 2 + 1
+    records = json.loads((tmp_path / "work" / "training_records.json").read_text())
+    assert records["failure"]["kind"] == "SpendCapExceeded"  # the partial tree was saved
+    with FakeChatServer(_reply) as second:
+        resumed = _run(tmp_path, second, cfg)
+    assert resumed.invoked
+    assert len(second.requests) < total - len(first.requests) + 1  # completed rounds were not paid twice
+    assert load_artifact(Path(resumed.artifact_path))["score"] == 1.0
+
+
+def test_too_few_trajectories_to_split_is_a_skip(tmp_path: Path) -> None:
+    path = tmp_path / "d.jsonl"
+    path.write_text(
+        json.dumps(
+            {
+                "messages": [
+                    {"role": "system", "content": "s"},
+                    {"role": "user", "content": "u"},
+                    {"role": "model", "content": "m"},
+                ]
+            }
+        )
+        + "\n"
+    )
+    ids_path(path).write_text('"only-one"\n')
+    request = DispatchRequest("response", path, tmp_path, "run-1")
+    result = run_native(request, None, OptimiserConfig(), None)
+    assert not result.invoked and "not enough trajectories" in result.reason
+    assert re.search(r"1 usable examples from 1 trajectories", result.notes[0])

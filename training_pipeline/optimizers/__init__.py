@@ -1,0 +1,1 @@
+"""Prompt optimisers (the `native` backend), written as Stage-DSL programs."""
