@@ -32,6 +32,7 @@ from training_pipeline.datasets.tasks import TASKS
 from training_pipeline.optimizers.native import load_artifact
 from training_pipeline.privacy.filter import secret_env_values
 from training_pipeline.privacy.scan import SecretScanner
+from training_pipeline.stages.records import StageRecord
 from training_pipeline.training.orchestrate import run_training
 from training_pipeline.training.records import RunRecord, RunStore
 from training_pipeline.training.window import DayFiles, assemble_window
@@ -203,6 +204,7 @@ def optimized_prompt(
         context.log.info("no native optimisation in this run")
         return
     artifact = load_artifact(Path(record.artifact_path or ""))
+    tree = StageRecord.model_validate_json(Path(artifact["records"]).read_text(encoding="utf-8"))
     scanner = SecretScanner(secret_env_values("strict", names=privacy.env_secrets))
     prompt = artifact["prompt"]
     shown = prompt if len(prompt) <= 4000 else prompt[:4000] + "\n…"
@@ -222,8 +224,25 @@ def optimized_prompt(
             "lineage": MetadataValue.json(artifact["lineage"][:200]),
             "path": MetadataValue.path(record.artifact_path or ""),
             "training_records": MetadataValue.path(artifact["records"]),
+            "records_preview": MetadataValue.md(records_preview(tree)),
+            # the records tree's root metrics, numeric so Dagster plots them across runs
+            **{f"records/{key}": value for key, value in tree.numeric_metrics().items()},
         },
     )
+
+
+def records_preview(tree: StageRecord) -> str:
+    """The top of the records tree as a small table: each top-level stage, its status and cost."""
+    rows = ["| stage | status | seconds | tokens |", "|---|---|---:|---:|"]
+    for stage in tree.substages[:30]:
+        status = "failed" if stage.failure else ("done" if stage.finished else "running")
+        tokens = (
+            stage.metrics.get("tokens", 0)
+            if isinstance(stage, StageRecord)
+            else stage.consumption.total_tokens
+        )
+        rows.append(f"| {stage.name} | {status} | {stage.elapsed_seconds or 0:.1f} | {tokens} |")
+    return "\n".join(rows)
 
 
 def score_chart(lineage: list[dict]) -> str:

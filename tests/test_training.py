@@ -461,6 +461,8 @@ def test_native_backend_materialises_an_optimized_prompt(days_ready, tmp_path: P
     assert meta["train_examples"] + meta["validation_examples"] <= record.dataset_size
     assert "| final (validation) |" in meta["score_by_round"]
     assert Path(meta["training_records"]).is_file()
+    assert meta["records/llm_calls"] == len(server.requests) and meta["records/tokens"] > 0
+    assert "| validation: baseline | done |" in meta["records_preview"]
 
 
 def test_native_spend_cap_fails_the_run_and_keeps_the_partial_tree(days_ready, tmp_path: Path) -> None:

@@ -84,6 +84,14 @@ class StageRecord(_Node):
     action_log: list[dict[str, Any]] = Field(default_factory=list)
     additional_data: Any = None
 
+    def numeric_metrics(self) -> dict[str, float]:
+        """The numeric metrics (for Dagster metadata, which plots them across runs)."""
+        return {
+            k: float(v)
+            for k, v in self.metrics.items()
+            if isinstance(v, int | float) and not isinstance(v, bool)
+        }
+
 
 LeafRecord = AgentRunRecord | PromptExecutionRecord
 StageRecord.model_rebuild()

@@ -239,9 +239,4 @@ class TrainingSession:
             record.metrics = render(record, self._accs)
 
     def numeric_metrics(self) -> dict[str, float]:
-        """The root's numeric metrics, for Dagster metadata (plotted across runs)."""
-        return {
-            k: float(v)
-            for k, v in self.root.metrics.items()
-            if isinstance(v, int | float) and not isinstance(v, bool)
-        }
+        return self.root.numeric_metrics()
