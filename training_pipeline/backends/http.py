@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 
 from training_pipeline.backends.base import BackendError
-
-TRANSIENT_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+from training_pipeline.http_errors import TRANSIENT_STATUS, error_message, retry_after
 
 
 class ServiceClient:
@@ -36,11 +36,12 @@ class ServiceClient:
                     continue
                 raise BackendError(f"{self.service} {method} {url}: {type(err).__name__}: {err}") from err
             if response.status_code in TRANSIENT_STATUS and attempt < attempts:
-                time.sleep(min(2 ** (attempt - 1), 30))
+                wait = retry_after(response)
+                time.sleep(wait if wait is not None else min(2 ** (attempt - 1), 30))
                 continue
             if response.is_error:
                 raise BackendError(
-                    f"{self.service} {method} {url}: HTTP {response.status_code}: {_message(response)}"
+                    f"{self.service} {method} {url}: HTTP {response.status_code}: {error_message(response)}"
                 )
             return response.json() if response.content else {}
         raise AssertionError("unreachable")
@@ -49,12 +50,26 @@ class ServiceClient:
         self._client.close()
 
 
-def _message(response: httpx.Response) -> str:
-    try:
-        body = response.json()
-    except ValueError:
-        return response.text[:500]
-    error = body.get("error") if isinstance(body, dict) else None
-    if isinstance(error, dict):
-        return str(error.get("message") or error)[:500]
-    return str(error or body)[:500]
+def poll(
+    fetch: Callable[[], dict[str, Any]],
+    state_of: Callable[[dict[str, Any]], str | None],
+    terminal: set[str],
+    label: str,
+    poll_seconds: float,
+    timeout_seconds: float,
+    log: Callable[[str], None],
+) -> dict[str, Any]:
+    """Fetch a hosted job until its state is terminal, logging each change; fails after the timeout."""
+    deadline = time.monotonic() + timeout_seconds
+    last = None
+    while True:
+        job = fetch()
+        state = state_of(job)
+        if state != last:
+            log(f"{label}: {state}")
+            last = state
+        if state in terminal:
+            return job
+        if time.monotonic() > deadline:
+            raise BackendError(f"{label} still {state} after {timeout_seconds:.0f}s")
+        time.sleep(poll_seconds)

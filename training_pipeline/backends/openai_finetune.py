@@ -2,37 +2,13 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from typing import Any
 
 from training_pipeline.backends.base import BackendError, DispatchRequest, DispatchResult
 from training_pipeline.backends.formats import convert_file, to_chat, validate_openai_file
-from training_pipeline.backends.http import ServiceClient
+from training_pipeline.backends.http import ServiceClient, poll
 
 TERMINAL = {"succeeded", "failed", "cancelled"}
-
-
-def wait_for_job(
-    client: ServiceClient,
-    job_id: str,
-    poll_seconds: float,
-    timeout_seconds: float,
-    log: Callable[[str], None],
-) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout_seconds
-    last = None
-    while True:
-        job = client.request("GET", f"/fine_tuning/jobs/{job_id}")
-        status = job.get("status")
-        if status != last:
-            log(f"OpenAI fine-tuning job {job_id}: {status}")
-            last = status
-        if status in TERMINAL:
-            return job
-        if time.monotonic() > deadline:
-            raise BackendError(f"OpenAI fine-tuning job {job_id} still {status} after {timeout_seconds:.0f}s")
-        time.sleep(poll_seconds)
 
 
 def run_openai_finetune(
@@ -59,7 +35,16 @@ def run_openai_finetune(
     details: dict[str, Any] = {"file_id": uploaded["id"], "job_id": job["id"], "status": job.get("status")}
     notes = [f"OpenAI fine-tuning job {job['id']} created on {model} with {count} examples"]
     if wait:
-        job = wait_for_job(client, job["id"], poll_seconds, timeout_seconds, request.log)
+        job_id = job["id"]
+        job = poll(
+            lambda: client.request("GET", f"/fine_tuning/jobs/{job_id}"),
+            lambda j: j.get("status"),
+            TERMINAL,
+            f"OpenAI fine-tuning job {job_id}",
+            poll_seconds,
+            timeout_seconds,
+            request.log,
+        )
         details["status"] = job["status"]
         if job["status"] != "succeeded":
             error = job.get("error") or {}

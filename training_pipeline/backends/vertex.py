@@ -7,7 +7,6 @@ ever sent to Google's hosts (or to loopback, where tests run a stand-in of the s
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -15,7 +14,7 @@ from urllib.parse import quote, urlparse
 
 from training_pipeline.backends.base import BackendError, DispatchRequest, DispatchResult
 from training_pipeline.backends.formats import convert_file, to_vertex, validate_vertex_file
-from training_pipeline.backends.http import ServiceClient
+from training_pipeline.backends.http import ServiceClient, poll
 
 REGION = re.compile(r"^[a-z]{2,20}(?:-[a-z]+)?[1-9]$")
 PROJECT_ID = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
@@ -124,20 +123,16 @@ def poll_tuning_job(
         raise BackendError(f"Invalid Vertex tuning job name: {name}")
     target.check()
     client = ServiceClient("Vertex AI", target.aiplatform_url(), token)
-    deadline = time.monotonic() + timeout_seconds
-    last = None
     try:
-        while True:
-            job = client.request("GET", f"/v1/{name}")
-            state = job.get("state")
-            if state != last:
-                log(f"Vertex tuning job {name}: {state}")
-                last = state
-            if state in TERMINAL:
-                return job
-            if time.monotonic() > deadline:
-                raise BackendError(f"Vertex tuning job {name} still {state} after {timeout_seconds:.0f}s")
-            time.sleep(poll_seconds)
+        return poll(
+            lambda: client.request("GET", f"/v1/{name}"),
+            lambda job: job.get("state"),
+            TERMINAL,
+            f"Vertex tuning job {name}",
+            poll_seconds,
+            timeout_seconds,
+            log,
+        )
     finally:
         client.close()
 

@@ -16,10 +16,9 @@ from typing import Any
 
 import httpx
 
+from training_pipeline.http_errors import TRANSIENT_STATUS, error_message, retry_after
 from training_pipeline.llm.cache import ResponseCache, request_key
 from training_pipeline.llm.usage import Usage, report_usage
-
-TRANSIENT_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 
 
 class LLMError(RuntimeError):
@@ -143,11 +142,11 @@ class ChatClient:
                         ) from err
                 transient = answer.status_code in TRANSIENT_STATUS
                 error = LLMError(
-                    f"HTTP {answer.status_code}: {_message(answer)}",
+                    f"HTTP {answer.status_code}: {error_message(answer)}",
                     transient=transient,
                     status=answer.status_code,
                 )
-                wait = _retry_after(answer)
+                wait = retry_after(answer)
             if not error.transient or attempt == self._retries:
                 raise error
             time.sleep(wait if wait is not None else self._backoff * 2**attempt)
@@ -179,22 +178,3 @@ class ChatClient:
 
     def close(self) -> None:
         self._http.close()
-
-
-def _message(response: httpx.Response) -> str:
-    try:
-        body = response.json()
-    except ValueError:
-        return response.text[:300]
-    error = body.get("error") if isinstance(body, dict) else None
-    if isinstance(error, dict):
-        return str(error.get("message") or error)[:300]
-    return str(error or body)[:300]
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after")
-    try:
-        return min(float(value), 60.0) if value is not None else None
-    except ValueError:
-        return None

@@ -87,7 +87,11 @@ class StageScope:
         record = StageRecord(
             name=name, started_at=time.time(), substages_total=substages_total, is_dataset=is_dataset
         )
-        child = self._session.open_stage(self._path, record)
+        return self._run_in(self._session.open_stage(self._path, record), block)
+
+    def _run_in(self, child: StageScope, block: Callable[[StageScope], T]) -> Result[T]:
+        """Run `block` in the already-appended stage `child`; record its end, success or failure."""
+        record = child.record
         try:
             value = block(child)
         except SpendCapExceeded as err:
@@ -166,17 +170,8 @@ class StageScope:
         return record
 
     def _run_reserved(self, record: StageRecord, block: Callable[[StageScope], T]) -> Result[T]:
-        record.started_at = time.time()
-        child = StageScope(self._session, record, (*self._path, record))
-        try:
-            value = block(child)
-        except Exception as err:
-            self._session.close_stage(
-                self._path, record, self._session.failure_of(err, child._path), solved=None
-            )
-            return Result(error=err)
-        self._session.close_stage(self._path, record, None, solved=_solved_of(value))
-        return Result(value)
+        record.started_at = time.time()  # it waited in line until now
+        return self._run_in(StageScope(self._session, record, (*self._path, record)), block)
 
     def iterate_dataset(
         self,
