@@ -160,7 +160,9 @@ class ChatClient:
             raise LLMError(f"unexpected response shape: {str(raw)[:200]}", transient=False) from err
         usage_raw = raw.get("usage") or {}
         usage = Usage(
-            int(usage_raw.get("prompt_tokens") or 0), int(usage_raw.get("completion_tokens") or 0), calls=1
+            prompt_tokens=int(usage_raw.get("prompt_tokens") or 0),
+            completion_tokens=int(usage_raw.get("completion_tokens") or 0),
+            calls=1,
         )
         model = raw.get("model") or self.model
         price = self._prices.get(model) or self._prices.get(self.model)

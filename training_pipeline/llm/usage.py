@@ -13,9 +13,12 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
+from pydantic import BaseModel
 
-@dataclass
-class Usage:
+
+class Usage(BaseModel):
+    """Tokens, calls and (with a price table) cost; also the `consumption` of the Stage DSL's records."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float | None = None
@@ -31,6 +34,11 @@ class Usage:
         self.calls += other.calls
         if other.cost_usd is not None:
             self.cost_usd = (self.cost_usd or 0.0) + other.cost_usd
+
+    def plus(self, other: Usage) -> Usage:
+        total = self.model_copy()
+        total.add(other)
+        return total
 
 
 @dataclass

@@ -10,29 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-
-class Consumption(BaseModel):
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float | None = None
-    calls: int = 0
-
-    @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
-    def plus(self, other: Consumption) -> Consumption:
-        cost = (
-            None
-            if self.cost_usd is None and other.cost_usd is None
-            else (self.cost_usd or 0) + (other.cost_usd or 0)
-        )
-        return Consumption(
-            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
-            completion_tokens=self.completion_tokens + other.completion_tokens,
-            cost_usd=cost,
-            calls=self.calls + other.calls,
-        )
+from training_pipeline.llm.usage import Usage as Consumption
 
 
 class FailureInfo(BaseModel):

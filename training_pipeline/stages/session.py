@@ -183,12 +183,7 @@ class TrainingSession:
                     value = None
                 else:
                     error = None
-            consumption = Consumption(
-                prompt_tokens=sink.usage.prompt_tokens,
-                completion_tokens=sink.usage.completion_tokens,
-                cost_usd=sink.usage.cost_usd,
-                calls=sink.usage.calls,
-            )
+            consumption = sink.usage.model_copy()
             if error is None:
                 leaf.completed, leaf.consumption = True, consumption
                 return value, None
