@@ -13,9 +13,11 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
+from typing import IO
 
 import httpx
 
@@ -56,6 +58,7 @@ class LocalModelServer:
         self.context_size = context_size
         self.threads = threads or max(1, os.cpu_count() or 1)
         self._process: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
 
     @property
     def base_url(self) -> str:
@@ -83,13 +86,16 @@ class LocalModelServer:
             "--model_alias",
             self.model_name,
         ]
+        # llama.cpp logs hundreds of KB while loading: to a file, never a pipe nobody reads (it would block)
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the server; stop() closes it
         self._process = subprocess.Popen(
-            command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+            command, stdout=subprocess.DEVNULL, stderr=self._log, start_new_session=True
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
-                error = (self._process.stderr.read() if self._process.stderr else b"").decode()[-2000:]
+                self._log.seek(0)
+                error = self._log.read().decode(errors="replace")[-2000:]
                 raise RuntimeError(f"the local model server exited: {error}")
             try:
                 if httpx.get(f"{self.base_url}/models", timeout=2).is_success:
@@ -109,6 +115,9 @@ class LocalModelServer:
                 os.killpg(self._process.pid, signal.SIGKILL)
                 self._process.wait()
         self._process = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
 
     def __enter__(self) -> LocalModelServer:
         return self.start()
