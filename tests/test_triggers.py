@@ -18,7 +18,9 @@ from dagster._core.test_utils import create_run_for_test
 from training_pipeline.assets import ASSET_CHECKS, DATASET_ASSETS, TRAINING_ASSETS
 from training_pipeline.assets.automation import nightly_datasets_schedule, training_threshold_sensor
 from training_pipeline.assets.training import training_job
+from training_pipeline.resources.backends import NativeBackend
 from training_pipeline.resources.defaults import default_resources
+from training_pipeline.resources.llm import LLMResource
 from training_pipeline.resources.training import TrainingSettings
 
 from training_pipeline.training.trigger import TriggerState
@@ -31,6 +33,11 @@ DAYS = ["2026-11-23", "2026-11-24", "2026-11-25"]
 def env(tmp_path: Path):
     instance = DagsterInstance.ephemeral()
     resources = default_resources({"TRAINING_PIPELINE_DATA": str(tmp_path)})
+    # these tests are about when runs fire, not what they train: the native backend skips at once
+    backends = resources["training_backends"]
+    resources["training_backends"] = backends.model_copy(
+        update={"native": NativeBackend(llm=LLMResource(local_model=False))}
+    )
 
     def day(partition: str) -> None:
         assert materialize(
