@@ -23,7 +23,7 @@ from training_pipeline.privacy.rules import (
     PROFILES,
     SECRET_ENV_NAME,
     STRICT_SECRET_ENV_NAME,
-    CredentialRule,
+    RuleSet,
 )
 
 Profile = Literal["elizaos", "strict"]
@@ -90,7 +90,7 @@ class PrivacyFilter:
         if profile not in PROFILES:
             raise ValueError(f"unknown privacy profile {profile!r}; choose one of {sorted(PROFILES)}")
         self.profile = profile
-        self.rules: tuple[CredentialRule, ...] = PROFILES[profile]
+        self.rules: RuleSet = PROFILES[profile]
         self.directory = directory
         self.env_secrets = env_secrets
         self.stats = FilterStats()
@@ -124,14 +124,15 @@ class PrivacyFilter:
         return True
 
     def redact(self, text: str) -> str:
+        if len(text) < 4:  # shorter than any rule's match or any secret (8 UTF-16 units, 4 astral chars)
+            return text
         counts = self.stats.redactions
         if self.profile == "strict":
             text = self._redact_env(text, counts)
-        for rule in self.rules:
-            if rule.applies_to(text):
-                text, hits = rule.redact(text)
-                if hits:
-                    counts[rule.label] += hits
+        for rule in self.rules.applicable(text):
+            text, hits = rule.redact(text)
+            if hits:
+                counts[rule.label] += hits
         if self.profile == "elizaos":
             text = self._redact_env(text, counts)
         return text

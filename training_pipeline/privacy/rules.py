@@ -20,13 +20,10 @@ _A = re.ASCII  # JavaScript's \b and /i (without the u flag) are ASCII-only
 class CredentialRule:
     label: str
     pattern: re.Pattern[str]
-    #: Literals one of which every match contains; None means "always run the regex".
-    needles: tuple[str, ...] | None = None
+    #: Literals one of which every match contains (the rule is skipped on text without any).
+    needles: tuple[str, ...] = ()
     #: Redact only this group (e.g. the password of a URL), keeping the rest readable.
     group: int = 0
-
-    def applies_to(self, text: str) -> bool:
-        return self.needles is None or any(needle in text for needle in self.needles)
 
     def redact(self, text: str) -> tuple[str, int]:
         """`text` with every match replaced by `<REDACTED:label>`, and how many there were."""
@@ -88,7 +85,7 @@ class PrivateKeyBlocks(CredentialRule):
         return "".join(parts), hits
 
 
-def _rule(label: str, pattern: str, needles: tuple[str, ...] | None, flags: int = 0, group: int = 0):
+def _rule(label: str, pattern: str, needles: tuple[str, ...], flags: int = 0, group: int = 0):
     return CredentialRule(label, re.compile(pattern, _A | flags), needles, group)
 
 
@@ -105,6 +102,21 @@ _I = re.IGNORECASE
 #: The value after `password =` or `Authorization:` in code is often an expression, not a secret.
 _NOT_A_CALL = r"(?![A-Za-z0-9_.]*[(\[])"
 _AWS_PREFIXES = "A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA|ASCA"
+_AWS_NEEDLES = (
+    "A3T",
+    "AKIA",
+    "ASIA",
+    "ABIA",
+    "ACCA",
+    "AGPA",
+    "AIDA",
+    "AIPA",
+    "ANPA",
+    "ANVA",
+    "APKA",
+    "AROA",
+    "ASCA",
+)
 
 # The families gitleaks' and detect-secrets' default rules know. Order matters: multi-part and more
 # specific shapes first, so a key inside a URL or header gets its own label.
@@ -132,12 +144,12 @@ _STRICT_EXTRA: tuple[CredentialRule, ...] = (
         ("gl",),
     ),
     _rule("gitlab-token", r"\bGR1348941[A-Za-z0-9_-]{20,}", ("GR1348941",)),
-    _rule("aws-access-key", rf"\b(?:{_AWS_PREFIXES})[0-9A-Z]{{16}}", None),
+    _rule("aws-access-key", rf"\b(?:{_AWS_PREFIXES})[0-9A-Z]{{16}}", _AWS_NEEDLES),
     _rule(
         "aws-secret-key",
         r"aws.{0,20}?(?:key|pwd|pw|password|pass|token|secret).{0,20}?['\"=: ]"
         r"([0-9a-zA-Z/+]{40})(?![0-9a-zA-Z/+])",
-        None,
+        ("aws",),
         _I,
         group=1,
     ),
@@ -154,7 +166,7 @@ _STRICT_EXTRA: tuple[CredentialRule, ...] = (
     _rule("sendgrid-key", r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}", ("SG.",)),
     _rule("twilio-key", r"(?:AC|SK)[a-z0-9]{32}", ("AC", "SK")),
     _rule("jwt", r"\beyJ[A-Za-z0-9_=-]{4,}\.[A-Za-z0-9_=-]{4,}\.?[A-Za-z0-9_.+/=-]*", ("eyJ",)),
-    _rule("discord-bot-token", r"\b[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}", None),
+    _rule("discord-bot-token", r"\b[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}", (".",)),
     _rule("telegram-bot-token", r"\d{8,10}:[0-9A-Za-z_-]{35}", (":",)),
     _rule("mailchimp-key", r"[0-9a-z]{32}-us[0-9]{1,2}", ("-us",)),
     _rule("square-secret", r"\bsq0(?:csp|atp)-[0-9A-Za-z\\_-]{22,43}", ("sq0",)),
@@ -165,17 +177,17 @@ _STRICT_EXTRA: tuple[CredentialRule, ...] = (
         "authorization-header",
         rf"\b(?:proxy-)?authorization[\"']?[{JS_WS_CLASS}]*[:=][{JS_WS_CLASS}]*[\"']?"
         rf"(?:(?:bearer|basic|token|digest|apikey)[{JS_WS_CLASS}]+)?{_NOT_A_CALL}([A-Za-z0-9._~+/=-]{{8,}})",
-        None,
+        ("authorization",),
         _I,
         group=1,
     ),
-    _rule("bearer", rf"\bBearer[{JS_WS_CLASS}]+[A-Za-z0-9._~+/-]{{16,}}=*", None, _I),
+    _rule("bearer", rf"\bBearer[{JS_WS_CLASS}]+[A-Za-z0-9._~+/-]{{16,}}=*", ("bearer",), _I),
     _rule(
         "secret-assignment",
         r"\b(?:api[_-]?key|apikey|secret[_-]?key|client[_-]?secret|access[_-]?token|auth[_-]?token"
         r"|password|passwd|pwd)[\"']?[ \t]{0,4}[:=][ \t]{0,4}[\"']?"
         rf"{_NOT_A_CALL}(?=[^\s\"',;<>()]*[0-9!@#$%^&*+=/?~])([^\s\"',;<>()]{{8,}})",
-        None,
+        ("key", "secret", "token", "passw", "pwd"),
         _I,
         group=1,
     ),
@@ -183,7 +195,42 @@ _STRICT_EXTRA: tuple[CredentialRule, ...] = (
 
 STRICT_RULES: tuple[CredentialRule, ...] = _STRICT_EXTRA
 
-PROFILES: dict[str, tuple[CredentialRule, ...]] = {"elizaos": ELIZAOS_RULES, "strict": STRICT_RULES}
+#: No rule matches, and no environment secret is, fewer characters than this.
+MIN_SECRET_LENGTH = 8
+
+
+class RuleSet:
+    """A profile's rules, with a quick test of which ones a text can trigger at all.
+
+    Every rule names literals ("needles") one of which any match contains; a text is searched for each
+    distinct needle once (case-insensitively for case-insensitive rules), and only the rules whose needles
+    occur run their regex. Which rules apply is decided before any redaction: an earlier rule's
+    `<REDACTED:...>` placeholder can never complete a later rule's match.
+    """
+
+    def __init__(self, rules: tuple[CredentialRule, ...]) -> None:
+        self.rules = rules
+        self._cased = tuple({n for r in rules if not r.pattern.flags & re.IGNORECASE for n in r.needles})
+        self._uncased = tuple(
+            {n.lower() for r in rules if r.pattern.flags & re.IGNORECASE for n in r.needles}
+        )
+        self._keys = [
+            (r, tuple(n.lower() if r.pattern.flags & re.IGNORECASE else n for n in r.needles)) for r in rules
+        ]
+
+    def applicable(self, text: str) -> list[CredentialRule]:
+        if len(text) < MIN_SECRET_LENGTH:
+            return []
+        found = {n for n in self._cased if n in text}
+        if self._uncased:
+            lowered = text.lower()
+            found.update(n for n in self._uncased if n in lowered)
+        if not found:
+            return []
+        return [rule for rule, keys in self._keys if not found.isdisjoint(keys)]
+
+
+PROFILES: dict[str, RuleSet] = {"elizaos": RuleSet(ELIZAOS_RULES), "strict": RuleSet(STRICT_RULES)}
 
 #: Environment variable names whose values count as secrets (elizaOS's heuristic, case-insensitive).
 SECRET_ENV_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|API|CREDENTIAL", re.IGNORECASE)
