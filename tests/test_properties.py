@@ -15,27 +15,54 @@ from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.filter import PrivacyFilter
 from training_pipeline.trajectories.records import RawRecord, parse_record
 
-texts = st.text(alphabet=st.characters(codec="utf-8"), max_size=300) | st.sampled_from([
-    "sk-abcdefghijklmnopqrstu", "Bearer abcdefghijklmnopqr", "ghp_abcdefghijklmnopqrst", "AKIAABCDEFGHIJKLMNOP",
-    "@alice", "primaryContext: x", "<actions>REPLY</actions>", "\ncontext_routing: a\ndecision_note: b", "\ufeff",
-])
+texts = st.text(alphabet=st.characters(codec="utf-8"), max_size=300) | st.sampled_from(
+    [
+        "sk-abcdefghijklmnopqrstu",
+        "Bearer abcdefghijklmnopqr",
+        "ghp_abcdefghijklmnopqrst",
+        "AKIAABCDEFGHIJKLMNOP",
+        "@alice",
+        "primaryContext: x",
+        "<actions>REPLY</actions>",
+        "\ncontext_routing: a\ndecision_note: b",
+        "\ufeff",
+    ]
+)
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | texts,
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(texts, inner, max_size=4),
     max_leaves=20,
 )
-calls = st.fixed_dictionaries({}, optional={
-    "systemPrompt": st.none() | texts, "userPrompt": st.none() | texts, "response": st.none() | texts,
-    "purpose": st.none() | texts, "stepType": st.none() | texts, "actionType": st.none() | texts,
-    "model": st.none() | texts, "tags": st.none() | st.lists(texts, max_size=3),
-    "metadata": st.none() | st.dictionaries(st.sampled_from(["modelType", "purpose", "model_type", "stepType", "x"]),
-                                            st.none() | texts, max_size=3),
-})
+calls = st.fixed_dictionaries(
+    {},
+    optional={
+        "systemPrompt": st.none() | texts,
+        "userPrompt": st.none() | texts,
+        "response": st.none() | texts,
+        "purpose": st.none() | texts,
+        "stepType": st.none() | texts,
+        "actionType": st.none() | texts,
+        "model": st.none() | texts,
+        "tags": st.none() | st.lists(texts, max_size=3),
+        "metadata": st.none()
+        | st.dictionaries(
+            st.sampled_from(["modelType", "purpose", "model_type", "stepType", "x"]),
+            st.none() | texts,
+            max_size=3,
+        ),
+    },
+)
 trajectories = st.fixed_dictionaries(
     {"trajectoryId": texts, "startTime": st.integers(min_value=0, max_value=2_000_000_000_000)},
-    optional={"agentId": st.none() | texts, "steps": st.none() | st.lists(
-        st.fixed_dictionaries({}, optional={"llmCalls": st.none() | st.lists(calls, max_size=3)}), max_size=3),
-        "extra": json_values},
+    optional={
+        "agentId": st.none() | texts,
+        "steps": st.none()
+        | st.lists(
+            st.fixed_dictionaries({}, optional={"llmCalls": st.none() | st.lists(calls, max_size=3)}),
+            max_size=3,
+        ),
+        "extra": json_values,
+    },
 )
 
 

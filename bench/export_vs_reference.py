@@ -1,0 +1,131 @@
+"""Dataset build speed and memory against elizaOS's own code, on the same generated input.
+
+    python bench/export_vs_reference.py [N] [--work DIR] [--no-reference]
+
+Generates N realistic trajectories (long conversation prompts, credentials, @handles), runs
+`../shared/reference/run-reference.sh` and `training-pipeline build-datasets --privacy-profile elizaos`
+on the same file, checks the five datasets agree line for line (parsed JSON) and the summaries match,
+then runs the default `strict` profile, and prints throughput, the ratio and each run's peak RSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+from datetime import date
+from pathlib import Path
+
+from training_pipeline import jscompat
+from training_pipeline.datasets.tasks import SUMMARY_FILE_NAME, TASK_FILE_NAMES
+from training_pipeline.samples import day_of_trajectories
+
+ROOT = Path(__file__).resolve().parents[1]
+REFERENCE = ROOT.parent / "shared" / "reference" / "run-reference.sh"
+ENV = {"REFERENCE_SECRET_DB_PASSWORD": "hunter2hunter2", "REFERENCE_SECRET_TOKEN": "tok-live-0f9e8d7c6b5a"}
+
+
+def generate(path: Path, count: int, target_bytes: int = 10_000) -> None:
+    """`count` trajectories of about `target_bytes` each: the sample generator, with each prompt's
+    conversation history grown to a realistic length."""
+    rng = random.Random(7)
+    filler = [
+        f"{name}: {text}"
+        for name in ("alice", "bob", "carol", "dana")
+        for text in (
+            "the staging deploy failed again, see the logs in #ops",
+            "can we move the review to Thursday?",
+            "I pushed a fix, tests are green now",
+            f"my token is {ENV['REFERENCE_SECRET_TOKEN']} if needed",
+            "ping @erin about the invoice",
+            "lunch at 12?",
+        )
+    ]
+    with path.open("w", encoding="utf-8") as out:
+        for trajectory in day_of_trajectories(date(2026, 11, 1), count, seed=11):
+            calls = [c for s in trajectory["steps"] for c in s["llmCalls"]]
+            while len(jscompat.dumps(trajectory)) < target_bytes:
+                for call in calls:
+                    call["userPrompt"] = rng.choice(filler) + "\n" + call["userPrompt"]
+            out.write(jscompat.dumps(trajectory) + "\n")
+
+
+def run(command: list[str], env: dict[str, str]) -> tuple[float, float, str]:
+    """Wall seconds, peak RSS in MB (GNU time's %M, per process) and stdout of one command."""
+    started = time.perf_counter()
+    proc = subprocess.run(["/usr/bin/time", "-f", "%M", *command], env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - started
+    if proc.returncode:
+        raise SystemExit(f"{command[0]} failed: {proc.stderr[-2000:]}")
+    return seconds, int(proc.stderr.strip().splitlines()[-1]) / 1024, proc.stdout
+
+
+def agree(ours: Path, theirs: Path) -> list[str]:
+    problems = []
+    for name in TASK_FILE_NAMES.values():
+        a = [json.loads(x) for x in (ours / name).read_text(encoding="utf-8").splitlines()]
+        b = [json.loads(x) for x in (theirs / name).read_text(encoding="utf-8").splitlines()]
+        if a != b:
+            problems.append(f"{name}: {len(a)} vs {len(b)} lines")
+    summaries = [json.loads((d / SUMMARY_FILE_NAME).read_text()) for d in (ours, theirs)]
+    for summary in summaries:
+        summary.pop("generatedAt")
+    if summaries[0] != summaries[1]:
+        problems.append("summaries differ")
+    return problems
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("n", type=int, nargs="?", default=20_000)
+    parser.add_argument("--work", type=Path, default=Path("/tmp/tp-bench"))
+    parser.add_argument("--no-reference", action="store_true")
+    args = parser.parse_args()
+    shutil.rmtree(args.work, ignore_errors=True)
+    args.work.mkdir(parents=True)
+    source = args.work / "trajectories.jsonl"
+    generate(source, args.n)
+    megabytes = source.stat().st_size / 1e6
+    print(f"input: {args.n} trajectories, {megabytes:.1f} MB")
+    env = {**os.environ, **ENV}
+    cli = str(Path(sys.executable).parent / "training-pipeline")
+    rows = []
+    if not args.no_reference:
+        seconds, rss, _ = run(["bash", str(REFERENCE), str(source), str(args.work / "reference")], env)
+        rows.append(("elizaOS reference", seconds, rss))
+    for profile in ("elizaos", "strict"):
+        seconds, rss, _ = run(
+            [
+                cli,
+                "build-datasets",
+                str(source),
+                str(args.work / profile),
+                "--privacy-profile",
+                profile,
+                "--env-secrets",
+                "REFERENCE_SECRET_*",
+            ],
+            env,
+        )
+        rows.append((f"ours, {profile}", seconds, rss))
+    if not args.no_reference:
+        problems = agree(args.work / "elizaos", args.work / "reference")
+        print("outputs agree with the reference" if not problems else f"OUTPUTS DIFFER: {problems}")
+    base = rows[0][1]
+    print(f"{'run':<20} {'seconds':>8} {'MB/s':>7} {'traj/s':>8} {'vs ref':>7} {'peak RSS MB':>12}")
+    for name, seconds, rss in rows:
+        print(
+            f"{name:<20} {seconds:>8.2f} {megabytes / seconds:>7.1f} {args.n / seconds:>8.0f} "
+            f"{base / seconds:>6.2f}x {rss:>12.0f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
