@@ -91,3 +91,24 @@ def test_cli_matches_elizaos_with_the_same_environment(tmp_path: Path) -> None:
         "quarantine.jsonl",
         "privacy_report.json",
     }
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.name in ("privacy", "texts")], ids=lambda c: c.name)
+def test_many_workers_write_the_same_bytes_as_one(case: Path, tmp_path: Path) -> None:
+    env = json.loads((case / "env.json").read_text())
+    directory = EntityDirectory.load(case / "anon.json")
+    single = build_datasets(
+        case / "input.jsonl",
+        tmp_path / "one",
+        PrivacyFilter("elizaos", directory, secret_env_values("elizaos", env)),
+    )
+    many = build_datasets(
+        case / "input.jsonl",
+        tmp_path / "two",
+        PrivacyFilter("elizaos", directory, secret_env_values("elizaos", env)),
+        workers=2,
+        chunk_size=7,
+    )
+    for name in (*TASK_FILE_NAMES.values(), "quarantine.jsonl", "privacy_report.json"):
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes(), name
+    assert many.as_line() == single.as_line()

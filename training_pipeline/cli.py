@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from datetime import date, timedelta
 from pathlib import Path
@@ -22,7 +23,7 @@ def _build(args: argparse.Namespace) -> int:
     directory = EntityDirectory.load(args.anonymizer) if args.anonymizer else None
     env_secrets = secret_env_values(args.privacy_profile, names=args.env_secrets)
     privacy = PrivacyFilter(args.privacy_profile, directory, env_secrets)
-    result = build_datasets(args.input, args.out_dir, privacy)
+    result = build_datasets(args.input, args.out_dir, privacy, workers=args.workers)
     print(json.dumps(result.as_line(), separators=(",", ":")))
     return 0
 
@@ -47,7 +48,6 @@ def _days(start: date, end: date) -> list[str]:
 
 def _materialize_days(days: list[str]) -> bool:
     """Run `datasets_job` for each day on the Dagster instance at $DAGSTER_HOME (runs show in the UI)."""
-    import os
 
     from dagster import DagsterInstance
 
@@ -142,7 +142,6 @@ def _runs_show(args: argparse.Namespace) -> int:
 
 def _train(args: argparse.Namespace) -> int:
     """Launch `training_job` by hand on $DAGSTER_HOME (bypasses auto_train, as elizaOS's manual path)."""
-    import os
 
     from dagster import DagsterInstance
 
@@ -210,6 +209,12 @@ def parser() -> argparse.ArgumentParser:
         metavar="GLOB",
         help="which environment variables may hold secrets to redact (default: all; the reference "
         "runner uses 'REFERENCE_SECRET_*')",
+    )
+    build.add_argument(
+        "--workers",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="processes to filter and build with (default: all cores)",
     )
     build.set_defaults(run=_build)
 

@@ -25,6 +25,22 @@ from training_pipeline.datasets.tasks import (
 from training_pipeline.trajectories.models import iter_llm_calls
 from training_pipeline.trajectories.store import iter_trajectories
 
+#: (trajectory id, LLM call count, [(task, JSONL line)]) — one trajectory's examples, in elizaOS's order.
+Prepared = tuple[Any, int, list[tuple[Task, str]]]
+
+
+def prepare(trajectory: dict[str, Any]) -> Prepared:
+    """The examples of one filtered trajectory, built and serialised: pure, so any process can do it."""
+    rows: list[tuple[Task, str]] = []
+    llm_calls = 0
+    for call in iter_llm_calls(trajectory):
+        llm_calls += 1
+        for task in infer_tasks(call):
+            example = build_example(call, task)
+            if example is not None:
+                rows.append((task, jscompat.dumps(example) + "\n"))
+    return trajectory.get("trajectoryId"), llm_calls, rows
+
 
 class DatasetWriter:
     """Feed validated, privacy-filtered trajectories with `add`; `close` publishes the files."""
@@ -48,21 +64,21 @@ class DatasetWriter:
         self.last_summary: dict[str, Any] | None = None
 
     def add(self, trajectory: dict[str, Any]) -> None:
+        self.add_prepared(prepare(trajectory))
+
+    def add_prepared(self, prepared: Prepared) -> None:
+        """Write a trajectory's examples, already built and serialised (possibly in another process)."""
+        trajectory_id, llm_calls, rows = prepared
         self.trajectory_count += 1
-        trajectory_id = trajectory.get("trajectoryId")
-        for call in iter_llm_calls(trajectory):
-            self.llm_call_count += 1
-            for task in infer_tasks(call):
-                example = build_example(call, task)
-                if example is None:
-                    continue
-                self._files[task].write(jscompat.dumps(example) + "\n")
-                if self._provenance:
-                    self._provenance[task].write(jscompat.dumps(trajectory_id) + "\n")
-                self.counts[task] += 1
-                self._trajectory_ids[task].add(trajectory_id)
-                if len(self.previews[task]) < self._preview_rows:
-                    self.previews[task].append(example)
+        self.llm_call_count += llm_calls
+        for task, line in rows:
+            self._files[task].write(line)
+            if self._provenance:
+                self._provenance[task].write(jscompat.dumps(trajectory_id) + "\n")
+            self.counts[task] += 1
+            self._trajectory_ids[task].add(trajectory_id)
+            if len(self.previews[task]) < self._preview_rows:
+                self.previews[task].append(json.loads(line))
 
     def summary(self, generated_at: datetime | None = None) -> dict[str, Any]:
         """elizaOS's `trajectory_dataset_summary.json` fields."""

@@ -64,6 +64,15 @@ class FilterStats:
     anonymization_count: int = 0
     dropped: list[dict[str, str]] = field(default_factory=list)
 
+    def merge(self, other: FilterStats) -> None:
+        """Add another filter's counts (e.g. a worker process's) to these."""
+        self.trajectories_in += other.trajectories_in
+        self.kept += other.kept
+        self.dropped_private += other.dropped_private
+        self.redactions.update(other.redactions)
+        self.anonymization_count += other.anonymization_count
+        self.dropped.extend(other.dropped)
+
     @property
     def redaction_count(self) -> int:
         return sum(self.redactions.values())

@@ -12,6 +12,16 @@ from training_pipeline.atomic import StagedFiles
 from training_pipeline.trajectories.records import ParsedRecord
 
 
+def quarantine_line(parsed: ParsedRecord) -> str:
+    """One quarantine entry, serialised: the origin, the reason and the record (as bytes if not UTF-8)."""
+    entry: dict[str, str] = {"origin": parsed.origin, "reason": parsed.reason or "unknown"}
+    if parsed.text is not None:
+        entry["record"] = parsed.text.rstrip("\r\n")
+    elif parsed.undecodable is not None:
+        entry["recordBase64"] = base64.b64encode(parsed.undecodable).decode("ascii")
+    return jscompat.dumps(entry) + "\n"
+
+
 class QuarantineWriter:
     """JSONL of `{"origin", "reason", "record"}` (`recordBase64` when the bytes are not UTF-8),
     published atomically on a clean exit."""
@@ -24,14 +34,12 @@ class QuarantineWriter:
         self.reasons: dict[str, int] = {}
 
     def add(self, parsed: ParsedRecord) -> None:
-        entry: dict[str, str] = {"origin": parsed.origin, "reason": parsed.reason or "unknown"}
-        if parsed.text is not None:
-            entry["record"] = parsed.text.rstrip("\r\n")
-        elif parsed.undecodable is not None:
-            entry["recordBase64"] = base64.b64encode(parsed.undecodable).decode("ascii")
-        self._handle.write(jscompat.dumps(entry) + "\n")
+        self.add_line(quarantine_line(parsed), parsed.reason or "unknown")
+
+    def add_line(self, line: str, reason: str) -> None:
+        self._handle.write(line)
         self.count += 1
-        kind = entry["reason"].split(":", 1)[0]
+        kind = reason.split(":", 1)[0]
         self.reasons[kind] = self.reasons.get(kind, 0) + 1
 
     def __enter__(self) -> QuarantineWriter:
