@@ -8,10 +8,11 @@ from typing import Literal
 from dagster import ConfigurableResource
 from pydantic import Field
 
+from training_pipeline import SAMPLE_DATA
 from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.filter import PrivacyFilter, secret_env_values
 
-SAMPLE_ENTITIES = Path(__file__).resolve().parents[1] / "training_pipeline" / "sample_data" / "entities.json"
+SAMPLE_ENTITIES = SAMPLE_DATA / "entities.json"
 
 
 class PrivacySettings(ConfigurableResource):

@@ -10,13 +10,12 @@ import sqlalchemy as sa
 from dagster import ConfigurableResource
 from pydantic import Field
 
+from training_pipeline import SAMPLE_DATA
 from training_pipeline.trajectories.database import read_table
 from training_pipeline.trajectories.files import read_files
 from training_pipeline.trajectories.records import ParsedRecord
 
-SAMPLE_TRAJECTORIES = (
-    Path(__file__).resolve().parents[1] / "training_pipeline" / "sample_data" / "trajectories"
-)
+SAMPLE_TRAJECTORIES = SAMPLE_DATA / "trajectories"
 
 
 class TrajectorySource(ConfigurableResource):
