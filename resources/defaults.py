@@ -70,6 +70,7 @@ def default_resources(environ: Mapping[str, str] | None = None) -> dict[str, Any
             openai=OpenAIBackend(
                 api_key=_secret(env, "OPENAI_API_KEY"),
                 base_url=env.get("OPENAI_BASE_URL", "https://api.openai.com/v1"),
+                poll_interval_seconds=float(env.get("OPENAI_POLL_INTERVAL_SECONDS", "30")),
             ),
             vertex=VertexBackend(
                 project_id=env.get("VERTEX_PROJECT_ID"),
