@@ -24,6 +24,12 @@ DAY = "2026-11-24"
 REPO = Path(__file__).resolve().parents[1]
 
 
+def _cli(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`training-pipeline ARGS` as a user runs it, in its own process."""
+    command = [str(Path(sys.executable).parent / "training-pipeline"), *args]
+    return subprocess.run(command, capture_output=True, text=True, env=env, cwd=cwd)
+
+
 @pytest.fixture
 def dagster_home(tmp_path: Path) -> Path:
     home = tmp_path / "home"
@@ -214,53 +220,20 @@ def test_missing_upstream_partition_is_a_clear_failure(tmp_path: Path) -> None:
 
 def test_cli_backfills_a_range_into_the_instance(tmp_path: Path, dagster_home: Path) -> None:
     env = {**os.environ, "DAGSTER_HOME": str(dagster_home), "TRAINING_PIPELINE_DATA": str(tmp_path / "data")}
-    proc = subprocess.run(
-        [
-            str(Path(sys.executable).parent / "training-pipeline"),
-            "materialize",
-            "--start",
-            "2026-11-23",
-            "--end",
-            "2026-11-25",
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-    )
+    proc = _cli(env, tmp_path, "materialize", "--start", "2026-11-23", "--end", "2026-11-25")
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     assert [line["day"] for line in lines] == ["2026-11-23", "2026-11-24", "2026-11-25"]
     assert all(line["status"] == "ok" for line in lines)
     assert (dagster_home / "storage").is_dir()  # the SQLite run/event storage of dagster.yaml
 
-    train = subprocess.run(
-        [
-            str(Path(sys.executable).parent / "training-pipeline"),
-            "train",
-            "--task",
-            "response",
-            "--dry-run",
-            "--backend",
-            "atropos",
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-    )
+    train = _cli(env, tmp_path, "train", "--task", "response", "--dry-run", "--backend", "atropos")
     assert train.returncode == 0, train.stderr[-3000:]
     record = json.loads(train.stdout[train.stdout.index("{") :])
     assert (record["status"], record["reason"], record["source"]) == ("succeeded", "dry run", "manual")
     assert record["window"] == ["2026-11-23", "2026-11-24", "2026-11-25"]
     # without --task: the task with the most examples at or over the threshold (should_respond: 215)
-    chosen = subprocess.run(
-        [str(Path(sys.executable).parent / "training-pipeline"), "train", "--dry-run"],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-    )
+    chosen = _cli(env, tmp_path, "train", "--dry-run")
     assert chosen.returncode == 0, chosen.stderr[-3000:]
     assert json.loads(chosen.stdout[chosen.stdout.index("{") :])["task"] == "should_respond"
 

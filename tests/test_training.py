@@ -284,6 +284,7 @@ def test_runs_cli_lists_and_shows_records(days_ready, tmp_path: Path) -> None:
     import subprocess
 
     _, data = days_ready
+    _train(days_ready, "response", {"dry_run": True})  # at least one record, whatever ran before
     env = {**os.environ, "TRAINING_PIPELINE_DATA": str(data)}
     exe = str(Path(sys.executable).parent / "training-pipeline")
     listing = subprocess.run(
@@ -341,18 +342,24 @@ def _vertex_job(days_ready, backend, task: str = "response", settings: TrainingS
     return result, RunStore(data).list(limit=1)[0]
 
 
+def _vertex_backend(fake, **settings) -> VertexBackend:
+    """A Vertex backend pointed at the loopback stand-in `fake`."""
+    defaults = {
+        "project_id": "my-project-1",
+        "gcs_bucket": "tuning-bucket",
+        "access_token": fake.token,
+        "api_endpoint": fake.endpoint,
+        "poll_interval_seconds": 0.01,
+    }
+    return VertexBackend(**{**defaults, **settings})
+
+
 def test_vertex_tuning_uploads_creates_and_polls_to_the_endpoint(days_ready) -> None:
 
     from tests.fake_vertex import FakeVertex
 
     with FakeVertex() as fake:
-        backend = VertexBackend(
-            project_id="my-project-1",
-            gcs_bucket="tuning-bucket",
-            access_token=fake.token,
-            api_endpoint=fake.endpoint,
-            poll_interval_seconds=0.01,
-        )
+        backend = _vertex_backend(fake, gcs_bucket="tuning-bucket")
         result, record = _vertex_job(days_ready, backend)
     assert result.success, record.reason
     [job] = fake.jobs.values()
@@ -373,13 +380,7 @@ def test_vertex_failures_are_clear(days_ready) -> None:
 
     with FakeVertex() as fake:
         fake.outcome = "JOB_STATE_FAILED"
-        backend = VertexBackend(
-            project_id="my-project-1",
-            gcs_bucket="b-1",
-            access_token=fake.token,
-            api_endpoint=fake.endpoint,
-            poll_interval_seconds=0.01,
-        )
+        backend = _vertex_backend(fake, gcs_bucket="b-1")
         result, record = _vertex_job(days_ready, backend)
         assert not result.success
         assert (
