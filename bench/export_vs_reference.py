@@ -13,46 +13,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import shutil
 import subprocess
 import sys
 import time
-from datetime import date
 from pathlib import Path
 
-from training_pipeline import jscompat
 from training_pipeline.datasets.tasks import SUMMARY_FILE_NAME, TASK_FILE_NAMES
-from training_pipeline.samples import day_of_trajectories
+from training_pipeline.samples import write_long_sample
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT.parent / "shared" / "reference" / "run-reference.sh"
 ENV = {"REFERENCE_SECRET_DB_PASSWORD": "hunter2hunter2", "REFERENCE_SECRET_TOKEN": "tok-live-0f9e8d7c6b5a"}
-
-
-def generate(path: Path, count: int, target_bytes: int = 10_000) -> None:
-    """`count` trajectories of about `target_bytes` each: the sample generator, with each prompt's
-    conversation history grown to a realistic length."""
-    rng = random.Random(7)
-    filler = [
-        f"{name}: {text}"
-        for name in ("alice", "bob", "carol", "dana")
-        for text in (
-            "the staging deploy failed again, see the logs in #ops",
-            "can we move the review to Thursday?",
-            "I pushed a fix, tests are green now",
-            f"my token is {ENV['REFERENCE_SECRET_TOKEN']} if needed",
-            "ping @erin about the invoice",
-            "lunch at 12?",
-        )
-    ]
-    with path.open("w", encoding="utf-8") as out:
-        for trajectory in day_of_trajectories(date(2026, 11, 1), count, seed=11):
-            calls = [c for s in trajectory["steps"] for c in s["llmCalls"]]
-            while len(jscompat.dumps(trajectory)) < target_bytes:
-                for call in calls:
-                    call["userPrompt"] = rng.choice(filler) + "\n" + call["userPrompt"]
-            out.write(jscompat.dumps(trajectory) + "\n")
 
 
 def run(command: list[str], env: dict[str, str]) -> tuple[float, float, str]:
@@ -91,7 +63,7 @@ def main() -> None:
     shutil.rmtree(args.work, ignore_errors=True)
     args.work.mkdir(parents=True)
     source = args.work / "trajectories.jsonl"
-    generate(source, args.n)
+    write_long_sample(source, args.n, ENV["REFERENCE_SECRET_TOKEN"])
     megabytes = source.stat().st_size / 1e6
     print(f"input: {args.n} trajectories, {megabytes:.1f} MB")
     env = {**os.environ, **ENV}

@@ -10,7 +10,10 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 from datetime import UTC, date, datetime
+from pathlib import Path
 from typing import Any
+
+from training_pipeline import jscompat
 
 _USERS = ("alice", "bob", "carol", "dana", "erin", "frank", "grace", "heidi")
 _TOPICS = (
@@ -175,3 +178,30 @@ def day_of_trajectories(day: date, count: int, seed: int = 0) -> Iterator[dict[s
     starts = sorted(rng.randrange(0, 86_400_000 - 5_000) for _ in range(count))
     for index, offset in enumerate(starts):
         yield trajectory(rng, base + offset, index)
+
+
+def write_long_sample(
+    path: Path, count: int, secret: str = "tok-live-0f9e8d7c6b5a", target_bytes: int = 10_000
+) -> None:
+    """`count` trajectories of about `target_bytes` each, for benchmarks: the sample trajectories with
+    each prompt's conversation history grown to a realistic length (credentials and handles included)."""
+    rng = random.Random(7)
+    filler = [
+        f"{name}: {text}"
+        for name in ("alice", "bob", "carol", "dana")
+        for text in (
+            "the staging deploy failed again, see the logs in #ops",
+            "can we move the review to Thursday?",
+            "I pushed a fix, tests are green now",
+            f"my token is {secret} if needed",
+            "ping @erin about the invoice",
+            "lunch at 12?",
+        )
+    ]
+    with path.open("w", encoding="utf-8") as out:
+        for trajectory in day_of_trajectories(date(2026, 11, 1), count, seed=11):
+            calls = [c for s in trajectory["steps"] for c in s["llmCalls"]]
+            while len(jscompat.dumps(trajectory)) < target_bytes:
+                for call in calls:
+                    call["userPrompt"] = rng.choice(filler) + "\n" + call["userPrompt"]
+            out.write(jscompat.dumps(trajectory) + "\n")

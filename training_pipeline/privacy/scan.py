@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
 from detect_secrets.plugins.base import BasePlugin
@@ -43,16 +44,21 @@ class SecretScanner:
     def __init__(self, env_secrets: Iterable[str] = ()) -> None:
         self._plugins = _plugins()
         self._env_secrets = tuple(env_secrets)
+        # a day's prompts repeat the same lines (system prompts, shared history) thousands of times
+        self._line = lru_cache(maxsize=200_000)(self._scan_line)
 
     def find(self, text: str) -> list[tuple[str, str]]:
         """(secret type, matched value) pairs in `text`, line by line as detect-secrets scans."""
         found: list[tuple[str, str]] = []
-        with default_settings():
-            for line in text.splitlines() or [text]:
-                for plugin in self._plugins:
-                    found.extend((plugin.secret_type, value) for value in plugin.analyze_string(line))
+        for line in text.splitlines() or [text]:
+            found.extend(self._line(line))
         found.extend(("Environment secret", value) for value in self._env_secrets if value in text)
         return found
+
+    def _scan_line(self, line: str) -> tuple[tuple[str, str], ...]:
+        return tuple(
+            (plugin.secret_type, value) for plugin in self._plugins for value in plugin.analyze_string(line)
+        )
 
     def scan(self, texts: Iterable[tuple[str, str]]) -> ScanReport:
         """Scan (location, text) pairs; the report holds counts by type and locations only."""

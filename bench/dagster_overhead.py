@@ -1,0 +1,60 @@
+"""What Dagster adds to a day: the daily graph materialised on a real instance, against the core's
+one-pass build on the same trajectories.
+
+    python bench/dagster_overhead.py [N]
+
+The Dagster path does more than the core (a Parquet store of the validated day and of the filtered day,
+17 asset checks including the detect-secrets re-scan of every message, event-log writes), so the figure
+is the price of lineage, checks and partition bookkeeping, each shown separately.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from dagster import DagsterInstance, materialize
+from training_pipeline.assets import ASSET_CHECKS, DATASET_ASSETS
+from training_pipeline.resources.defaults import default_resources
+
+from training_pipeline.datasets.build import build_datasets
+from training_pipeline.privacy.filter import PrivacyFilter
+from training_pipeline.samples import write_long_sample
+
+
+def main(n: int) -> None:
+    work = Path(tempfile.mkdtemp(prefix="tp-overhead-"))
+    source = work / "in"
+    source.mkdir()
+    write_long_sample(source / "2026-11-01.jsonl", n)
+    print(f"{n} trajectories, {(source / '2026-11-01.jsonl').stat().st_size / 1e6:.1f} MB, one day")
+
+    started = time.perf_counter()
+    build_datasets(source, work / "core", PrivacyFilter("strict"), workers=1)
+    core = time.perf_counter() - started
+
+    resources = default_resources(
+        {"TRAINING_PIPELINE_DATA": str(work / "data"), "TRAJECTORY_DIR": str(source)}
+    )
+    runs = {}
+    for name, selection in (
+        ("assets only", DATASET_ASSETS),
+        ("assets + checks", DATASET_ASSETS + ASSET_CHECKS),
+    ):
+        with DagsterInstance.ephemeral() as instance:
+            started = time.perf_counter()
+            result = materialize(
+                selection, partition_key="2026-11-01", resources=resources, instance=instance
+            )
+            runs[name] = time.perf_counter() - started
+            assert result.success
+    print(f"{'run':<34} {'seconds':>8} {'vs core':>8}")
+    print(f"{'core build (1 process, strict)':<34} {core:>8.2f} {1:>7.2f}x")
+    for name, seconds in runs.items():
+        print(f"{'Dagster day, ' + name:<34} {seconds:>8.2f} {seconds / core:>7.2f}x")
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 5000)
