@@ -20,7 +20,6 @@ from dagster import (
     schedule,
     sensor,
 )
-from training_pipeline.assets.partitions import daily_partitions
 from training_pipeline.assets.training import TASK_TAG, training_job
 from training_pipeline.resources.training import TrainingSettings
 
@@ -30,7 +29,6 @@ from training_pipeline.training.trigger import TriggerState
 datasets_job = define_asset_job(
     "datasets_job",
     selection=AssetSelection.groups("trajectories", "datasets"),
-    partitions_def=daily_partitions,
     description="One day: trajectories → filtered_trajectories → the five task datasets, with checks.",
 )
 

@@ -22,14 +22,13 @@ from dagster import (
     multi_asset,
 )
 from training_pipeline.assets.partitions import daily_partitions
-from training_pipeline.assets.trajectories import _require, filtered_trajectories
+from training_pipeline.assets.trajectories import filtered_trajectories, require_materialised
 from training_pipeline.resources.privacy import PrivacySettings
 from training_pipeline.resources.storage import DataStore
 
 from training_pipeline.datasets.export import export_store
 from training_pipeline.datasets.tasks import SUMMARY_FILE_NAME, TASK_FILE_NAMES, TASKS, Task
 from training_pipeline.datasets.validate import message_texts, validate_dataset_file
-from training_pipeline.privacy.filter import secret_env_values
 from training_pipeline.privacy.scan import SecretScanner
 
 _PREVIEW_CHARS = 240
@@ -60,12 +59,12 @@ def task_datasets(
     context: AssetExecutionContext, privacy: PrivacySettings, store: DataStore
 ) -> Iterator[MaterializeResult]:
     day = context.partition_key
-    _require(store.filtered(day), "filtered_trajectories", day)
+    require_materialised(store.filtered(day), "filtered_trajectories", day)
     out_dir = store.datasets(day)
     writer = export_store(store.filtered(day), out_dir)
     summary = writer.last_summary or {}
     context.log.info(f"{day}: {summary['llmCallCount']} LLM calls → {json.dumps(summary['counts'])}")
-    scanner = SecretScanner(secret_env_values("strict", names=privacy.env_secrets))
+    scanner = privacy.scanner()
     for task in TASKS:
         metrics = summary["taskMetrics"][task]
         yield MaterializeResult(
@@ -114,7 +113,7 @@ def _checks_for(task: Task) -> list:
         context: AssetCheckExecutionContext, privacy: PrivacySettings, store: DataStore
     ) -> AssetCheckResult:
         path = _dataset_file(store, context.partition_key, task)
-        scanner = SecretScanner(secret_env_values("strict", names=privacy.env_secrets))
+        scanner = privacy.scanner()
         report = scanner.scan(message_texts(path))
         return AssetCheckResult(
             passed=report.clean,

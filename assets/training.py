@@ -30,8 +30,6 @@ from training_pipeline.backends.base import BackendError
 from training_pipeline.backends.vertex import poll_tuning_job, tuned_endpoint
 from training_pipeline.datasets.tasks import TASKS
 from training_pipeline.optimizers.native import load_artifact
-from training_pipeline.privacy.filter import secret_env_values
-from training_pipeline.privacy.scan import SecretScanner
 from training_pipeline.stages.records import StageRecord
 from training_pipeline.training.orchestrate import run_training
 from training_pipeline.training.records import RunRecord, RunStore
@@ -83,7 +81,7 @@ def training_run(
                     name: training_backends.get(name)
                     for name in ("native", "atropos", "tinker", "openai", "vertex")
                 },
-                SecretScanner(secret_env_values("strict", names=privacy.env_secrets)),
+                privacy.scanner(),
                 explicit_backend=config.backend,
                 dry_run=config.dry_run,
                 log=context.log.info,
@@ -205,7 +203,7 @@ def optimized_prompt(
         return
     artifact = load_artifact(Path(record.artifact_path or ""))
     tree = StageRecord.model_validate_json(Path(artifact["records"]).read_text(encoding="utf-8"))
-    scanner = SecretScanner(secret_env_values("strict", names=privacy.env_secrets))
+    scanner = privacy.scanner()
     prompt = artifact["prompt"]
     shown = prompt if len(prompt) <= 4000 else prompt[:4000] + "\n…"
     yield Output(
@@ -260,7 +258,6 @@ def score_chart(lineage: list[dict]) -> str:
 training_job = define_asset_job(
     "training_job",
     selection=[training_run, tuned_model, optimized_prompt],
-    partitions_def=task_partitions,
     tags={"training_pipeline/kind": "training"},
     description="Train one task (the partition). Launch config: backend, dry_run, source.",
 )

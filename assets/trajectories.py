@@ -2,6 +2,7 @@
 
 import json
 from datetime import date
+from pathlib import Path
 
 from dagster import (
     AssetCheckExecutionContext,
@@ -25,7 +26,8 @@ from training_pipeline.trajectories.ingest import IngestManifest, ingest_records
 from training_pipeline.trajectories.store import day_profile, row_count
 
 
-def _require(path, what: str, day: str) -> None:
+def require_materialised(path: Path, what: str, day: str) -> None:
+    """Fail with a clear message when an upstream partition's file is missing."""
     if not path.exists():
         raise Failure(f"{what} for {day} is not materialised ({path} is missing); materialise it first.")
 
@@ -112,7 +114,7 @@ def filtered_trajectories(
     context: AssetExecutionContext, privacy: PrivacySettings, store: DataStore
 ) -> MaterializeResult:
     day = context.partition_key
-    _require(store.trajectories(day), "trajectories", day)
+    require_materialised(store.trajectories(day), "trajectories", day)
     report = filter_store(
         store.trajectories(day), store.filtered(day), store.privacy_report(day), privacy.build_filter()
     )

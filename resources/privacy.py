@@ -11,6 +11,7 @@ from pydantic import Field
 from training_pipeline import SAMPLE_DATA
 from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.filter import PrivacyFilter, secret_env_values
+from training_pipeline.privacy.scan import SecretScanner
 
 SAMPLE_ENTITIES = SAMPLE_DATA / "entities.json"
 
@@ -25,6 +26,11 @@ class PrivacySettings(ConfigurableResource):
     env_secrets: str = Field(
         default="*", description="glob of environment variable names whose values are redacted"
     )
+
+    def scanner(self) -> SecretScanner:
+        """The independent second look (detect-secrets' detectors + the environment's secret values,
+        by the strict profile's broader name test) used by the checks, previews and training runs."""
+        return SecretScanner(secret_env_values("strict", names=self.env_secrets))
 
     def build_filter(self) -> PrivacyFilter:
         """A fresh filter (its counters start at zero); secret values are read now, never stored."""

@@ -46,18 +46,22 @@ def _days(start: date, end: date) -> list[str]:
     return [(start + timedelta(days=n)).isoformat() for n in range((end - start).days + 1)]
 
 
-def _materialize_days(days: list[str]) -> bool:
-    """Run `datasets_job` for each day on the Dagster instance at $DAGSTER_HOME (runs show in the UI)."""
-
-    from dagster import DagsterInstance
-
-    from training_pipeline.definitions import defs
+def _instance():
+    """The Dagster instance at $DAGSTER_HOME, where runs are recorded for the UI to show."""
+    from dagster import DagsterInstance  # only the commands that need Dagster pay for importing it
 
     if not os.environ.get("DAGSTER_HOME"):
         raise ValueError("DAGSTER_HOME is not set: point it at a folder holding this project's dagster.yaml")
+    return DagsterInstance.get()
+
+
+def _materialize_days(days: list[str]) -> bool:
+    """Run `datasets_job` for each day on the Dagster instance at $DAGSTER_HOME (runs show in the UI)."""
+    from training_pipeline.definitions import defs
+
     job = defs.resolve_job_def("datasets_job")
     ok = True
-    with DagsterInstance.get() as instance:
+    with _instance() as instance:
         for day in days:
             result = job.execute_in_process(
                 partition_key=day,
@@ -142,19 +146,14 @@ def _runs_show(args: argparse.Namespace) -> int:
 
 def _train(args: argparse.Namespace) -> int:
     """Launch `training_job` by hand on $DAGSTER_HOME (bypasses auto_train, as elizaOS's manual path)."""
-
-    from dagster import DagsterInstance
-
     from training_pipeline.definitions import defs
 
-    if not os.environ.get("DAGSTER_HOME"):
-        raise ValueError("DAGSTER_HOME is not set: point it at a folder holding this project's dagster.yaml")
     config = {
         "dry_run": args.dry_run,
         "source": "manual",
         **({"backend": args.backend} if args.backend else {}),
     }
-    with DagsterInstance.get() as instance:
+    with _instance() as instance:
         task = args.task or _select_task(instance, defs)
         if task is None:
             print("skipped: no task reached its trigger threshold and none was specified explicitly")

@@ -35,20 +35,22 @@ class _Node(BaseModel):
     failure: FailureInfo | None = None
 
 
-class PromptExecutionRecord(_Node):
-    kind: Literal["prompt_execution"] = "prompt_execution"
+class _Leaf(_Node):
+    """A single call (with its own retries inside): what it cost and whether it completed."""
+
     completed: bool = False
     consumption: Consumption = Field(default_factory=Consumption)
     previous_attempts: list[Attempt] = Field(default_factory=list)
 
 
-class AgentRunRecord(_Node):
+class PromptExecutionRecord(_Leaf):
+    kind: Literal["prompt_execution"] = "prompt_execution"
+
+
+class AgentRunRecord(_Leaf):
     kind: Literal["agent_run"] = "agent_run"
     item: str | None = None
-    completed: bool = False
     solved: bool | None = None
-    consumption: Consumption = Field(default_factory=Consumption)
-    previous_attempts: list[Attempt] = Field(default_factory=list)
 
 
 class StageRecord(_Node):
