@@ -5,6 +5,10 @@
 - `TRAINING_PIPELINE_DATA`: where files go (default `data/` in the working directory).
 - `TRAINING_PIPELINE_ENTITIES`: the entity directory (default: the sample's, with the sample data).
 - `TRAINING_PIPELINE_PRIVACY_PROFILE`: `strict` (default) or `elizaos`.
+- `LLM_BASE_URL`, `LLM_MODEL`, `LLM_API_KEY`: the LLM of the native backend and of task agents and
+  judges (default: the bundled local model, when installed).
+Task runs write their agents' trajectories to `<data>/agent_trajectories` (file source) or into the
+trajectory table (database source), so they feed the next day's datasets.
 """
 
 from __future__ import annotations
@@ -30,22 +34,32 @@ from training_pipeline.resources.sources import (
     FileTrajectorySource,
 )
 from training_pipeline.resources.storage import DataStore
+from training_pipeline.resources.tasks import TaskOverrides
 from training_pipeline.resources.training import TrainingSettings
 
 
 def default_resources(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     env = os.environ if environ is None else environ
+    data = env.get("TRAINING_PIPELINE_DATA", "data")
     if env.get("TRAJECTORY_DB_URL"):
         source: Any = DatabaseTrajectorySource(
             url=EnvVar("TRAJECTORY_DB_URL"), table=env.get("TRAJECTORY_DB_TABLE", "trajectories")
         )
         entities = env.get("TRAINING_PIPELINE_ENTITIES")
     else:
-        source = FileTrajectorySource(path=env.get("TRAJECTORY_DIR", str(SAMPLE_TRAJECTORIES)))
+        source = FileTrajectorySource(
+            path=env.get("TRAJECTORY_DIR", str(SAMPLE_TRAJECTORIES)),
+            agent_runs_dir=f"{data}/agent_trajectories",
+        )
         entities = env.get("TRAINING_PIPELINE_ENTITIES") or (
             None if env.get("TRAJECTORY_DIR") else str(SAMPLE_ENTITIES)
         )
-    data = env.get("TRAINING_PIPELINE_DATA", "data")
+    llm = LLMResource(
+        base_url=env.get("LLM_BASE_URL"),
+        model=env.get("LLM_MODEL", "default"),
+        api_key=_secret(env, "LLM_API_KEY"),
+        cache_dir=f"{data}/llm_cache",
+    )
     return {
         "trajectory_source": source,
         "privacy": PrivacySettings(
@@ -53,15 +67,10 @@ def default_resources(environ: Mapping[str, str] | None = None) -> dict[str, Any
         ),
         "store": DataStore(root=data),
         "training": TrainingSettings(),
+        "llm": llm,
+        "task_overrides": TaskOverrides(),
         "training_backends": TrainingBackends(
-            native=NativeBackend(
-                llm=LLMResource(
-                    base_url=env.get("LLM_BASE_URL"),
-                    model=env.get("LLM_MODEL", "default"),
-                    api_key=_secret(env, "LLM_API_KEY"),
-                    cache_dir=f"{data}/llm_cache",
-                )
-            ),
+            native=NativeBackend(llm=llm),
             atropos=AtroposBackend(
                 data_dir=env.get("ATROPOS_DATA_DIR", f"{data}/atropos"),
                 command=env["ATROPOS_COMMAND"].split() if env.get("ATROPOS_COMMAND") else None,

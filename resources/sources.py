@@ -5,14 +5,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 import sqlalchemy as sa
 from dagster import ConfigurableResource
 from pydantic import Field
 
-from training_pipeline import SAMPLE_DATA
-from training_pipeline.trajectories.database import read_table
+from training_pipeline import SAMPLE_DATA, jscompat
+from training_pipeline.atomic import atomic_open
+from training_pipeline.trajectories.database import read_table, write_trajectory
 from training_pipeline.trajectories.files import read_files
+from training_pipeline.trajectories.models import start_day
 from training_pipeline.trajectories.records import ParsedRecord
 
 SAMPLE_TRAJECTORIES = SAMPLE_DATA / "trajectories"
@@ -31,14 +34,38 @@ class TrajectorySource(ConfigurableResource):
         """Where the data came from, safe to show (no credentials)."""
         raise NotImplementedError
 
+    def write(self, trajectory: dict[str, Any]) -> None:
+        """Add one trajectory (a task run's agent conversation), to be read back with its day."""
+        raise NotImplementedError
+
 
 class FileTrajectorySource(TrajectorySource):
     """`.jsonl` / `.json` export files under `path` (searched recursively)."""
 
     path: str = Field(description="export file or directory of export files")
+    agent_runs_dir: str | None = Field(
+        default=None, description="where task runs write their agents' trajectories; read with `path`"
+    )
 
     def read_day(self, day: date) -> Iterator[ParsedRecord]:
-        return read_files(Path(self.path), day)
+        yield from read_files(Path(self.path), day)
+        runs = Path(self.agent_runs_dir) if self.agent_runs_dir else None
+        if (
+            runs is not None
+            and runs.is_dir()
+            and not runs.resolve().is_relative_to(Path(self.path).resolve())
+        ):
+            yield from read_files(runs, day)
+
+    def write(self, trajectory: dict[str, Any]) -> None:
+        if not self.agent_runs_dir:
+            raise ValueError(
+                "set agent_runs_dir on the file trajectory source to keep task runs' trajectories"
+            )
+        day = start_day(trajectory["startTime"]).isoformat()
+        target = Path(self.agent_runs_dir) / day / f"{trajectory['trajectoryId']}.jsonl"
+        with atomic_open(target) as handle:
+            handle.write(jscompat.dumps(trajectory) + "\n")
 
     def describe(self) -> str:
         return f"files:{self.path}"
@@ -56,6 +83,13 @@ class DatabaseTrajectorySource(TrajectorySource):
         engine = sa.create_engine(self.url)
         try:
             yield from read_table(engine, self.table, day)
+        finally:
+            engine.dispose()
+
+    def write(self, trajectory: dict[str, Any]) -> None:
+        engine = sa.create_engine(self.url)
+        try:
+            write_trajectory(engine, self.table, trajectory)
         finally:
             engine.dispose()
 

@@ -8,6 +8,7 @@ import os
 import sys
 from datetime import date, timedelta
 from pathlib import Path
+from typing import Any
 
 from training_pipeline import jscompat
 from training_pipeline.atomic import atomic_open
@@ -190,6 +191,85 @@ def _select_task(instance, defs) -> str | None:
     return select_task(training.policy(), None, counts)
 
 
+def _task_validate(args: argparse.Namespace) -> int:
+    from training_pipeline.tasks.registry import build_registry
+    from training_pipeline.tasks.task import load_task
+
+    task = load_task(args.file, build_registry())
+    print(f"{args.file}: valid task {task.name!r} ({len(task.steps)} steps, job {task.job_name})")
+    for step in task.steps:
+        after = ", ".join(task.upstream[step.id]) or "-"
+        print(f"  {step.id:<20} {step.type:<32} after: {after}")
+    return 0
+
+
+def parse_overrides(items: list[str], step_fields: dict[str, set[str]]) -> dict[str, Any]:
+    """`key=value` pairs into `task_overrides` config: `STEP.FIELD=...` (STEP a step id, FIELD one of
+    its fields) replaces that step's field for this run; any other key goes to `user_overrides`.
+    Values are JSON when they parse, else text."""
+    values: dict[str, Any] = {}
+    step_params: dict[str, dict[str, Any]] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--override {item!r}: expected key=value")
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            value = text
+        step_id, dot, field = key.partition(".")
+        if dot and step_id in step_fields:
+            if field not in step_fields[step_id]:
+                raise ValueError(f"--override {key}: step {step_id!r} has no field {field!r}")
+            step_params.setdefault(step_id, {})[field] = value
+        else:
+            values[key] = value
+    return {"values": values, "step_params": step_params}
+
+
+def _task_run(args: argparse.Namespace) -> int:
+    """Run a task file as a Dagster job on $DAGSTER_HOME (the run shows in the UI)."""
+    from dagster import build_reconstructable_job, execute_job
+
+    from training_pipeline.resources.defaults import default_resources
+    from training_pipeline.tasks.registry import build_registry
+    from training_pipeline.tasks.task import load_task
+
+    path = args.file.resolve()
+    task = load_task(path, build_registry())
+    fields = {step.id: set(type(step).model_fields) - {"id"} for step in task.steps}
+    overrides = parse_overrides(args.override, fields)
+    job = build_reconstructable_job(
+        "training_pipeline.jobs.tasks", "job_for_file", reconstructable_args=(str(path),)
+    )
+    with _instance() as instance:
+        result = execute_job(
+            job,
+            instance,
+            run_config={
+                "resources": {"task_overrides": {"config": overrides}},
+                "loggers": {"console": {"config": {"log_level": "INFO"}}},
+            },
+            tags={"training_pipeline/launched_by": "cli"},
+        )
+        run_id = result.run_id
+    context_file = default_resources()["store"].state_dir() / "task_runs" / run_id / "context.json"
+    final = json.loads(context_file.read_text()) if context_file.is_file() else {}
+    metadata = final.get("metadata", {})
+    summary = {
+        "run_id": run_id,
+        "status": "succeeded" if result.success else "failed",
+        "scores": {k: v["score"] for k, v in metadata.get("verifications", {}).items()},
+        "failed_steps": [
+            {k: f[k] for k in ("step_id", "error", "is_fatal")} for f in metadata.get("failed_steps", [])
+        ],
+        "retry_resets": len(metadata.get("retry_resets", [])),
+        "context": str(context_file),
+    }
+    print(json.dumps(summary, indent=2))
+    return 0 if result.success else 1
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="training-pipeline", description=__doc__)
     commands = root.add_subparsers(dest="command", required=True)
@@ -247,6 +327,24 @@ def parser() -> argparse.ArgumentParser:
     train.add_argument("--backend", choices=BACKENDS)
     train.add_argument("--dry-run", action="store_true")
     train.set_defaults(run=_train)
+
+    tasks = commands.add_parser("task", help="task files (JSON lists of steps)").add_subparsers(
+        dest="task", required=True
+    )
+    validate = tasks.add_parser("validate", help="check a task file without running anything")
+    validate.add_argument("file", type=Path)
+    validate.set_defaults(run=_task_validate)
+    task_run = tasks.add_parser("run", help="run a task file as a Dagster job on $DAGSTER_HOME")
+    task_run.add_argument("file", type=Path)
+    task_run.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="STEP.FIELD=VALUE replaces a step's field for this run; other keys land in "
+        "metadata.user_overrides (values are JSON when they parse). Repeatable.",
+    )
+    task_run.set_defaults(run=_task_run)
 
     demo = commands.add_parser("demo", help="materialise the whole graph for the bundled sample days")
     demo.set_defaults(run=_demo)

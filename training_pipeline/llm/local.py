@@ -65,6 +65,10 @@ class LocalModelServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    @property
     def model_name(self) -> str:
         return self.model.name if self.model else "local"
 

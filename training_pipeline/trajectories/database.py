@@ -101,3 +101,42 @@ def _row_record(table: str, row: dict[str, Any]) -> ParsedRecord:
     if reason is not None:
         return ParsedRecord(origin, text, None, reason, day)
     return ParsedRecord(origin, text, record, None, day)
+
+
+def write_trajectory(engine: sa.Engine, table: str, trajectory: dict[str, Any]) -> None:
+    """Insert one trajectory as elizaOS stores it, filling the columns the table has (schemas differ
+    between elizaOS versions); a trajectory already there is replaced."""
+    steps = trajectory.get("steps") or []
+    now = datetime.now(UTC).isoformat()
+    row = {
+        "id": trajectory["trajectoryId"],
+        "trajectory_id": trajectory["trajectoryId"],
+        "agent_id": trajectory.get("agentId") or "",
+        "source": trajectory.get("source") or "runtime",
+        "status": "completed",
+        "start_time": int(trajectory["startTime"]),
+        "end_time": trajectory.get("endTime"),
+        "duration_ms": trajectory.get("durationMs"),
+        "step_count": len(steps),
+        "llm_call_count": sum(len(step.get("llmCalls") or ()) for step in steps),
+        "scenario_id": trajectory.get("scenarioId"),
+        "batch_id": trajectory.get("batchId"),
+        "steps_json": jscompat.dumps(steps),
+        "metadata": jscompat.dumps(trajectory.get("metadata") or {}),
+        "created_at": now,
+        "updated_at": now,
+    }
+    schema, _, name = table.rpartition(".")
+    try:
+        columns = {c["name"] for c in sa.inspect(engine).get_columns(name, schema=schema or None)}
+        row = {key: value for key, value in row.items() if key in columns}
+        names = ", ".join(row)
+        values = ", ".join(f":{key}" for key in row)
+        with engine.begin() as conn:
+            conn.execute(sa.text(f"DELETE FROM {_quote(engine, table)} WHERE id = :id"), {"id": row["id"]})
+            conn.execute(sa.text(f"INSERT INTO {_quote(engine, table)} ({names}) VALUES ({values})"), row)
+    except sa.exc.OperationalError as err:
+        raise SourceUnavailable(
+            f"trajectory database {engine.url.render_as_string(hide_password=True)} "
+            f"is unavailable: {err.orig}"
+        ) from err

@@ -1,0 +1,149 @@
+"""Task files as Dagster jobs: a `GraphDefinition` with one op per step, aliased by the step id, and an
+edge per `depends_on`. Ops are `async def` and run on the async executor by default, so independent
+steps overlap in one process (see README, "Task steps"); any other executor can be chosen per job.
+
+Each op calls the core `run_step`; this module only translates: resources in, outcome to metadata,
+a fatal failure to a failed op, an aborted run to a skipped op.
+"""
+
+import os
+from pathlib import Path
+from typing import Any
+
+from dagster import (
+    DependencyDefinition,
+    ExecutorDefinition,
+    Failure,
+    GraphDefinition,
+    In,
+    JobDefinition,
+    MetadataValue,
+    NodeInvocation,
+    Nothing,
+    OpDefinition,
+    OpExecutionContext,
+    Out,
+    Output,
+    op,
+)
+from dagster_async_executor import async_executor
+
+from training_pipeline.tasks import EXAMPLE_TASKS
+from training_pipeline.tasks.registry import StepRegistry, build_registry
+from training_pipeline.tasks.runner import StepOutcome, run_step
+from training_pipeline.tasks.runtime import TaskRun, safe_form
+from training_pipeline.tasks.task import Task, TaskError, load_task
+
+TASK_TAG = "training_pipeline/task"
+RESOURCE_KEYS = {"store", "llm", "trajectory_source", "task_overrides"}
+
+
+def task_run(context: OpExecutionContext, task: Task) -> TaskRun:
+    resources = context.resources
+    overrides = resources.task_overrides
+    return TaskRun(
+        task=task,
+        run_id=context.run_id,
+        run_dir=resources.store.state_dir() / "task_runs" / context.run_id,
+        llm=resources.llm,
+        write_trajectory=resources.trajectory_source.write,
+        log=context.log,
+        overrides=dict(overrides.values),
+        step_params={k: dict(v) for k, v in overrides.step_params.items()},
+    )
+
+
+def _metadata(outcome: StepOutcome) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"status": outcome.status, "retries": outcome.retries}
+    if outcome.error:
+        metadata["error"] = safe_form(outcome.error)
+    if outcome.verification is not None:
+        metadata["score"] = MetadataValue.float(float(outcome.verification["score"]))
+        metadata["verification"] = MetadataValue.json(safe_form(outcome.verification))
+    if outcome.final_context is not None:
+        metadata["run_context"] = MetadataValue.json(outcome.final_context)
+        verifications = outcome.final_context.get("metadata", {}).get("verifications", {})
+        metadata["scores"] = MetadataValue.json({k: v["score"] for k, v in verifications.items()})
+    return metadata
+
+
+def _summary(cls: type) -> str:
+    return (cls.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
+
+
+def step_op(task: Task, step_id: str) -> OpDefinition:
+    step = task.step(step_id)
+
+    @op(
+        name=f"{task.job_name}__{step_id}",
+        description=f"{step.type}: {_summary(type(step))}",
+        ins={f"after_{parent}": In(Nothing) for parent in task.upstream[step_id]},
+        out=Out(Nothing, is_required=False),
+        required_resource_keys=RESOURCE_KEYS,
+        tags={"training_pipeline/step_type": step.type},
+    )
+    async def _step(context: OpExecutionContext):
+        outcome = await run_step(task_run(context, task), step_id)
+        metadata = _metadata(outcome)
+        if outcome.status == "failed":
+            raise Failure(
+                description=f"step {step_id!r} failed: {safe_form(outcome.error)}", metadata=metadata
+            )
+        if outcome.status == "skipped":
+            context.log.info(f"step {step_id!r} not started: {outcome.error}")
+            return  # no output: Dagster marks its dependants skipped too
+        yield Output(None, metadata=metadata)
+
+    return _step
+
+
+def task_job(
+    task: Task,
+    executor_def: ExecutorDefinition | None = None,
+    resource_defs: dict[str, Any] | None = None,
+) -> JobDefinition:
+    dependencies = {
+        NodeInvocation(f"{task.job_name}__{step.id}", alias=step.id): {
+            f"after_{parent}": DependencyDefinition(parent) for parent in task.upstream[step.id]
+        }
+        for step in task.steps
+    }
+    graph = GraphDefinition(
+        name=task.job_name,
+        description=f"task {task.name}: {len(task.steps)} steps",
+        node_defs=[step_op(task, step.id) for step in task.steps],
+        dependencies=dependencies,
+    )
+    return graph.to_job(
+        executor_def=executor_def or async_executor,
+        resource_defs=resource_defs,
+        tags={TASK_TAG: task.name},
+        metadata={"task": MetadataValue.json(task.to_list())},
+    )
+
+
+def task_files(extra_dir: str | None = None) -> list[Path]:
+    folders = [EXAMPLE_TASKS, *([Path(extra_dir)] if extra_dir else [])]
+    return [file for folder in folders if folder.is_dir() for file in sorted(folder.glob("*.json"))]
+
+
+def task_jobs(registry: StepRegistry | None = None, extra_dir: str | None = None) -> list[JobDefinition]:
+    """A job per task file of the tasks folders (the examples, then `TRAINING_PIPELINE_TASKS_DIR`).
+    An invalid file stops the code location from loading, with every problem listed."""
+    registry = registry or build_registry()
+    extra = extra_dir if extra_dir is not None else os.environ.get("TRAINING_PIPELINE_TASKS_DIR")
+    jobs: dict[str, JobDefinition] = {}
+    for file in task_files(extra):
+        task = load_task(file, registry)
+        if task.job_name in jobs:
+            raise TaskError(str(file), [f"a task named {task.name!r} is already loaded"])
+        jobs[task.job_name] = task_job(task)
+    return list(jobs.values())
+
+
+def job_for_file(path: str) -> JobDefinition:
+    """The job of one task file with the default resources, rebuilt in every process of a run
+    (`training-pipeline task run FILE`)."""
+    from training_pipeline.resources.defaults import default_resources
+
+    return task_job(load_task(Path(path), build_registry()), resource_defs=default_resources())

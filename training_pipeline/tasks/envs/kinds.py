@@ -1,0 +1,154 @@
+"""The env kinds `deploy_env` can start, how to start one, how to talk to it, and the named state
+checks `env_outcome_verifier` can run on it (Python functions over the env's `/state`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+Check = Callable[..., tuple[bool, str]]
+
+
+def _matches(
+    email: dict[str, Any],
+    to: str | None,
+    subject_contains: str | None,
+    body_contains: str | None,
+    in_reply_to_from: str | None,
+    state: dict[str, Any],
+) -> bool:
+    if to is not None and email["to"].lower() != to.lower():
+        return False
+    if subject_contains is not None and subject_contains.lower() not in email["subject"].lower():
+        return False
+    if body_contains is not None and body_contains.lower() not in email["body"].lower():
+        return False
+    if in_reply_to_from is not None:
+        original = next((e for e in state["emails"] if e["id"] == email["in_reply_to"]), None)
+        if original is None or original["from"].lower() != in_reply_to_from.lower():
+            return False
+    return True
+
+
+def email_sent(
+    state: dict[str, Any],
+    to: str | None = None,
+    subject_contains: str | None = None,
+    body_contains: str | None = None,
+    in_reply_to_from: str | None = None,
+) -> tuple[bool, str]:
+    """An email matching every given condition was sent."""
+    sent = [e for e in state["emails"] if e["folder"] == "sent"]
+    hits = [e for e in sent if _matches(e, to, subject_contains, body_contains, in_reply_to_from, state)]
+    return bool(hits), f"{len(hits)} of {len(sent)} sent emails match"
+
+
+def emails_sent_count(
+    state: dict[str, Any], at_least: int = 0, at_most: int | None = None
+) -> tuple[bool, str]:
+    count = sum(1 for e in state["emails"] if e["folder"] == "sent")
+    ok = count >= at_least and (at_most is None or count <= at_most)
+    return ok, f"{count} emails sent"
+
+
+def email_read(state: dict[str, Any], subject_contains: str) -> tuple[bool, str]:
+    hits = [e for e in state["emails"] if subject_contains.lower() in e["subject"].lower()]
+    read = [e for e in hits if e["read"]]
+    return bool(read), f"{len(read)} of {len(hits)} matching emails read"
+
+
+@dataclass(frozen=True)
+class EnvKind:
+    module: str
+    checks: dict[str, Check] = field(default_factory=dict)
+
+
+ENV_KINDS: dict[str, EnvKind] = {
+    "email": EnvKind(
+        "training_pipeline.tasks.envs.email",
+        {"email_sent": email_sent, "emails_sent_count": emails_sent_count, "email_read": email_read},
+    ),
+}
+
+
+@dataclass(frozen=True)
+class StartedEnv:
+    url: str
+    pid: int
+    token: str
+
+
+def start_env(kind: str, workdir: Path, options: dict[str, str], timeout: float = 30.0) -> StartedEnv:
+    """Start an env process in its own session (so the run can stop its whole group), wait for its port."""
+    spec = ENV_KINDS[kind]
+    workdir.mkdir(parents=True, exist_ok=True)
+    token = secrets.token_urlsafe(24)
+    command = [sys.executable, "-m", spec.module, "--db", str(workdir / "env.sqlite")]
+    for key, value in options.items():
+        command += [f"--{key.replace('_', '-')}", value]
+    log = (workdir / "env.log").open("ab")
+    process = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=log,
+        start_new_session=True,
+        env={**_base_env(), "ENV_TOKEN": token},
+    )
+    log.close()
+    assert process.stdout is not None
+    line = process.stdout.readline()  # the server prints its port once it listens
+    process.stdout.close()
+    if not line:
+        process.wait(timeout)
+        detail = (workdir / "env.log").read_text(errors="replace")[-1000:]
+        raise RuntimeError(f"the {kind} env exited before listening (code {process.returncode}): {detail}")
+    port = json.loads(line)["port"]
+    return StartedEnv(f"http://127.0.0.1:{port}", process.pid, token)
+
+
+def _base_env() -> dict[str, str]:
+    """What the env process inherits: enough to run Python, none of the caller's secrets."""
+    keep = ("PATH", "HOME", "LANG", "LC_ALL", "PYTHONPATH", "VIRTUAL_ENV", "TMPDIR", "SYSTEMROOT")
+    return {key: os.environ[key] for key in keep if key in os.environ}
+
+
+class EnvClient:
+    def __init__(self, url: str, token: str, timeout: float = 30.0) -> None:
+        self._http = httpx.Client(base_url=url, timeout=timeout, headers={"Authorization": f"Bearer {token}"})
+
+    def _call(self, method: str, path: str, body: Any = None) -> Any:
+        answer = self._http.request(method, path, json=body)
+        payload = answer.json()
+        if not answer.is_success:
+            raise RuntimeError(f"env {method} {path}: HTTP {answer.status_code}: {payload.get('error')}")
+        return payload
+
+    def tools(self) -> list[dict[str, Any]]:
+        return self._call("GET", "/tools")["tools"]
+
+    def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+        return self._call("POST", f"/tools/{name}", arguments)["result"]
+
+    def load(self, data: dict[str, Any]) -> int:
+        return self._call("POST", "/load", data)["loaded"]
+
+    def state(self) -> dict[str, Any]:
+        return self._call("GET", "/state")
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> EnvClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,249 @@
+"""Runs one step of a task run with AgentEnv's rules; every op of a task job calls `run_step`.
+
+- The step starts from the context as the store has it, and its change is committed as its diff (also
+  when it raises: what it published before failing stays, as with a shared context object).
+- A failure appends `{step_id, step_type, error, error_type, started_at, duration_seconds, is_fatal}`
+  to `metadata.failed_steps`.
+- `retry_config`: roll back the diffs of `retry_from_step_id` and everything after it that ran, stop the
+  envs those steps deployed (a re-run gets a fresh instance), re-run them and this step (independent
+  ones concurrently), at most `max_retries` times, each reset in `metadata.retry_resets`.
+- Then `fail_task_on_error`: true aborts the run (no further step starts, running ones finish), false
+  records the failure and lets dependants run.
+- The last step to finish (or the fatal failure, once running steps are done) ends the run: stops the
+  processes it started and writes the context's safe form.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from training_pipeline.atomic import atomic_write_text
+from training_pipeline.tasks.context import TaskStepContext, diff
+from training_pipeline.tasks.runtime import PROCESS_FLAG, StepRuntime, TaskRun, astop_process_group, safe_form
+from training_pipeline.tasks.step import TaskStep
+from training_pipeline.tasks.store import TERMINAL
+
+_POLL = 0.05
+
+
+@dataclass
+class StepOutcome:
+    #: succeeded | tolerated (failed, fail_task_on_error false) | skipped (run aborting) | failed
+    status: str
+    error: str | None = None
+    error_type: str | None = None
+    retries: int = 0
+    verification: dict[str, Any] | None = None
+    #: the final context's safe form, when this step ended the run
+    final_context: dict[str, Any] | None = None
+    changes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Failure:
+    error: str
+    error_type: str
+    started_at: float
+    duration: float
+
+
+async def _store(function, *args):
+    return await asyncio.to_thread(function, *args)
+
+
+async def start_run(run: TaskRun) -> None:
+    """Once per run, whichever step comes first: the step table and the caller's overrides."""
+    await _store(run.store.ensure_steps, [step.id for step in run.task.steps])
+    if await _store(run.store.take_flag, "initialised", str(time.time())):
+        overrides = {**run.overrides, "step_params": run.step_params}
+        await _store(
+            run.store.commit, None, 0, [{"op": "set", "path": ["user_overrides"], "value": overrides}]
+        )
+
+
+def effective_step(run: TaskRun, step_id: str) -> TaskStep:
+    """The step with this run's `user_overrides.step_params[step_id]` applied (validated as fields)."""
+    step = run.task.step(step_id)
+    params = run.step_params.get(step_id)
+    if not params:
+        return step
+    try:
+        return type(step).from_dict({**step.to_dict(), **params})
+    except ValidationError as err:
+        raise ValueError(f"step_params for step {step_id!r}: {err}") from err
+
+
+async def run_step(run: TaskRun, step_id: str) -> StepOutcome:
+    await start_run(run)
+    step = run.task.step(step_id)
+    started = await _begin(run, step_id)
+    if started is None:
+        return StepOutcome("skipped", "the run is aborting after a fatal failure")
+    failure = await _execute(run, step_id, *started)
+    retry = run.task.retries.get(step_id)
+    retries = 0
+    while failure is not None and retry is not None and retries < retry.max_retries:
+        await _record_failure(run, step, failure, fatal=False)
+        retries += 1
+        failure = await _retry(run, step_id, retry.retry_from_step_id, retries)
+    if failure is None:
+        await _store(run.store.finish, step_id, "succeeded")
+        outcome = StepOutcome("succeeded", retries=retries)
+    else:
+        fatal = step.fail_task_on_error
+        await _record_failure(run, step, failure, fatal=fatal)
+        status = "failed" if fatal else "tolerated"
+        await _store(run.store.finish, step_id, status, failure.error)
+        outcome = StepOutcome(status, failure.error, failure.error_type, retries)
+        if fatal:
+            await _store(run.store.take_flag, "abort", step_id)
+            await _wait_until_idle(run, except_ids={step_id})
+    state = await _store(run.store.state)
+    outcome.verification = (state.get("metadata", {}).get("verifications") or {}).get(step_id)
+    outcome.final_context = await _finish_run_if_done(run, force=outcome.status == "failed")
+    return outcome
+
+
+async def _begin(run: TaskRun, step_id: str, owner: str | None = None) -> tuple[int, dict] | None:
+    while True:
+        verdict, attempt, state = await _store(run.store.try_start, step_id, owner)
+        if verdict == "aborted":
+            return None
+        if verdict == "run":
+            return attempt, state
+        await asyncio.sleep(_POLL)
+
+
+async def _execute(run: TaskRun, step_id: str, attempt: int, state: dict[str, Any]) -> _Failure | None:
+    context = TaskStepContext.model_validate(state)
+    context._runtime = StepRuntime(run, step_id, attempt)
+    before = context.model_dump(mode="json")
+    started, clock = time.time(), time.monotonic()
+    failure = None
+    try:
+        step = effective_step(run, step_id)
+        run.log.info(f"step {step_id!r} ({step.type}) attempt {attempt}")
+        await step.execute(context)
+    except Exception as err:
+        failure = _Failure(
+            str(err) or type(err).__name__, type(err).__name__, started, time.monotonic() - clock
+        )
+        run.log.warning(f"step {step_id!r} failed: {failure.error}\n{traceback.format_exc(limit=5)}")
+    await _store(run.store.commit, step_id, attempt, diff(before, context.model_dump(mode="json")))
+    return failure
+
+
+async def _record_failure(run: TaskRun, step: TaskStep, failure: _Failure, fatal: bool) -> None:
+    entry = {
+        "step_id": step.id,
+        "step_type": step.type,
+        "error": failure.error,
+        "error_type": failure.error_type,
+        "started_at": failure.started_at,
+        "duration_seconds": round(failure.duration, 3),
+        "is_fatal": fatal,
+    }
+    await _store(run.store.commit, None, 0, [{"op": "append", "path": ["failed_steps"], "value": entry}])
+
+
+async def _wait_until_idle(run: TaskRun, except_ids: set[str], among: set[str] | None = None) -> None:
+    while True:
+        statuses = await _store(run.store.statuses)
+        busy = [
+            step_id
+            for step_id, status in statuses.items()
+            if status == "running" and step_id not in except_ids and (among is None or step_id in among)
+        ]
+        if not busy:
+            return
+        await asyncio.sleep(_POLL)
+
+
+async def _retry(run: TaskRun, step_id: str, origin: str, number: int) -> _Failure | None:
+    """Roll back to before `origin` and run it, what follows it that had run, and this step again."""
+    task, store = run.task, run.store
+    await _store(store.finish, step_id, "retry_wait")
+    while not await _store(store.take_flag, "resetting", step_id):
+        await asyncio.sleep(_POLL)
+    try:
+        region = {origin} | task.descendants(origin)
+        await _wait_until_idle(run, except_ids={step_id}, among=region)
+        statuses = await _store(store.statuses)
+        rerun = {s for s in region if statuses.get(s) in ("succeeded", "tolerated", "failed") or s == step_id}
+        reverted = await _store(store.revert, rerun)
+        for op in reverted:
+            if op["op"] == "put" and op["list"] == "deployed_envs" and op["value"].get("pid"):
+                await astop_process_group(op["value"]["pid"])
+        reset = {
+            "step_id": step_id,
+            "retry_from_step_id": origin,
+            "retry": number,
+            "rerun_steps": [s.id for s in task.steps if s.id in rerun],
+            "at": time.time(),
+        }
+        await _store(store.commit, None, 0, [{"op": "append", "path": ["retry_resets"], "value": reset}])
+        run.log.info(f"retry {number} of {step_id!r} from {origin!r}: re-running {reset['rerun_steps']}")
+        return await _rerun(run, step_id, rerun)
+    finally:
+        await _store(store.drop_flag, "resetting")
+
+
+async def _rerun(run: TaskRun, owner: str, rerun: set[str]) -> _Failure | None:
+    """Run the re-run set in dependency order, independent steps concurrently. The owner's failure, or
+    a fatal one of another step, fails the attempt."""
+    task = run.task
+    done: dict[str, asyncio.Future[_Failure | None]] = {
+        s: asyncio.get_running_loop().create_future() for s in rerun
+    }
+
+    async def one(step_id: str) -> None:
+        for parent in task.upstream[step_id]:
+            if parent in done:
+                await done[parent]
+        started = await _begin(run, step_id, owner=owner)
+        failure = None if started is None else await _execute(run, step_id, *started)
+        if step_id != owner:
+            step = task.step(step_id)
+            if failure is not None:
+                await _record_failure(run, step, failure, fatal=False)
+            status = (
+                "succeeded" if failure is None else ("failed" if step.fail_task_on_error else "tolerated")
+            )
+            await _store(run.store.finish, step_id, status, failure.error if failure else None)
+            if failure is not None and not step.fail_task_on_error:
+                failure = None
+        done[step_id].set_result(failure)
+
+    await asyncio.gather(*(one(s) for s in rerun))
+    failures = [done[s].result() for s in [owner, *sorted(rerun - {owner})]]
+    return next((f for f in failures if f is not None), None)
+
+
+async def _finish_run_if_done(run: TaskRun, force: bool) -> dict[str, Any] | None:
+    """End the run once every step is done (or it is aborting): stop what it started, save the context."""
+    statuses = await _store(run.store.statuses)
+    if not force and not all(status in TERMINAL for status in statuses.values()):
+        return None
+    if not await _store(run.store.take_flag, "finished", str(time.time())):
+        return None
+    state = await _store(run.store.state)
+    stopped = set()
+    for env in state.get("deployed_envs", []):
+        if env.get("pid") and not env.get("stopped"):
+            stopped.add(env["pid"])
+            await astop_process_group(env["pid"])
+    for key, value in (await _store(run.store.flags)).items():
+        if key.startswith(PROCESS_FLAG) and int(value) not in stopped:
+            await astop_process_group(int(value))
+    final = safe_form({**state, "step_statuses": statuses})
+    await asyncio.to_thread(
+        atomic_write_text, run.run_dir / "context.json", json.dumps(final, indent=2, sort_keys=True)
+    )
+    return final

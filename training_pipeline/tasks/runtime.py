@@ -1,0 +1,153 @@
+"""What a running step can reach besides the context: its run's store and folder, the LLM, env tokens,
+the trajectory sink and the log. Built by the Dagster op (or a test) around each step execution."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from training_pipeline.llm.client import ChatClient
+from training_pipeline.llm.local import LocalModelServer
+from training_pipeline.privacy.filter import PrivacyFilter, secret_env_values
+from training_pipeline.tasks.store import ContextStore
+from training_pipeline.tasks.task import Task
+
+#: Flags naming a process group the run started (envs, the local model), stopped when the run ends.
+PROCESS_FLAG = "process:"
+
+
+class LLMSettings(Protocol):
+    """What `LLMResource` offers; a Protocol so the core does not import Dagster."""
+
+    base_url: str | None
+    local_model: bool
+
+    def available(self) -> bool: ...
+
+    def client(self, cache_all_temperatures: bool = False) -> ChatClient: ...
+
+    def model_copy(self, *, update: dict[str, Any]) -> LLMSettings: ...
+
+
+@dataclass
+class TaskRun:
+    task: Task
+    run_id: str
+    run_dir: Path
+    llm: LLMSettings | None = None
+    write_trajectory: Callable[[dict[str, Any]], None] | None = None
+    log: logging.Logger | Any = field(default_factory=lambda: logging.getLogger("training_pipeline.tasks"))
+    overrides: dict[str, Any] = field(default_factory=dict)
+    step_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.store = ContextStore(self.run_dir / "context.db")
+
+    def chat_client(self) -> ChatClient:
+        """The run's LLM: the configured server, else the local model, started once per run (the first
+        step that needs it starts it; the run stops it at the end)."""
+        if self.llm is None or not self.llm.available():
+            raise RuntimeError("this step needs an LLM: set LLM_BASE_URL or install the local model")
+        if self.llm.base_url:
+            return self.llm.client()
+        return self.llm.model_copy(update={"base_url": self._local_model_url()}).client()
+
+    def _local_model_url(self) -> str:
+        store = self.store
+        if store.take_flag("local_llm", "starting"):
+            server = LocalModelServer().start()
+            store.drop_flag("local_llm")
+            store.take_flag("local_llm", server.base_url)
+            store.take_flag(f"{PROCESS_FLAG}local_llm", str(server.pid))
+        deadline = time.monotonic() + 180
+        while (url := store.flag("local_llm")) == "starting" and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if url is None or url == "starting":
+            raise RuntimeError("the local model did not start")
+        return url
+
+
+@dataclass
+class StepRuntime:
+    run: TaskRun
+    step_id: str
+    attempt: int
+
+    @property
+    def run_id(self) -> str:
+        return self.run.run_id
+
+    @property
+    def base_dir(self) -> Path:
+        """Where the task file's relative paths resolve."""
+        return self.run.task.base_dir
+
+    @property
+    def artifacts_dir(self) -> Path:
+        return self.run.run_dir / "artifacts"
+
+    @property
+    def log(self) -> Any:
+        return self.run.log
+
+    def chat_client(self) -> ChatClient:
+        return self.run.chat_client()
+
+    def env_token(self, env_name: str) -> str:
+        return self.run.store.secret(f"env:{env_name}")
+
+    def write_trajectory(self, trajectory: dict[str, Any]) -> bool:
+        if self.run.write_trajectory is None:
+            return False
+        self.run.write_trajectory(trajectory)
+        return True
+
+
+def stop_process_group(pid: int, grace_seconds: float = 5.0) -> bool:
+    """SIGTERM the group `pid` leads, SIGKILL after the grace period; False when it was already gone.
+    A leader that is this process's child is reaped, so it does not linger as a zombie."""
+    try:
+        os.killpg(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return False
+    deadline = time.monotonic() + grace_seconds
+    while time.monotonic() < deadline:
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                return True
+        except ChildProcessError:  # started by another process of the run: poll the group instead
+            try:
+                os.killpg(pid, 0)
+            except ProcessLookupError:
+                return True
+        time.sleep(0.02)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
+    return True
+
+
+async def astop_process_group(pid: int) -> bool:
+    return await asyncio.to_thread(stop_process_group, pid)
+
+
+def safe_form(value: Any, redactor: PrivacyFilter | None = None) -> Any:
+    """The context as it may be shown or stored: every string through the strict credential filter
+    (an agent may have read a key in an email), secrets from the environment included."""
+    redactor = redactor or PrivacyFilter("strict", None, secret_env_values("strict"))
+    if isinstance(value, str):
+        return redactor.redact(value)
+    if isinstance(value, dict):
+        return {key: safe_form(item, redactor) for key, item in value.items()}
+    if isinstance(value, list):
+        return [safe_form(item, redactor) for item in value]
+    return value
