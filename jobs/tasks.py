@@ -24,6 +24,8 @@ from dagster import (
     OpExecutionContext,
     Out,
     Output,
+    in_process_executor,
+    multiprocess_executor,
     op,
 )
 from dagster_async_executor import async_executor
@@ -141,9 +143,19 @@ def task_jobs(registry: StepRegistry | None = None, extra_dir: str | None = None
     return list(jobs.values())
 
 
-def job_for_file(path: str) -> JobDefinition:
+#: Executors a task job can run on: `async` (the default) overlaps steps in one process; the others
+#: give each step its own process (`multiprocess`) or run them one by one (`in_process`).
+EXECUTORS: dict[str, ExecutorDefinition] = {
+    "async": async_executor,
+    "multiprocess": multiprocess_executor,
+    "in_process": in_process_executor,
+}
+
+
+def job_for_file(path: str, executor: str = "async") -> JobDefinition:
     """The job of one task file with the default resources, rebuilt in every process of a run
     (`training-pipeline task run FILE`)."""
     from training_pipeline.resources.defaults import default_resources
 
-    return task_job(load_task(Path(path), build_registry()), resource_defs=default_resources())
+    task = load_task(Path(path), build_registry())
+    return task_job(task, EXECUTORS[executor], resource_defs=default_resources())

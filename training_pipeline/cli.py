@@ -240,7 +240,7 @@ def _task_run(args: argparse.Namespace) -> int:
     fields = {step.id: set(type(step).model_fields) - {"id"} for step in task.steps}
     overrides = parse_overrides(args.override, fields)
     job = build_reconstructable_job(
-        "training_pipeline.jobs.tasks", "job_for_file", reconstructable_args=(str(path),)
+        "training_pipeline.jobs.tasks", "job_for_file", reconstructable_args=(str(path), args.executor)
     )
     with _instance() as instance:
         result = execute_job(
@@ -343,6 +343,13 @@ def parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="STEP.FIELD=VALUE replaces a step's field for this run; other keys land in "
         "metadata.user_overrides (values are JSON when they parse). Repeatable.",
+    )
+    task_run.add_argument(
+        "--executor",
+        choices=("async", "multiprocess", "in_process"),
+        default="async",
+        help="async (default): steps overlap in one process; multiprocess: a process per step, for "
+        "CPU-heavy steps",
     )
     task_run.set_defaults(run=_task_run)
 

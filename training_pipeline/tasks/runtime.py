@@ -63,10 +63,13 @@ class TaskRun:
     def _local_model_url(self) -> str:
         store = self.store
         if store.take_flag("local_llm", "starting"):
-            server = LocalModelServer().start()
-            store.drop_flag("local_llm")
-            store.take_flag("local_llm", server.base_url)
-            store.take_flag(f"{PROCESS_FLAG}local_llm", str(server.pid))
+            try:
+                server = LocalModelServer().start()
+            except Exception:
+                store.drop_flag("local_llm")
+                raise
+            store.set_flag(f"{PROCESS_FLAG}local_llm", str(server.pid))
+            store.set_flag("local_llm", server.base_url)
         deadline = time.monotonic() + 180
         while (url := store.flag("local_llm")) == "starting" and time.monotonic() < deadline:
             time.sleep(0.2)

@@ -142,6 +142,10 @@ class ContextStore:
         with self._tx() as db:
             return db.execute("INSERT OR IGNORE INTO flags VALUES (?, ?)", (key, value)).rowcount == 1
 
+    def set_flag(self, key: str, value: str) -> None:
+        with self._tx() as db:
+            db.execute("INSERT OR REPLACE INTO flags VALUES (?, ?)", (key, value))
+
     def drop_flag(self, key: str) -> None:
         with self._tx() as db:
             db.execute("DELETE FROM flags WHERE key = ?", (key,))
