@@ -4,7 +4,7 @@ PYTHON ?= python3
 export DAGSTER_HOME ?= $(CURDIR)/var/dagster_home
 export TRAINING_PIPELINE_DATA ?= $(CURDIR)/var/data
 
-.PHONY: install demo ui test lint home local-llm
+.PHONY: install demo ui test lint home local-llm screenshots
 
 install: $(VENV)/.installed
 
@@ -22,7 +22,7 @@ demo: install home
 	$(VENV)/bin/training-pipeline demo
 
 ui: install home
-	$(VENV)/bin/dagster dev -m training_pipeline.definitions --host 127.0.0.1 --port 3000
+	$(VENV)/bin/dagster dev -w workspace.yaml --host 127.0.0.1 --port 3000
 
 # The embedded LLM (SmolLM2-135M-Instruct on llama.cpp). llama-cpp-python builds from source: 8-15 min
 # on 2 cores the first time, seconds afterwards from pip's wheel cache.
@@ -37,3 +37,7 @@ lint: install
 
 test: install lint
 	$(VENV)/bin/pytest
+
+# The README's screenshots, taken by the browser test against a real webserver and daemon.
+screenshots: install
+	TRAINING_PIPELINE_SCREENSHOTS=$(CURDIR)/docs/screenshots $(VENV)/bin/pytest -q tests/test_ui_e2e.py

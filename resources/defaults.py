@@ -5,6 +5,8 @@
 - `TRAINING_PIPELINE_DATA`: where files go (default `data/` in the working directory).
 - `TRAINING_PIPELINE_ENTITIES`: the entity directory (default: the sample's, with the sample data).
 - `TRAINING_PIPELINE_PRIVACY_PROFILE`: `strict` (default) or `elizaos`.
+- `TRAINING_PIPELINE_TRIGGER_THRESHOLD`, `TRAINING_PIPELINE_BACKENDS` (comma-separated): the training
+  policy's threshold and backends (default 100 and `native`).
 - `LLM_BASE_URL`, `LLM_MODEL`, `LLM_API_KEY`: the LLM of the native backend and of task agents and
   judges (default: the bundled local model, when installed).
 Task runs write their agents' trajectories to `<data>/agent_trajectories` (file source) or into the
@@ -66,7 +68,7 @@ def default_resources(environ: Mapping[str, str] | None = None) -> dict[str, Any
             profile=env.get("TRAINING_PIPELINE_PRIVACY_PROFILE", "strict"), entity_directory=entities
         ),
         "store": DataStore(root=data),
-        "training": TrainingSettings(),
+        "training": _training(env),
         "llm": llm,
         "task_overrides": TaskOverrides(),
         "training_backends": TrainingBackends(
@@ -89,6 +91,16 @@ def default_resources(environ: Mapping[str, str] | None = None) -> dict[str, Any
             ),
         ),
     }
+
+
+def _training(env: Mapping[str, str]) -> TrainingSettings:
+    """The policy's deployment-wide values, when set in the environment (per run: the launchpad)."""
+    settings: dict[str, Any] = {}
+    if env.get("TRAINING_PIPELINE_TRIGGER_THRESHOLD"):
+        settings["trigger_threshold"] = int(env["TRAINING_PIPELINE_TRIGGER_THRESHOLD"])
+    if env.get("TRAINING_PIPELINE_BACKENDS"):
+        settings["backends"] = [b.strip() for b in env["TRAINING_PIPELINE_BACKENDS"].split(",") if b.strip()]
+    return TrainingSettings(**settings)
 
 
 def _secret(env: Mapping[str, str], name: str) -> Any:

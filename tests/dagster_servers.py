@@ -1,0 +1,100 @@
+"""`dagster-webserver` and `dagster-daemon` as real processes on 127.0.0.1 for end-to-end tests.
+
+Each starts in its own session (a non-interactive shell's children ignore SIGINT/SIGTERM otherwise), and
+stopping signals the whole process group: the daemon's and the webserver's own children go too.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+BIN = Path(sys.executable).parent
+WORKSPACE = Path(__file__).resolve().parents[1] / "workspace.yaml"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class DagsterServers:
+    def __init__(self, home: Path, env: dict[str, str], logs: Path) -> None:
+        self.home = home
+        self.env = {**env, "DAGSTER_HOME": str(home)}
+        self.logs = logs
+        self.port = free_port()
+        self.processes: list[subprocess.Popen[bytes]] = []
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _start(self, name: str, *command: str) -> None:
+        log = (self.logs / f"{name}.log").open("wb")
+        self.processes.append(
+            subprocess.Popen(
+                [str(BIN / command[0]), *command[1:]],
+                env=self.env,
+                cwd=self.home,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        )
+        log.close()
+
+    def start(self, timeout: float = 120.0) -> DagsterServers:
+        self.logs.mkdir(parents=True, exist_ok=True)
+        target = ("-w", str(WORKSPACE))
+        self._start("webserver", "dagster-webserver", "-h", "127.0.0.1", "-p", str(self.port), *target)
+        self._start("daemon", "dagster-daemon", "run", *target)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for process in self.processes:
+                if process.poll() is not None:
+                    raise RuntimeError(f"a Dagster server exited early; see {self.logs}")
+            try:
+                if httpx.get(f"{self.url}/server_info", timeout=2).is_success:
+                    return self
+            except httpx.TransportError:
+                pass
+            time.sleep(0.5)
+        self.stop()
+        raise RuntimeError(f"dagster-webserver did not answer within {timeout:.0f}s; see {self.logs}")
+
+    def graphql(self, query: str, variables: dict | None = None) -> dict:
+        answer = httpx.post(
+            f"{self.url}/graphql", json={"query": query, "variables": variables or {}}, timeout=30
+        )
+        answer.raise_for_status()
+        payload = answer.json()
+        if payload.get("errors"):
+            raise RuntimeError(payload["errors"])
+        return payload["data"]
+
+    def stop(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+        for process in self.processes:
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+        self.processes.clear()
+
+    def __enter__(self) -> DagsterServers:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,158 @@
+"""The real UI: `dagster-webserver` and `dagster-daemon` as processes on 127.0.0.1 over a temporary
+instance with the project's `dagster.yaml`, driven by Debian's headless Chromium through Playwright.
+
+A user opens the asset graph, sees the trajectory → filtered → dataset assets with their checks,
+materialises one day from the UI, opens the run and its metadata, turns the threshold sensor on and sees
+it fire a training run. Screenshots go to `$TRAINING_PIPELINE_SCREENSHOTS` (default `var/e2e/`); the
+README's come from this test (`make screenshots`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect, sync_playwright
+
+from tests.dagster_servers import DagsterServers
+
+REPO = Path(__file__).resolve().parents[1]
+CHROMIUM = Path("/usr/bin/chromium")
+DAY = "2026-11-24"
+#: Chromium as root on a closed network: no sandbox, nothing phoning home.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+RUNS = """query Runs($job: String!) {
+  runsOrError(filter: {pipelineName: $job}) { ... on Runs { results { runId status tags { key value } } } }
+}"""
+
+
+@pytest.fixture
+def screenshots() -> Path:
+    folder = Path(os.environ.get("TRAINING_PIPELINE_SCREENSHOTS", REPO / "var" / "e2e"))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@pytest.fixture
+def servers(tmp_path: Path) -> Iterator[DagsterServers]:
+    home = tmp_path / "home"
+    home.mkdir()
+    shutil.copy(REPO / "dagster.yaml", home / "dagster.yaml")
+    trainer = tmp_path / "train.py"
+    trainer.write_text("import sys\nprint('trained on', sys.argv[1])\n")
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("LLM_", "TRAJECTORY_", "TRAINING_PIPELINE_", "OPENAI_", "VERTEX_", "TINKER_"))
+    }
+    env.update(
+        {
+            "DAGSTER_DISABLE_TELEMETRY": "1",
+            "TRAINING_PIPELINE_DATA": str(tmp_path / "data"),
+            "TRAINING_PIPELINE_TRIGGER_THRESHOLD": "1",
+            "TRAINING_PIPELINE_BACKENDS": "atropos",
+            "ATROPOS_DATA_DIR": str(tmp_path / "atropos"),
+            "ATROPOS_COMMAND": f"{sys.executable} {trainer} {{dataset}}",
+        }
+    )
+    with DagsterServers(home, env, tmp_path / "logs") as running:
+        processes = list(running.processes)
+        yield running
+    assert all(process.poll() is not None for process in processes)  # stopped, children included
+
+
+def _wait_for_run(servers: DagsterServers, job: str, timeout: float) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        runs = servers.graphql(RUNS, {"job": job})["runsOrError"]["results"]
+        done = [r for r in runs if r["status"] in ("SUCCESS", "FAILURE", "CANCELED")]
+        if done:
+            return done[0]
+        time.sleep(1)
+    raise AssertionError(f"no finished {job} run within {timeout:.0f}s; logs in {servers.logs}")
+
+
+def _open(page: Page, servers: DagsterServers, path: str) -> None:
+    page.goto(servers.url + path)
+    skip = page.get_by_role("button", name="Skip")  # the first-visit newsletter dialog
+    try:
+        skip.click(timeout=3000)
+    except Exception:
+        pass
+
+
+def test_the_ui_end_to_end(servers: DagsterServers, screenshots: Path) -> None:
+    if not CHROMIUM.exists():
+        pytest.fail("Debian's chromium is needed (`apt-get install chromium`; .ci/run installs it)")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1600, "height": 1000})
+        page.set_default_timeout(30_000)
+
+        # the asset graph: trajectories → filtered_trajectories → the five datasets → training
+        _open(page, servers, "/assets/trajectories?view=lineage&lineageScope=downstream&lineageDepth=4")
+        for name in ("filtered_trajectories", "should_respond", "action_planner", "response", "training_run"):
+            expect(page.get_by_text(name, exact=True).first).to_be_visible()
+        expect(page.get_by_text("Asset checks").first).to_be_visible()
+        page.wait_for_timeout(1000)
+        page.screenshot(path=screenshots / "asset_graph.png")
+
+        # a dataset's checks, the blocking credential re-scan among them
+        _open(page, servers, "/assets/should_respond?view=checks")
+        for check in ("no_credentials", "valid_jsonl", "counts_add_up"):
+            expect(page.get_by_text(check).first).to_be_visible()
+
+        # materialise one day from the job's page
+        _open(page, servers, "/locations/training_pipeline/jobs/datasets_job")
+        page.get_by_role("button", name="Materialize all…").click()
+        dialog = page.get_by_role("dialog")
+        partitions = dialog.get_by_placeholder("No matching partitions")
+        partitions.fill(DAY)
+        partitions.press("Enter")
+        dialog.get_by_role("button", name="Launch 1 run").click()
+        run = _wait_for_run(servers, "datasets_job", timeout=180)
+        assert run["status"] == "SUCCESS", f"datasets run {run['runId']}: {run['status']}"
+        assert {"key": "dagster/partition", "value": DAY} in run["tags"]
+
+        # the run's page, then one dataset's materialisation from it: counts and a preview
+        _open(page, servers, f"/runs/{run['runId']}")
+        expect(page.get_by_text("RUN_SUCCESS").first).to_be_visible()
+        page.screenshot(path=screenshots / "datasets_run.png")
+        page.get_by_text("should_respond", exact=True).first.click()
+        expect(page.get_by_text(f"Partition {DAY} materialized in run")).to_be_visible()
+        for key in ("examples", "source_trajectories", "llm_calls", "preview"):
+            expect(page.get_by_text(key, exact=True).first).to_be_visible()
+        page.screenshot(path=screenshots / "dataset_metadata.png")
+
+        # turn the threshold sensor on: it fires a training run for the busiest task
+        _open(page, servers, "/locations/training_pipeline/sensors/training_threshold_sensor")
+        toggle = page.get_by_role("checkbox").first
+        expect(toggle).not_to_be_checked()
+        page.locator("label", has=toggle).click()  # the switch drawn over the hidden input
+        expect(toggle).to_be_checked()
+        training = _wait_for_run(servers, "training_job", timeout=180)
+        assert training["status"] == "SUCCESS", f"training run {training['runId']}: {training['status']}"
+        tags = {t["key"]: t["value"] for t in training["tags"]}
+        assert tags["training_pipeline/source"] == "threshold"
+        task = tags["dagster/partition"]
+
+        # the training run's record, as the asset's metadata
+        _open(page, servers, f"/assets/training_run?view=events&partition={task}")
+        expect(page.get_by_text("atropos").first).to_be_visible()
+        expect(page.get_by_text("succeeded").first).to_be_visible()
+        page.wait_for_timeout(500)
+        page.screenshot(path=screenshots / "training_run.png")
+        browser.close()
