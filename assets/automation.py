@@ -56,7 +56,12 @@ def nightly_datasets_schedule(context: ScheduleEvaluationContext) -> RunRequest:
     return RunRequest(run_key=day, partition_key=day, tags={"training_pipeline/source": "schedule"})
 
 
-@sensor(job=training_job, minimum_interval_seconds=60, default_status=DefaultSensorStatus.STOPPED)
+@sensor(
+    job=training_job,
+    # how often the daemon evaluates it; each tick only reads events after its cursor
+    minimum_interval_seconds=int(os.environ.get("TRAINING_PIPELINE_SENSOR_INTERVAL_SECONDS", "60")),
+    default_status=DefaultSensorStatus.STOPPED,
+)
 def training_threshold_sensor(context: SensorEvaluationContext, training: TrainingSettings):
     """Counts new examples per task from the dataset assets' materialisations (each tick reads only
     events after the cursor) and fires `training_job` for a task once its count since its last

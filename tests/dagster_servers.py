@@ -27,36 +27,41 @@ def free_port() -> int:
 
 
 class DagsterServers:
-    def __init__(self, home: Path, env: dict[str, str], logs: Path) -> None:
+    def __init__(self, home: Path, env: dict[str, str], logs: Path, webserver: bool = True) -> None:
         self.home = home
         self.env = {**env, "DAGSTER_HOME": str(home)}
         self.logs = logs
         self.port = free_port()
+        self.webserver = webserver
         self.processes: list[subprocess.Popen[bytes]] = []
+        self.daemon: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def _start(self, name: str, *command: str) -> None:
-        log = (self.logs / f"{name}.log").open("wb")
-        self.processes.append(
-            subprocess.Popen(
-                [str(BIN / command[0]), *command[1:]],
-                env=self.env,
-                cwd=self.home,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+    def _start(self, name: str, *command: str) -> subprocess.Popen[bytes]:
+        log = (self.logs / f"{name}.log").open("ab")
+        process = subprocess.Popen(
+            [str(BIN / command[0]), *command[1:]],
+            env=self.env,
+            cwd=self.home,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
+        self.processes.append(process)
         log.close()
+        return process
 
     def start(self, timeout: float = 120.0) -> DagsterServers:
         self.logs.mkdir(parents=True, exist_ok=True)
-        target = ("-w", str(WORKSPACE))
-        self._start("webserver", "dagster-webserver", "-h", "127.0.0.1", "-p", str(self.port), *target)
-        self._start("daemon", "dagster-daemon", "run", *target)
+        self.start_daemon()
+        if not self.webserver:
+            return self
+        self._start(
+            "webserver", "dagster-webserver", "-h", "127.0.0.1", "-p", str(self.port), "-w", str(WORKSPACE)
+        )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             for process in self.processes:
@@ -71,6 +76,16 @@ class DagsterServers:
         self.stop()
         raise RuntimeError(f"dagster-webserver did not answer within {timeout:.0f}s; see {self.logs}")
 
+    def start_daemon(self) -> None:
+        self.daemon = self._start("daemon", "dagster-daemon", "run", "-w", str(WORKSPACE))
+
+    def restart_daemon(self) -> None:
+        """Stop the daemon (its whole group) and start a new one on the same instance."""
+        if self.daemon is not None:
+            _stop([self.daemon])
+            self.processes.remove(self.daemon)
+        self.start_daemon()
+
     def graphql(self, query: str, variables: dict | None = None) -> dict:
         answer = httpx.post(
             f"{self.url}/graphql", json={"query": query, "variables": variables or {}}, timeout=30
@@ -82,15 +97,7 @@ class DagsterServers:
         return payload["data"]
 
     def stop(self) -> None:
-        for process in self.processes:
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGTERM)
-        for process in self.processes:
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+        _stop(self.processes)
         self.processes.clear()
 
     def __enter__(self) -> DagsterServers:
@@ -98,3 +105,15 @@ class DagsterServers:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _stop(processes: list[subprocess.Popen[bytes]]) -> None:
+    for process in processes:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+    for process in processes:
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()

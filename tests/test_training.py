@@ -200,6 +200,30 @@ def test_openai_refusal_fails_the_run_and_the_key_never_shows(days_ready) -> Non
     assert fake.api_key not in everything
 
 
+def test_a_backend_failing_5xx_mid_job_fails_the_run_clearly_and_redoes_nothing_upstream(days_ready) -> None:
+    instance, _ = days_ready
+    before = {
+        task: instance.get_latest_materialization_event(AssetKey(task)).timestamp
+        for task in ("response", "filtered_trajectories")
+    }
+    with FakeOpenAI() as fake:
+        fake.fail_next_get_with = [500] * 10  # the job was created, then the service keeps failing
+        backend = OpenAIBackend(api_key=fake.api_key, base_url=fake.base_url, poll_interval_seconds=0.01)
+        result, record = _train(days_ready, "response", {"backend": "openai"}, openai=backend)
+        assert "ftjob-0001" in fake.jobs  # it failed mid-job, after the upload and the create
+    assert not result.success
+    assert record.status == "failed" and "HTTP 500" in record.reason and "openai" in record.reason.lower()
+    failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
+    assert "HTTP 500" in failure.event_specific_data.error.to_string()
+    # only training_run ran: the day's datasets were neither rebuilt nor re-materialised
+    assert {e.asset_key for e in result.get_asset_materialization_events()} <= {AssetKey("training_run")}
+    after = {
+        task: instance.get_latest_materialization_event(AssetKey(task)).timestamp
+        for task in ("response", "filtered_trajectories")
+    }
+    assert after == before
+
+
 def test_openai_without_a_key_skips(days_ready) -> None:
     result, record = _train(days_ready, "response", {"backend": "openai"})
     assert result.success and (record.status, record.reason) == ("skipped", "OPENAI_API_KEY is not set")

@@ -160,3 +160,32 @@ def test_a_crash_mid_write_leaves_no_partial_file_and_keeps_the_old_one(tmp_path
         ingest_records(exploding(), out / "t.parquet", out / "q.jsonl", "test")
     assert (out / "t.parquet").read_bytes() == before
     assert sorted(p.name for p in out.iterdir()) == ["q.jsonl", "t.manifest.json", "t.parquet"]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_task_runs_write_trajectories_the_database_source_reads_back(
+    backend, tmp_path: Path, request
+) -> None:
+    from training_pipeline.resources.sources import DatabaseTrajectorySource
+
+    url = (
+        f"sqlite:///{tmp_path / 'eliza.db'}"
+        if backend == "sqlite"
+        else request.getfixturevalue("postgres").url
+    )
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(sa.text("DROP TABLE IF EXISTS trajectories"))
+        conn.execute(sa.text(ELIZA_SCHEMA))
+    engine.dispose()
+    source = DatabaseTrajectorySource(url=url)
+    trajectory = {**_traj("task-run-1"), "startTime": T + 7, "source": "task:reply-to-dana"}
+    source.write(trajectory)
+    source.write(trajectory)  # written again (a retried step): replaced, not duplicated
+    [parsed] = list(source.read_day(DAY))
+    assert parsed.reason is None
+    assert (
+        parsed.trajectory["trajectoryId"] == "task-run-1"
+        and parsed.trajectory["steps"] == trajectory["steps"]
+    )
+    assert parsed.trajectory["source"] == "task:reply-to-dana"

@@ -169,9 +169,9 @@ def _train(args: argparse.Namespace) -> int:
             },
             tags={"training_pipeline/source": "manual"},
         )
-    record = _run_store().list(limit=1)
-    if record:
-        print(record[0].to_json(), end="")
+    record = _run_store().find(result.run_id, task)  # this run's record, not the latest of any run
+    if record is not None:
+        print(record.to_json(), end="")
     return 0 if result.success else 1
 
 
