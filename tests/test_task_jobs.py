@@ -98,6 +98,7 @@ def test_reply_to_dana_end_to_end(data: Path, monkeypatch: pytest.MonkeyPatch) -
     assert {t["function"]["name"] for t in llm.requests[0]["tools"]} >= {"list_emails", "reply_email"}
     # the env process is gone once the run ended
     [env] = context["deployed_envs"]
+    assert env["url"].startswith("http://127.0.0.1:")  # loopback only
     with pytest.raises(ProcessLookupError):
         os.kill(env["pid"], 0)
     # the verification is the check op's metadata, the whole context the last op's

@@ -1,9 +1,11 @@
 """The real UI: `dagster-webserver` and `dagster-daemon` as processes on 127.0.0.1 over a temporary
 instance with the project's `dagster.yaml`, driven by Debian's headless Chromium through Playwright.
 
-A user opens the asset graph, sees the trajectory → filtered → dataset assets with their checks,
+Known secrets are planted in one day's trajectories and in the servers' environment. A user opens the
+asset graph, sees the trajectory → filtered → dataset assets with their checks,
 materialises one day from the UI, opens the run and its metadata, turns the threshold sensor on and sees
-it fire a training run. Screenshots go to `$TRAINING_PIPELINE_SCREENSHOTS` (default `var/e2e/`); the
+it fire a training run; then everything Dagster and the pipeline stored is scanned for the planted
+secrets. Screenshots go to `$TRAINING_PIPELINE_SCREENSHOTS` (default `var/e2e/`); the
 README's come from this test (`make screenshots`).
 """
 
@@ -20,8 +22,11 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect, sync_playwright
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from training_pipeline.resources.privacy import SAMPLE_ENTITIES
+from training_pipeline.resources.sources import SAMPLE_TRAJECTORIES
 
 from tests.dagster_servers import DagsterServers
+from tests.planted_secrets import IN_ENVIRONMENT, IN_TRAJECTORY, stored_text, write_planted_day
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -53,6 +58,9 @@ def servers(tmp_path: Path) -> Iterator[DagsterServers]:
     home = tmp_path / "home"
     home.mkdir()
     shutil.copy(REPO / "dagster.yaml", home / "dagster.yaml")
+    source = tmp_path / "in"  # the sample days, plus known secrets planted in one of them
+    shutil.copytree(SAMPLE_TRAJECTORIES, source)
+    write_planted_day(source, f"{DAY}-planted.jsonl")
     trainer = tmp_path / "train.py"
     trainer.write_text("import sys\nprint('trained on', sys.argv[1])\n")
     env = {
@@ -64,6 +72,9 @@ def servers(tmp_path: Path) -> Iterator[DagsterServers]:
         {
             "DAGSTER_DISABLE_TELEMETRY": "1",
             "TRAINING_PIPELINE_DATA": str(tmp_path / "data"),
+            "TRAJECTORY_DIR": str(source),
+            "TRAINING_PIPELINE_ENTITIES": str(SAMPLE_ENTITIES),
+            "PLANTED_SERVICE_TOKEN": IN_ENVIRONMENT,
             "TRAINING_PIPELINE_TRIGGER_THRESHOLD": "1",
             "TRAINING_PIPELINE_BACKENDS": "atropos",
             "ATROPOS_DATA_DIR": str(tmp_path / "atropos"),
@@ -156,3 +167,21 @@ def test_the_ui_end_to_end(servers: DagsterServers, screenshots: Path) -> None:
         page.wait_for_timeout(500)
         page.screenshot(path=screenshots / "training_run.png")
         browser.close()
+
+    # nothing planted came out: not in Dagster's storage (runs, config, tags, event log, metadata,
+    # compute logs), the datasets, reports and run records, nor what the training backend was given
+    data = Path(servers.env["TRAINING_PIPELINE_DATA"])
+    atropos = Path(servers.env["ATROPOS_DATA_DIR"])
+    stored = (
+        stored_text(servers.home, set())
+        | stored_text(data, {data / "trajectories"})
+        | stored_text(atropos, set())
+    )
+    assert any(p.suffix == ".db" for p in stored) and any(
+        p.parent.name == "compute_logs" or "compute_logs" in str(p) for p in stored
+    )
+    for secret in [*IN_TRAJECTORY, IN_ENVIRONMENT]:
+        leaks = [str(path) for path, text in stored.items() if secret in text]
+        assert leaks == [], f"{secret[:12]}… found in {leaks}"
+    raw = stored_text(data / "trajectories", set())  # the unfiltered input store, left out above, has them
+    assert all(any(secret in text for text in raw.values()) for secret in IN_TRAJECTORY)

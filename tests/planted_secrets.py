@@ -1,0 +1,60 @@
+"""Known secrets to plant in trajectories and the environment, and a reader of everything stored, so
+tests can prove none of them comes out the other end."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+IN_TRAJECTORY = [
+    "sk-proj-PLANTEDsecretAbCdEfGhIjKlMnOpQr",
+    "ghp_PLANTEDsecretAbCdEfGhIjKlMnOpQrStUvWx",
+    "xoxb-123456789012-PLANTEDsecretAbCdEf",
+]
+IN_ENVIRONMENT = "planted-env-secret-Zq9x8w7v"
+API_KEY = "sk-PLANTEDopenaiKeyForTheFakeServer01"
+
+
+def write_planted_day(folder: Path, name: str = "2026-11-24.jsonl") -> None:
+    rows = []
+    for n in range(12):
+        secret = IN_TRAJECTORY[n % 3]
+        call = {
+            "systemPrompt": "You are Eliza.",
+            "purpose": "response",
+            "userPrompt": f"user{n}: my credentials are {secret} and {IN_ENVIRONMENT}",
+            "response": f"Noted, I will not share {secret}.",
+        }
+        rows.append(
+            {
+                "trajectoryId": f"t{n}",
+                "agentId": "a",
+                "startTime": 1_795_478_500_000 + n,
+                "steps": [{"llmCalls": [call]}],
+                "metadata": {"debug": f"env dump {IN_ENVIRONMENT}"},
+            }
+        )
+    folder.mkdir(exist_ok=True)
+    (folder / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def stored_text(root: Path, skip: set[Path]) -> dict[Path, str]:
+    texts = {}
+    for path in root.rglob("*"):
+        if not path.is_file() or any(path.is_relative_to(s) for s in skip):
+            continue
+        if path.suffix == ".parquet":
+            table = pq.read_table(path)
+            texts[path] = json.dumps(table.to_pylist(), default=str)
+        elif path.suffix == ".db":
+            with sqlite3.connect(path) as db:
+                rows = []
+                for (table,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'"):
+                    rows += [repr(r) for r in db.execute(f'SELECT * FROM "{table}"')]
+            texts[path] = "\n".join(rows)
+        else:
+            texts[path] = path.read_bytes().decode("utf-8", errors="replace")
+    return texts
