@@ -24,11 +24,9 @@ from dagster import (
     OpExecutionContext,
     Out,
     Output,
-    in_process_executor,
-    multiprocess_executor,
     op,
 )
-from dagster_async_executor import async_executor
+from training_pipeline.jobs.executors import executor_for
 
 from training_pipeline.tasks import EXAMPLE_TASKS
 from training_pipeline.tasks.registry import StepRegistry, build_registry
@@ -117,7 +115,7 @@ def task_job(
         dependencies=dependencies,
     )
     return graph.to_job(
-        executor_def=executor_def or async_executor,
+        executor_def=executor_def or executor_for(os.environ.get("TRAINING_PIPELINE_TASK_EXECUTOR", "async")),
         resource_defs=resource_defs,
         tags={TASK_TAG: task.name},
         metadata={"task": MetadataValue.json(task.to_list())},
@@ -143,19 +141,10 @@ def task_jobs(registry: StepRegistry | None = None, extra_dir: str | None = None
     return list(jobs.values())
 
 
-#: Executors a task job can run on: `async` (the default) overlaps steps in one process; the others
-#: give each step its own process (`multiprocess`) or run them one by one (`in_process`).
-EXECUTORS: dict[str, ExecutorDefinition] = {
-    "async": async_executor,
-    "multiprocess": multiprocess_executor,
-    "in_process": in_process_executor,
-}
-
-
 def job_for_file(path: str, executor: str = "async") -> JobDefinition:
     """The job of one task file with the default resources, rebuilt in every process of a run
     (`training-pipeline task run FILE`)."""
     from training_pipeline.resources.defaults import default_resources
 
     task = load_task(Path(path), build_registry())
-    return task_job(task, EXECUTORS[executor], resource_defs=default_resources())
+    return task_job(task, executor_for(executor), resource_defs=default_resources())

@@ -18,6 +18,8 @@ import httpx
 
 BIN = Path(sys.executable).parent
 WORKSPACE = Path(__file__).resolve().parents[1] / "workspace.yaml"
+LOCATIONS = """{ workspaceOrError { ... on Workspace { locationEntries {
+  loadStatus locationOrLoadError { __typename ... on PythonError { message } } } } } }"""
 
 
 def free_port() -> int:
@@ -68,13 +70,27 @@ class DagsterServers:
                 if process.poll() is not None:
                     raise RuntimeError(f"a Dagster server exited early; see {self.logs}")
             try:
-                if httpx.get(f"{self.url}/server_info", timeout=2).is_success:
+                if self._location_loaded():
                     return self
             except httpx.TransportError:
                 pass
             time.sleep(0.5)
         self.stop()
         raise RuntimeError(f"dagster-webserver did not answer within {timeout:.0f}s; see {self.logs}")
+
+    def _location_loaded(self) -> bool:
+        """True once the code location is loaded (the webserver answers well before that)."""
+        answer = httpx.post(f"{self.url}/graphql", json={"query": LOCATIONS}, timeout=5)
+        if not answer.is_success:
+            return False
+        entries = answer.json()["data"]["workspaceOrError"]["locationEntries"]
+        for entry in entries:
+            loaded = entry["locationOrLoadError"]
+            if loaded and loaded["__typename"] == "PythonError":
+                raise RuntimeError(f"the code location failed to load: {loaded['message']}")
+        return bool(entries) and all(
+            e["loadStatus"] == "LOADED" and e["locationOrLoadError"] for e in entries
+        )
 
     def start_daemon(self) -> None:
         self.daemon = self._start("daemon", "dagster-daemon", "run", "-w", str(WORKSPACE))

@@ -58,18 +58,19 @@ def _instance():
 
 def _materialize_days(days: list[str]) -> bool:
     """Run `datasets_job` for each day on the Dagster instance at $DAGSTER_HOME (runs show in the UI)."""
-    from training_pipeline.definitions import defs
+    from dagster import build_reconstructable_job, execute_job
 
-    job = defs.resolve_job_def("datasets_job")
+    job = build_reconstructable_job(
+        "training_pipeline.definitions", "resolve_job", reconstructable_args=("datasets_job",)
+    )
     ok = True
     with _instance() as instance:
         for day in days:
-            result = job.execute_in_process(
-                partition_key=day,
-                instance=instance,
-                raise_on_error=False,
+            result = execute_job(
+                job,
+                instance,
                 run_config={"loggers": {"console": {"config": {"log_level": "INFO"}}}},
-                tags={"training_pipeline/launched_by": "cli"},
+                tags={"dagster/partition": day, "training_pipeline/launched_by": "cli"},
             )
             counts = {}
             for event in result.get_asset_materialization_events():
@@ -346,10 +347,10 @@ def parser() -> argparse.ArgumentParser:
     )
     task_run.add_argument(
         "--executor",
-        choices=("async", "multiprocess", "in_process"),
+        choices=("async", "multiprocess", "in_process", "celery"),
         default="async",
         help="async (default): steps overlap in one process; multiprocess: a process per step, for "
-        "CPU-heavy steps",
+        "CPU-heavy steps; celery: steps on the workers of CELERY_BROKER_URL",
     )
     task_run.set_defaults(run=_task_run)
 
