@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import time
 from pathlib import Path
 from typing import Any
@@ -133,36 +134,38 @@ def test_independent_steps_run_concurrently(data: Path, tmp_path: Path) -> None:
     assert elapsed < 5.0  # 8 s one after another; the benchmark measures the real overhead
 
 
-def _failing_script(folder: Path) -> None:
+@pytest.fixture
+def scripts(tmp_path: Path) -> Path:
+    """A tasks folder holding two scripts for `run_code`: one that always fails, one that fails once."""
+    folder = tmp_path / "tasks"
+    folder.mkdir()
     (folder / "fail.py").write_text("import sys\nprint('no luck')\nsys.exit(3)\n")
     (folder / "flaky.py").write_text(
         "import pathlib, sys\nmarker = pathlib.Path(sys.argv[1])\n"
         "if not marker.exists():\n    marker.write_text('x')\n    sys.exit(1)\nprint('{\"ok\": true}')\n"
     )
+    return folder
+
+
+def _run_code(step_id: str, script: str, **extra: Any) -> dict[str, Any]:
+    return {"id": step_id, "type": "run_code", "env_name": "email", "script": script, **extra}
 
 
 def _email_steps() -> list[dict]:
     return [{"id": "email", "type": "deploy_env", "env_type": "email", "env_name": "email", "depends_on": []}]
 
 
-def test_a_fatal_failure_starts_nothing_more_and_fails_the_run(data: Path, tmp_path: Path) -> None:
-    folder = tmp_path / "tasks"
-    folder.mkdir()
-    _failing_script(folder)
+def test_a_fatal_failure_starts_nothing_more_and_fails_the_run(
+    data: Path, scripts: Path, tmp_path: Path
+) -> None:
     steps = [
         *_email_steps(),
         {"id": "slow", "type": "wait", "seconds": 1.0, "depends_on": []},
-        {
-            "id": "bad",
-            "type": "run_code",
-            "env_name": "email",
-            "script": "fail.py",
-            "depends_on": [{"task_step_id": "email"}],
-        },
+        _run_code("bad", "fail.py", depends_on=[{"task_step_id": "email"}]),
         {"id": "after_slow", "type": "wait", "seconds": 0, "depends_on": [{"task_step_id": "slow"}]},
         {"id": "after_bad", "type": "wait", "seconds": 0, "depends_on": [{"task_step_id": "bad"}]},
     ]
-    result, events, _ = _run(_write_task(folder, steps))
+    result, events, _ = _run(_write_task(scripts, steps))
     assert not result.success
     assert _steps(events, DagsterEventType.STEP_FAILURE) == {"bad"}
     assert "slow" in _steps(events, DagsterEventType.STEP_SUCCESS)  # running steps finish
@@ -181,46 +184,32 @@ def test_a_fatal_failure_starts_nothing_more_and_fails_the_run(data: Path, tmp_p
     assert context["step_statuses"]["after_slow"] in ("pending", "skipped")
 
 
-def test_a_tolerated_failure_lets_dependants_run(data: Path, tmp_path: Path) -> None:
-    folder = tmp_path / "tasks"
-    folder.mkdir()
-    _failing_script(folder)
+def test_a_tolerated_failure_lets_dependants_run(data: Path, scripts: Path) -> None:
     steps = [
         *_email_steps(),
-        {
-            "id": "bad",
-            "type": "run_code",
-            "env_name": "email",
-            "script": "fail.py",
-            "fail_task_on_error": False,
-        },
+        _run_code("bad", "fail.py", fail_task_on_error=False),
         {"id": "after_bad", "type": "wait", "seconds": 0},
     ]
-    result, events, _ = _run(_write_task(folder, steps))
+    result, events, _ = _run(_write_task(scripts, steps))
     assert result.success
     assert "after_bad" in _steps(events, DagsterEventType.STEP_SUCCESS)
     [failed] = _context(data, result.run_id)["metadata"]["failed_steps"]
     assert failed["step_id"] == "bad" and failed["is_fatal"] is False
 
 
-def test_retry_rolls_back_and_reruns_on_a_fresh_env(data: Path, tmp_path: Path) -> None:
-    folder = tmp_path / "tasks"
-    folder.mkdir()
-    _failing_script(folder)
+def test_retry_rolls_back_and_reruns_on_a_fresh_env(data: Path, scripts: Path, tmp_path: Path) -> None:
     marker = tmp_path / "marker"
     steps = [
         *_email_steps(),
         {"id": "side", "type": "wait", "seconds": 0, "depends_on": []},
-        {
-            "id": "flaky",
-            "type": "run_code",
-            "env_name": "email",
-            "script": "flaky.py",
-            "args": [str(marker)],
-            "retry_config": {"retry_from_step_id": "email", "max_retries": 1},
-        },
+        _run_code(
+            "flaky",
+            "flaky.py",
+            args=[str(marker)],
+            retry_config={"retry_from_step_id": "email", "max_retries": 1},
+        ),
     ]
-    result, _, _ = _run(_write_task(folder, steps))
+    result, _, _ = _run(_write_task(scripts, steps))
     assert result.success
     run_dir = data / "task_runs" / result.run_id
     context = _context(data, result.run_id)
@@ -231,8 +220,6 @@ def test_retry_rolls_back_and_reruns_on_a_fresh_env(data: Path, tmp_path: Path) 
     assert failure["step_id"] == "flaky" and failure["is_fatal"] is False
     assert context["metadata"]["script_results"]["flaky"]["output"] == {"ok": True}
     # the first env instance was rolled back and stopped; the context holds only the fresh one
-    import sqlite3
-
     with sqlite3.connect(run_dir / "context.db") as db:
         rows = db.execute("SELECT ops, reverted FROM diffs WHERE step_id = 'email' ORDER BY seq").fetchall()
     first, second = (json.loads(ops)[0]["value"] for ops, _ in rows)
@@ -241,21 +228,12 @@ def test_retry_rolls_back_and_reruns_on_a_fresh_env(data: Path, tmp_path: Path) 
     assert [env["instance_id"] for env in context["deployed_envs"]] == [second["instance_id"]]
 
 
-def test_retries_run_out_then_the_failure_is_fatal(data: Path, tmp_path: Path) -> None:
-    folder = tmp_path / "tasks"
-    folder.mkdir()
-    _failing_script(folder)
+def test_retries_run_out_then_the_failure_is_fatal(data: Path, scripts: Path) -> None:
     steps = [
         *_email_steps(),
-        {
-            "id": "bad",
-            "type": "run_code",
-            "env_name": "email",
-            "script": "fail.py",
-            "retry_config": {"retry_from_step_id": "bad", "max_retries": 2},
-        },
+        _run_code("bad", "fail.py", retry_config={"retry_from_step_id": "bad", "max_retries": 2}),
     ]
-    result, _, _ = _run(_write_task(folder, steps))
+    result, _, _ = _run(_write_task(scripts, steps))
     assert not result.success
     metadata = _context(data, result.run_id)["metadata"]
     assert [r["rerun_steps"] for r in metadata["retry_resets"]] == [["bad"], ["bad"]]

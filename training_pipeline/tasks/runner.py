@@ -19,7 +19,7 @@ import asyncio
 import json
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
@@ -43,7 +43,6 @@ class StepOutcome:
     verification: dict[str, Any] | None = None
     #: the final context's safe form, when this step ended the run
     final_context: dict[str, Any] | None = None
-    changes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -106,7 +105,8 @@ async def run_step(run: TaskRun, step_id: str) -> StepOutcome:
             await _store(run.store.take_flag, "abort", step_id)
             await _wait_until_idle(run, except_ids={step_id})
     state = await _store(run.store.state)
-    outcome.verification = (state.get("metadata", {}).get("verifications") or {}).get(step_id)
+    verifier_id = getattr(step, "verifier_id", None) or step_id
+    outcome.verification = (state.get("metadata", {}).get("verifications") or {}).get(verifier_id)
     outcome.final_context = await _finish_run_if_done(run, force=outcome.status == "failed")
     return outcome
 

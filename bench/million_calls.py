@@ -1,0 +1,105 @@
+"""A day of a million LLM calls through the daily Dagster assets (with their checks), in bounded memory.
+
+    python bench/million_calls.py [CALLS]        # default 1,000,000
+
+Generates one UTC day of trajectories holding CALLS LLM calls in all, materialises that day's
+partition (trajectories → filtered_trajectories → the five datasets, 17 checks) on an ephemeral
+instance in a child process, and prints the wall time, the child's peak RSS and the day's counts.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import date
+from pathlib import Path
+
+DAY = date(2026, 11, 1)
+
+
+def generate(path: Path, calls: int) -> tuple[int, int]:
+    from training_pipeline.samples import day_of_trajectories
+
+    written = trajectories = 0
+    batch = 50_000
+    with path.open("w") as handle:
+        seed = 0
+        while written < calls:
+            for trajectory in day_of_trajectories(DAY, batch, seed=seed):
+                handle.write(json.dumps(trajectory) + "\n")
+                trajectories += 1
+                written += sum(len(step.get("llmCalls") or ()) for step in trajectory["steps"])
+                if written >= calls:
+                    break
+            seed += 1
+    return trajectories, written
+
+
+def materialise(source: Path, data: Path) -> None:
+    """The child: one day of the dataset graph, its metadata counts printed as JSON."""
+    from dagster import DagsterInstance, materialize
+    from training_pipeline.assets import ASSET_CHECKS, DATASET_ASSETS
+    from training_pipeline.resources.defaults import default_resources
+
+    resources = default_resources({"TRAINING_PIPELINE_DATA": str(data), "TRAJECTORY_DIR": str(source)})
+    with DagsterInstance.ephemeral() as instance:
+        result = materialize(
+            DATASET_ASSETS + ASSET_CHECKS,
+            partition_key=DAY.isoformat(),
+            resources=resources,
+            instance=instance,
+        )
+    counts = {}
+    for event in result.get_asset_materialization_events():
+        metadata = event.materialization.metadata
+        if "examples" in metadata:
+            counts[event.asset_key.to_user_string()] = metadata["examples"].value
+    checks = [e.passed for e in result.get_asset_check_evaluations()]
+    print(
+        json.dumps(
+            {
+                "success": result.success,
+                "examples": counts,
+                "checks_passed": sum(checks),
+                "checks": len(checks),
+            }
+        )
+    )
+
+
+def main(calls: int) -> None:
+    work = Path(tempfile.mkdtemp(prefix="tp-million-"))
+    source = work / "in"
+    source.mkdir()
+    file = source / f"{DAY.isoformat()}.jsonl"
+    started = time.perf_counter()
+    trajectories, written = generate(file, calls)
+    print(
+        f"generated {trajectories:,} trajectories, {written:,} LLM calls, "
+        f"{file.stat().st_size / 1e6:,.0f} MB in {time.perf_counter() - started:.0f} s"
+    )
+    started = time.perf_counter()
+    child = subprocess.run(
+        [sys.executable, __file__, "--child", str(source), str(work / "data")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    elapsed = time.perf_counter() - started
+    peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    if child.returncode != 0:
+        raise SystemExit(child.stderr[-3000:])
+    outcome = json.loads(child.stdout.strip().splitlines()[-1])
+    print(f"Dagster day: {elapsed:.0f} s, {written / elapsed:,.0f} LLM calls/s, peak RSS {peak_mb:,.0f} MB")
+    print(json.dumps(outcome))
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--child"]:
+        materialise(Path(sys.argv[2]), Path(sys.argv[3]))
+    else:
+        main(int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000)
