@@ -58,9 +58,11 @@ class DagsterServers:
 
     def start(self, timeout: float = 120.0) -> DagsterServers:
         self.logs.mkdir(parents=True, exist_ok=True)
-        self.start_daemon()
         if not self.webserver:
+            self.start_daemon()
             return self
+        # the webserver first: two processes creating a fresh instance's SQLite schema at once can
+        # both stamp its migration version, and the instance then refuses to load
         self._start(
             "webserver", "dagster-webserver", "-h", "127.0.0.1", "-p", str(self.port), "-w", str(WORKSPACE)
         )
@@ -71,6 +73,7 @@ class DagsterServers:
                     raise RuntimeError(f"a Dagster server exited early; see {self.logs}")
             try:
                 if self._location_loaded():
+                    self.start_daemon()
                     return self
             except httpx.TransportError:
                 pass

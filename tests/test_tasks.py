@@ -242,3 +242,30 @@ def test_the_cli_validates_a_file(tmp_path: Path) -> None:
     bad.write_text(textwrap.dedent('[{"id": "a", "type": "wait", "seconds": 1, "colour": "red"}]'))
     done = subprocess.run([*command, str(bad)], capture_output=True, text=True)
     assert done.returncode == 2 and "step 'a' (wait): unknown field 'colour'" in done.stderr
+
+
+def test_a_step_whose_process_died_is_marked_lost_not_waited_for(tmp_path: Path, monkeypatch) -> None:
+    import asyncio
+    import time
+
+    from training_pipeline.tasks import runner
+    from training_pipeline.tasks.runtime import TaskRun
+
+    monkeypatch.setattr(runner, "STALE_AFTER_SECONDS", 0.5)
+    task = parse_task(
+        [
+            {"id": "crashed", "type": "wait", "seconds": 0, "depends_on": []},
+            {"id": "bad", "type": "load_artifact", "env_name": "e", "path": "x.json", "depends_on": []},
+        ],
+        REGISTRY,
+        name="t",
+        base_dir=tmp_path,
+    )
+    run = TaskRun(task=task, run_id="r1", run_dir=tmp_path / "run")
+    asyncio.run(runner.start_run(run))
+    run.store.try_start("crashed")  # as if its process started it, then died with kill -9
+    started = time.monotonic()
+    outcome = asyncio.run(runner.run_step(run, "bad"))  # a fatal failure waits for running steps
+    assert outcome.status == "failed" and time.monotonic() - started < 10
+    assert run.store.statuses()["crashed"] == "lost"
+    assert outcome.final_context is not None  # and the run still ends

@@ -11,6 +11,7 @@ README's come from this test (`make screenshots`).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -39,6 +40,12 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+MAILBOX_TASK = [
+    {"id": "email", "type": "deploy_env", "env_type": "email", "env_name": "email"},
+    {"id": "look", "type": "snapshot_env", "env_name": "email"},
+    {"id": "settle", "type": "wait", "seconds": 0.1, "depends_on": []},
+    {"id": "done", "type": "teardown"},
+]
 RUNS = """query Runs($job: String!) {
   runsOrError(filter: {pipelineName: $job}) { ... on Runs { results { runId status tags { key value } } } }
 }"""
@@ -59,6 +66,9 @@ def servers(tmp_path: Path) -> Iterator[DagsterServers]:
     source = tmp_path / "in"  # the sample days, plus known secrets planted in one of them
     shutil.copytree(SAMPLE_TRAJECTORIES, source)
     write_planted_day(source, f"{DAY}-planted.jsonl")
+    tasks = tmp_path / "tasks"  # a task of the user's own, loaded from TRAINING_PIPELINE_TASKS_DIR
+    tasks.mkdir()
+    (tasks / "mailbox-check.json").write_text(json.dumps(MAILBOX_TASK))
     trainer = tmp_path / "train.py"
     trainer.write_text("import sys\nprint('trained on', sys.argv[1])\n")
     env = {
@@ -73,6 +83,7 @@ def servers(tmp_path: Path) -> Iterator[DagsterServers]:
             "TRAJECTORY_DIR": str(source),
             "TRAINING_PIPELINE_ENTITIES": str(SAMPLE_ENTITIES),
             "PLANTED_SERVICE_TOKEN": IN_ENVIRONMENT,
+            "TRAINING_PIPELINE_TASKS_DIR": str(tasks),
             "TRAINING_PIPELINE_TRIGGER_THRESHOLD": "1",
             "TRAINING_PIPELINE_BACKENDS": "atropos",
             "ATROPOS_DATA_DIR": str(tmp_path / "atropos"),
@@ -155,6 +166,17 @@ def test_the_ui_end_to_end(servers: DagsterServers, screenshots: Path) -> None:
         tags = {t["key"]: t["value"] for t in training["tags"]}
         assert tags["training_pipeline/source"] == "threshold"
         task = tags["dagster/partition"]
+
+        # a task file of the user's is a job: its graph, launched from the launchpad
+        _open(page, servers, "/locations/training_pipeline/jobs/task_mailbox_check")
+        for step in ("email", "look", "settle", "done"):
+            expect(page.get_by_text(step, exact=True).first).to_be_visible()
+        page.wait_for_timeout(500)
+        page.screenshot(path=screenshots / "task_graph.png")
+        _open(page, servers, "/locations/training_pipeline/jobs/task_mailbox_check/playground")
+        page.get_by_role("button", name="Launch Run").click()
+        task_run = _wait_for_run(servers, "task_mailbox_check", timeout=120)
+        assert task_run["status"] == "SUCCESS", f"task run {task_run['runId']}: {task_run['status']}"
 
         # the training run's record, as the asset's metadata
         _open(page, servers, f"/assets/training_run?view=events&partition={task}")

@@ -19,6 +19,8 @@ import asyncio
 import json
 import time
 import traceback
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +33,9 @@ from training_pipeline.tasks.step import TaskStep
 from training_pipeline.tasks.store import TERMINAL
 
 _POLL = 0.05
+#: A running step says it is alive this often; silent for STALE_AFTER_SECONDS, it is taken for dead.
+HEARTBEAT_SECONDS = 5.0
+STALE_AFTER_SECONDS = 60.0
 
 
 @dataclass
@@ -130,7 +135,8 @@ async def _execute(run: TaskRun, step_id: str, attempt: int, state: dict[str, An
     try:
         step = effective_step(run, step_id)
         run.log.info(f"step {step_id!r} ({step.type}) attempt {attempt}")
-        await step.execute(context)
+        async with _heartbeat(run, step_id):
+            await step.execute(context)
     except Exception as err:
         failure = _Failure(
             str(err) or type(err).__name__, type(err).__name__, started, time.monotonic() - clock
@@ -154,16 +160,32 @@ async def _record_failure(run: TaskRun, step: TaskStep, failure: _Failure, fatal
 
 
 async def _wait_until_idle(run: TaskRun, except_ids: set[str], among: set[str] | None = None) -> None:
+    """Wait for the running steps (all, or those `among`) to finish. One that stopped beating lost its
+    process (kill -9, a crashed worker): it is marked `lost` rather than waited for forever."""
     while True:
-        statuses = await _store(run.store.statuses)
-        busy = [
-            step_id
-            for step_id, status in statuses.items()
-            if status == "running" and step_id not in except_ids and (among is None or step_id in among)
-        ]
-        if not busy:
+        alive, silent = await _store(run.store.running, STALE_AFTER_SECONDS)
+        for step_id in silent - except_ids:
+            if among is None or step_id in among:
+                error = f"no heartbeat for {STALE_AFTER_SECONDS:.0f}s: its process died"
+                run.log.warning(f"step {step_id!r} lost: {error}")
+                await _store(run.store.finish, step_id, "lost", error)
+        if not [s for s in alive - except_ids if among is None or s in among]:
             return
         await asyncio.sleep(_POLL)
+
+
+@asynccontextmanager
+async def _heartbeat(run: TaskRun, step_id: str) -> AsyncIterator[None]:
+    async def beat() -> None:
+        while True:
+            await asyncio.sleep(HEARTBEAT_SECONDS)
+            await _store(run.store.beat, step_id)
+
+    beating = asyncio.create_task(beat())
+    try:
+        yield
+    finally:
+        beating.cancel()
 
 
 async def _retry(run: TaskRun, step_id: str, origin: str, number: int) -> _Failure | None:

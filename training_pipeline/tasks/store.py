@@ -20,15 +20,15 @@ from training_pipeline.tasks.context import Ops, apply
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS steps (
     step_id TEXT PRIMARY KEY, status TEXT NOT NULL DEFAULT 'pending', attempts INTEGER NOT NULL DEFAULT 0,
-    started_at REAL, finished_at REAL, error TEXT);
+    started_at REAL, finished_at REAL, error TEXT, heartbeat_at REAL);
 CREATE TABLE IF NOT EXISTS diffs (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, step_id TEXT, attempt INTEGER, ops TEXT NOT NULL,
     reverted INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS flags (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
-#: A step is done with when it reaches one of these.
-TERMINAL = ("succeeded", "failed", "tolerated", "skipped")
+#: A step is done with when it reaches one of these (`lost`: its process died without a word).
+TERMINAL = ("succeeded", "failed", "tolerated", "skipped", "lost")
 
 
 class ContextStore:
@@ -111,10 +111,11 @@ class ContextStore:
                 return "aborted", 0, {}
             if flags.get("resetting", owner) != owner:
                 return "wait", 0, {}
+            now = time.time()
             db.execute(
                 "UPDATE steps SET status = 'running', attempts = attempts + 1, started_at = ?, "
-                "finished_at = NULL, error = NULL WHERE step_id = ?",
-                (time.time(), step_id),
+                "heartbeat_at = ?, finished_at = NULL, error = NULL WHERE step_id = ?",
+                (now, now, step_id),
             )
             (attempt,) = db.execute("SELECT attempts FROM steps WHERE step_id = ?", (step_id,)).fetchone()
             return "run", attempt, self.state(db)
@@ -125,6 +126,19 @@ class ContextStore:
                 "UPDATE steps SET status = ?, finished_at = ?, error = ? WHERE step_id = ?",
                 (status, time.time(), error, step_id),
             )
+
+    def beat(self, step_id: str) -> None:
+        """A running step's sign of life, so a step whose process died can be told from a slow one."""
+        with self._tx() as db:
+            db.execute("UPDATE steps SET heartbeat_at = ? WHERE step_id = ?", (time.time(), step_id))
+
+    def running(self, stale_after: float) -> tuple[set[str], set[str]]:
+        """Steps marked running: (alive, silent for longer than `stale_after` seconds)."""
+        with self._tx() as db:
+            rows = db.execute("SELECT step_id, heartbeat_at FROM steps WHERE status = 'running'").fetchall()
+        cutoff = time.time() - stale_after
+        alive = {step_id for step_id, beat in rows if (beat or 0) >= cutoff}
+        return alive, {step_id for step_id, _ in rows} - alive
 
     def statuses(self) -> dict[str, str]:
         with self._tx() as db:
