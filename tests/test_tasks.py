@@ -269,3 +269,22 @@ def test_a_step_whose_process_died_is_marked_lost_not_waited_for(tmp_path: Path,
     assert outcome.status == "failed" and time.monotonic() - started < 10
     assert run.store.statuses()["crashed"] == "lost"
     assert outcome.final_context is not None  # and the run still ends
+
+
+def test_a_step_params_override_of_fail_task_on_error_decides_the_outcome(tmp_path: Path) -> None:
+    import asyncio
+
+    from training_pipeline.tasks import runner
+    from training_pipeline.tasks.runtime import TaskRun
+
+    task = parse_task(
+        [{"id": "bad", "type": "load_artifact", "env_name": "e", "path": "missing.json"}],
+        REGISTRY,
+        name="t",
+        base_dir=tmp_path,
+    )
+    run = TaskRun(task, "r1", tmp_path / "run", step_params={"bad": {"fail_task_on_error": False}})
+    outcome = asyncio.run(runner.run_step(run, "bad"))
+    assert outcome.status == "tolerated"
+    [failure] = run.store.state()["metadata"]["failed_steps"]
+    assert failure["is_fatal"] is False

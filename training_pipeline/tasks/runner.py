@@ -84,6 +84,14 @@ def effective_step(run: TaskRun, step_id: str) -> TaskStep:
         raise ValueError(f"step_params for step {step_id!r}: {err}") from err
 
 
+def _fails_the_task(run: TaskRun, step_id: str) -> bool:
+    """`fail_task_on_error` as this run sees it (a `step_params` override included)."""
+    try:
+        return effective_step(run, step_id).fail_task_on_error
+    except ValueError:  # invalid overrides: the step already failed on them; the file's value decides
+        return run.task.step(step_id).fail_task_on_error
+
+
 async def run_step(run: TaskRun, step_id: str) -> StepOutcome:
     await start_run(run)
     step = run.task.step(step_id)
@@ -101,7 +109,7 @@ async def run_step(run: TaskRun, step_id: str) -> StepOutcome:
         await _store(run.store.finish, step_id, "succeeded")
         outcome = StepOutcome("succeeded", retries=retries)
     else:
-        fatal = step.fail_task_on_error
+        fatal = _fails_the_task(run, step_id)
         await _record_failure(run, step, failure, fatal=fatal)
         status = "failed" if fatal else "tolerated"
         await _store(run.store.finish, step_id, status, failure.error)
@@ -232,14 +240,12 @@ async def _rerun(run: TaskRun, owner: str, rerun: set[str]) -> _Failure | None:
         started = await _begin(run, step_id, owner=owner)
         failure = None if started is None else await _execute(run, step_id, *started)
         if step_id != owner:
-            step = task.step(step_id)
+            step, fatal = task.step(step_id), _fails_the_task(run, step_id)
             if failure is not None:
                 await _record_failure(run, step, failure, fatal=False)
-            status = (
-                "succeeded" if failure is None else ("failed" if step.fail_task_on_error else "tolerated")
-            )
+            status = "succeeded" if failure is None else ("failed" if fatal else "tolerated")
             await _store(run.store.finish, step_id, status, failure.error if failure else None)
-            if failure is not None and not step.fail_task_on_error:
+            if failure is not None and not fatal:
                 failure = None
         done[step_id].set_result(failure)
 
