@@ -7,7 +7,6 @@ stopping signals the whole process group: the daemon's and the webserver's own c
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -16,10 +15,19 @@ from pathlib import Path
 
 import httpx
 
+from training_pipeline.processes import stop_process_group
+
 BIN = Path(sys.executable).parent
 WORKSPACE = Path(__file__).resolve().parents[1] / "workspace.yaml"
 LOCATIONS = """{ workspaceOrError { ... on Workspace { locationEntries {
   loadStatus locationOrLoadError { __typename ... on PythonError { message } } } } } }"""
+
+
+def pipeline_free_env(*more_prefixes: str) -> dict[str, str]:
+    """This process's environment without the pipeline's own settings, so the processes a test starts
+    see only what the test sets for them."""
+    prefixes = ("TRAINING_PIPELINE_", "LLM_", "TRAJECTORY_", *more_prefixes)
+    return {key: value for key, value in os.environ.items() if not key.startswith(prefixes)}
 
 
 def free_port() -> int:
@@ -66,6 +74,15 @@ class DagsterServers:
         self._start(
             "webserver", "dagster-webserver", "-h", "127.0.0.1", "-p", str(self.port), "-w", str(WORKSPACE)
         )
+        try:
+            self._wait_for_location(timeout)
+        except BaseException:
+            self.stop()  # a server that failed to come up is still stopped, children included
+            raise
+        self.start_daemon()
+        return self
+
+    def _wait_for_location(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             for process in self.processes:
@@ -73,12 +90,10 @@ class DagsterServers:
                     raise RuntimeError(f"a Dagster server exited early; see {self.logs}")
             try:
                 if self._location_loaded():
-                    self.start_daemon()
-                    return self
+                    return
             except httpx.TransportError:
                 pass
             time.sleep(0.5)
-        self.stop()
         raise RuntimeError(f"dagster-webserver did not answer within {timeout:.0f}s; see {self.logs}")
 
     def _location_loaded(self) -> bool:
@@ -128,11 +143,4 @@ class DagsterServers:
 
 def _stop(processes: list[subprocess.Popen[bytes]]) -> None:
     for process in processes:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-    for process in processes:
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        stop_process_group(process.pid, grace_seconds=20)

@@ -41,6 +41,29 @@ def write_planted_day(folder: Path, name: str = "2026-11-24.jsonl") -> None:
     (folder / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
+#: A live-format Stripe key: elizaOS's five patterns miss it, the strict profile and detect-secrets do not.
+STRIPE_KEY = "sk_live_4eC39HqLyjWDarjtT1zdp7dc"
+
+
+def write_stripe_leak_day(folder: Path) -> Path:
+    """A one-trajectory day (2026-11-24) whose prompt holds `STRIPE_KEY`; returns the folder."""
+    folder.mkdir()
+    call = {
+        "systemPrompt": "You are Eliza.",
+        "userPrompt": f"charge it to {STRIPE_KEY}",
+        "response": "Done, I used the card on file.",
+        "purpose": "response",
+    }
+    record = {
+        "trajectoryId": "t-leak",
+        "agentId": "a",
+        "startTime": 1_795_478_500_000,
+        "steps": [{"llmCalls": [call]}],
+    }
+    (folder / "leak.jsonl").write_text(json.dumps(record) + "\n")
+    return folder
+
+
 def stored_text(root: Path, skip: set[Path]) -> dict[Path, str]:
     texts = {}
     for path in root.rglob("*"):

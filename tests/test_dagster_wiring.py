@@ -17,6 +17,7 @@ from training_pipeline.resources.privacy import PrivacySettings
 from training_pipeline.resources.sources import DatabaseTrajectorySource, FileTrajectorySource
 from training_pipeline.resources.storage import DataStore
 
+from tests.planted_secrets import STRIPE_KEY, write_stripe_leak_day
 from training_pipeline.datasets.tasks import TASK_FILE_NAMES, TASKS
 from training_pipeline.definitions import datasets_job, defs
 
@@ -125,29 +126,10 @@ def test_rematerialising_replaces_the_partition_it_never_appends(tmp_path: Path)
     assert leftovers == []
 
 
-def _planted(tmp_path: Path) -> Path:
-    day = tmp_path / "in"
-    day.mkdir()
-    call = {
-        "systemPrompt": "You are Eliza.",
-        "userPrompt": "charge it to sk_live_4eC39HqLyjWDarjtT1zdp7dc",
-        "response": "Done, I used the card on file.",
-        "purpose": "response",
-    }
-    record = {
-        "trajectoryId": "t-leak",
-        "agentId": "a",
-        "startTime": 1_795_478_500_000,
-        "steps": [{"llmCalls": [call]}],
-    }
-    (day / "leak.jsonl").write_text(json.dumps(record) + "\n")
-    return day
-
-
 def test_blocking_credential_check_fails_when_the_filter_misses_a_secret(tmp_path: Path) -> None:
     """elizaOS's five patterns do not know Stripe keys; the independent re-scan does, and fails the run."""
     resources = {
-        "trajectory_source": FileTrajectorySource(path=str(_planted(tmp_path))),
+        "trajectory_source": FileTrajectorySource(path=str(write_stripe_leak_day(tmp_path / "in"))),
         "privacy": PrivacySettings(profile="elizaos", env_secrets="NONE"),
         "store": DataStore(root=str(tmp_path / "data")),
     }
@@ -161,7 +143,7 @@ def test_blocking_credential_check_fails_when_the_filter_misses_a_secret(tmp_pat
     assert failed == {("response", "no_credentials")}
     evaluation = next(e for e in result.get_asset_check_evaluations() if not e.passed)
     assert evaluation.metadata["findings_by_type"].value == {"Stripe Access Key": 1}
-    assert "sk_live_4eC39HqLyjWDarjtT1zdp7dc" not in json.dumps(
+    assert STRIPE_KEY not in json.dumps(
         [str(e) for e in result.all_events], default=str
     )  # the preview was masked, the check reports only types and places
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from tests.dagster_servers import free_port
+from tests.dagster_servers import free_port, pipeline_free_env
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -39,9 +39,7 @@ def deployment(postgres, tmp_path: Path) -> Iterator[dict[str, str]]:
     (tmp_path / "celery.yaml").write_text(
         f"execution:\n  config:\n    broker: {broker}\n    backend: {broker}\n"
     )
-    env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("TRAINING_PIPELINE_", "LLM_", "TRAJECTORY_"))
-    }
+    env = pipeline_free_env()
     env.update(
         {
             "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",  # dagster-celery runs `celery`

@@ -22,7 +22,7 @@ from training_pipeline.resources.privacy import PrivacySettings
 from training_pipeline.resources.sources import DatabaseTrajectorySource
 from training_pipeline.resources.storage import DataStore
 
-from tests.dagster_servers import WORKSPACE, DagsterServers
+from tests.dagster_servers import WORKSPACE, DagsterServers, pipeline_free_env
 from training_pipeline.samples import day_of_trajectories
 
 REPO = Path(__file__).resolve().parents[1]
@@ -34,9 +34,7 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
     home.mkdir(parents=True, exist_ok=True)
     if not (home / "dagster.yaml").exists():
         shutil.copy(REPO / "dagster.yaml", home / "dagster.yaml")
-    env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("TRAINING_PIPELINE_", "LLM_", "TRAJECTORY_"))
-    }
+    env = pipeline_free_env()
     return {
         **env,
         "DAGSTER_HOME": str(home),

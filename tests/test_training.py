@@ -23,6 +23,7 @@ from training_pipeline.resources.llm import LLMResource
 from training_pipeline.resources.training import TrainingSettings
 
 from tests.fake_openai import FakeOpenAI
+from tests.planted_secrets import write_stripe_leak_day
 from training_pipeline.training.policy import TrainingPolicy, resolve_backend, select_task
 from training_pipeline.training.records import RunStore
 
@@ -264,18 +265,7 @@ def test_a_dataset_with_a_leaked_secret_is_never_dispatched(tmp_path: Path) -> N
     from training_pipeline.resources.privacy import PrivacySettings
     from training_pipeline.resources.sources import FileTrajectorySource
 
-    source = tmp_path / "in"
-    source.mkdir()
-    call = {
-        "systemPrompt": "s",
-        "userPrompt": "card sk_live_4eC39HqLyjWDarjtT1zdp7dc",
-        "response": "ok",
-        "purpose": "response",
-    }
-    (source / "leak.jsonl").write_text(
-        json.dumps({"trajectoryId": "t", "startTime": 1_795_478_500_000, "steps": [{"llmCalls": [call]}]})
-        + "\n"
-    )
+    source = write_stripe_leak_day(tmp_path / "in")
     instance = DagsterInstance.ephemeral()
     resources = default_resources({"TRAINING_PIPELINE_DATA": str(tmp_path / "data")})
     resources["trajectory_source"] = FileTrajectorySource(path=str(source))

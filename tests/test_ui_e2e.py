@@ -24,7 +24,7 @@ from playwright.sync_api import Page, expect, sync_playwright
 from training_pipeline.resources.privacy import SAMPLE_ENTITIES
 from training_pipeline.resources.sources import SAMPLE_TRAJECTORIES
 
-from tests.dagster_servers import DagsterServers
+from tests.dagster_servers import DagsterServers, pipeline_free_env
 from tests.planted_secrets import IN_ENVIRONMENT, IN_TRAJECTORY, stored_text, write_planted_day
 
 REPO = Path(__file__).resolve().parents[1]
@@ -71,11 +71,7 @@ def servers(tmp_path: Path) -> Iterator[DagsterServers]:
     (tasks / "mailbox-check.json").write_text(json.dumps(MAILBOX_TASK))
     trainer = tmp_path / "train.py"
     trainer.write_text("import sys\nprint('trained on', sys.argv[1])\n")
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("LLM_", "TRAJECTORY_", "TRAINING_PIPELINE_", "OPENAI_", "VERTEX_", "TINKER_"))
-    }
+    env = pipeline_free_env("OPENAI_", "VERTEX_", "TINKER_")
     env.update(
         {
             "DAGSTER_DISABLE_TELEMETRY": "1",

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -20,6 +19,8 @@ from types import TracebackType
 from typing import IO
 
 import httpx
+
+from training_pipeline.processes import stop_process_group
 
 
 def smollm2_gguf() -> Path | None:
@@ -111,13 +112,8 @@ class LocalModelServer:
         raise RuntimeError(f"the local model server did not answer within {timeout:.0f}s")
 
     def stop(self) -> None:
-        if self._process is not None and self._process.poll() is None:
-            os.killpg(self._process.pid, signal.SIGTERM)
-            try:
-                self._process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self._process.pid, signal.SIGKILL)
-                self._process.wait()
+        if self._process is not None:
+            stop_process_group(self._process.pid, grace_seconds=10)
         self._process = None
         if self._log is not None:
             self._log.close()

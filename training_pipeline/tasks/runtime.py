@@ -4,10 +4,7 @@ the trajectory sink and the log. Built by the Dagster op (or a test) around each
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import os
-import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,6 +14,7 @@ from typing import Any, Protocol
 from training_pipeline.llm.client import ChatClient
 from training_pipeline.llm.local import LocalModelServer
 from training_pipeline.privacy.filter import PrivacyFilter, secret_env_values
+from training_pipeline.processes import stop_process_group
 from training_pipeline.tasks.store import ContextStore
 from training_pipeline.tasks.task import Task
 
@@ -112,31 +110,6 @@ class StepRuntime:
             return False
         self.run.write_trajectory(trajectory)
         return True
-
-
-def stop_process_group(pid: int, grace_seconds: float = 5.0) -> bool:
-    """SIGTERM the group `pid` leads, SIGKILL after the grace period; False when it was already gone.
-    A leader that is this process's child is reaped, so it does not linger as a zombie."""
-    try:
-        os.killpg(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return False
-    deadline = time.monotonic() + grace_seconds
-    while time.monotonic() < deadline:
-        try:
-            if os.waitpid(pid, os.WNOHANG)[0] == pid:
-                return True
-        except ChildProcessError:  # started by another process of the run: poll the group instead
-            try:
-                os.killpg(pid, 0)
-            except ProcessLookupError:
-                return True
-        time.sleep(0.02)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGKILL)
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, 0)
-    return True
 
 
 async def astop_process_group(pid: int) -> bool:
