@@ -93,6 +93,15 @@ def test_elizaos_profile_applies_its_patterns_in_order() -> None:
     )
 
 
+def test_text_that_is_not_utf8_still_gets_every_rule() -> None:
+    """A lone surrogate (JSON allows `\\ud800`) cannot be scanned by the prefilter; every rule runs."""
+    text = "\ud800 key sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXyZ0 and AKIAIOSFODNN7EXAMPLE"
+    for profile in ("strict", "elizaos"):
+        out = PrivacyFilter(profile).redact(text)
+        assert out.startswith("\ud800 key <REDACTED:openai-key>")
+        assert out.endswith("<REDACTED:aws-access-key>")
+
+
 def test_ordinary_text_is_left_alone() -> None:
     """False positives: the strict profile changes nothing in ordinary chat and code (the full
     measurement over the standard library is `bench/false_positives.py`)."""

@@ -13,7 +13,10 @@ from training_pipeline.datasets.build import build_datasets
 from training_pipeline.datasets.tasks import TASKS, build_example, infer_tasks
 from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.filter import PrivacyFilter
+from training_pipeline.privacy.rules import PROFILES
 from training_pipeline.trajectories.records import RawRecord, parse_record
+
+from .test_privacy import FAMILIES
 
 texts = st.text(alphabet=st.characters(codec="utf-8"), max_size=300) | st.sampled_from(
     [
@@ -89,6 +92,25 @@ def test_the_filter_always_returns_text_and_counts_what_it_did(text: str, profil
     # every change is a counted redaction (each leaves a placeholder), and nothing counted left it alone
     assert (privacy.stats.redaction_count > 0) == (out != text)
     assert "hunter2hunter2" not in out
+
+
+# Credentials, pieces of them, and characters where Python's and Hyperscan's views could part: multi-byte
+# UTF-8, JavaScript whitespace, case folding outside ASCII (the Kelvin sign, dotted I).
+_credentials = [text for _, text in FAMILIES] + ["Authorization: Bearer abcdefghijklmnop", "aws_key='x'"]
+_pieces = st.sampled_from(_credentials) | st.tuples(
+    st.sampled_from(_credentials), st.integers(0, 120), st.integers(0, 120)
+).map(lambda t: t[0][t[1] : t[1] + t[2]])
+_noise = st.text(alphabet="aZ09_-.:/=@'\" \t\n\u00a0\u2028\u3000é€😀İ\u212a", max_size=40)
+gate_texts = st.lists(_pieces | _noise, max_size=6).map("".join)
+
+
+@settings(max_examples=400)
+@given(gate_texts, st.sampled_from(sorted(PROFILES)))
+def test_the_prefilter_never_skips_a_rule_that_matches(text: str, profile: str) -> None:
+    rules = PROFILES[profile]
+    chosen = rules.applicable(text)
+    missed = [r.label for r in rules.rules if r.pattern.search(text) and r not in chosen]
+    assert missed == []
 
 
 @given(calls)

@@ -3,7 +3,7 @@
 Rules run one after another over the text (as elizaOS's do), each replacing what it matches with
 `<REDACTED:label>` so a reader of a dataset can tell which rule fired. Every pattern is linear: bounded or
 possessive-free single quantifiers, no nested repetition, so a 200,000-character prompt stays fast.
-A rule may name the literal(s) a match must contain; the regex is skipped when none occurs in the text.
+A rule's regex runs only on text that `prefilter.RuleGate` says it could match.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 
 from training_pipeline.jscompat import JS_WS_CLASS
+from training_pipeline.privacy.prefilter import RuleGate
 
 _A = re.ASCII  # JavaScript's \b and /i (without the u flag) are ASCII-only
 
@@ -20,8 +21,6 @@ _A = re.ASCII  # JavaScript's \b and /i (without the u flag) are ASCII-only
 class CredentialRule:
     label: str
     pattern: re.Pattern[str]
-    #: Literals one of which every match contains (the rule is skipped on text without any).
-    needles: tuple[str, ...] = ()
     #: Redact only this group (e.g. the password of a URL), keeping the rest readable.
     group: int = 0
 
@@ -59,7 +58,7 @@ class PrivateKeyBlocks(CredentialRule):
     """
 
     def __init__(self) -> None:
-        super().__init__("private-key", _PEM_BEGIN, ("PRIVATE KEY",))
+        super().__init__("private-key", _PEM_BEGIN)
 
     def redact(self, text: str) -> tuple[str, int]:
         parts: list[str] = []
@@ -85,109 +84,88 @@ class PrivateKeyBlocks(CredentialRule):
         return "".join(parts), hits
 
 
-def _rule(label: str, pattern: str, needles: tuple[str, ...], flags: int = 0, group: int = 0):
-    return CredentialRule(label, re.compile(pattern, _A | flags), needles, group)
+def _rule(label: str, pattern: str, flags: int = 0, group: int = 0) -> CredentialRule:
+    return CredentialRule(label, re.compile(pattern, _A | flags), group)
 
 
 # elizaOS app-training's five patterns, in its order; the `elizaos` profile is exactly these.
 ELIZAOS_RULES: tuple[CredentialRule, ...] = (
-    _rule("openai-key", r"\bsk-[A-Za-z0-9_-]{16,}\b", ("sk-",)),
-    _rule("anthropic-key", r"\bsk-ant-[A-Za-z0-9_-]{16,}\b", ("sk-ant-",)),
-    _rule("bearer", rf"\bBearer[{JS_WS_CLASS}]+[A-Za-z0-9._-]{{16,}}\b", ("Bearer",)),
-    _rule("github-token", r"\bghp_[A-Za-z0-9]{20,}\b", ("ghp_",)),
-    _rule("aws-access-key", r"\bAKIA[0-9A-Z]{16}\b", ("AKIA",)),
+    _rule("openai-key", r"\bsk-[A-Za-z0-9_-]{16,}\b"),
+    _rule("anthropic-key", r"\bsk-ant-[A-Za-z0-9_-]{16,}\b"),
+    _rule("bearer", rf"\bBearer[{JS_WS_CLASS}]+[A-Za-z0-9._-]{{16,}}\b"),
+    _rule("github-token", r"\bghp_[A-Za-z0-9]{20,}\b"),
+    _rule("aws-access-key", r"\bAKIA[0-9A-Z]{16}\b"),
 )
 
 _I = re.IGNORECASE
 #: The value after `password =` or `Authorization:` in code is often an expression, not a secret.
 _NOT_A_CALL = r"(?![A-Za-z0-9_.]*[(\[])"
 _AWS_PREFIXES = "A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA|ASCA"
-_AWS_NEEDLES = (
-    "A3T",
-    "AKIA",
-    "ASIA",
-    "ABIA",
-    "ACCA",
-    "AGPA",
-    "AIDA",
-    "AIPA",
-    "ANPA",
-    "ANVA",
-    "APKA",
-    "AROA",
-    "ASCA",
-)
 
 # The families gitleaks' and detect-secrets' default rules know. Order matters: multi-part and more
 # specific shapes first, so a key inside a URL or header gets its own label.
 _STRICT_EXTRA: tuple[CredentialRule, ...] = (
     PrivateKeyBlocks(),
-    _rule("private-key", r"PuTTY-User-Key-File-\d:[^\n]*", ("PuTTY-User-Key-File",)),
+    _rule("private-key", r"PuTTY-User-Key-File-\d:[^\n]*"),
     _rule(
         "url-password",
         r"[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s/?#@:{}]{1,256}:([^\s/?#@{}]{1,256})@",
-        ("://",),
         group=1,
     ),
     _rule(
         "slack-webhook",
         r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/_-]{8,}",
-        ("hooks.slack.com",),
     ),
-    _rule("anthropic-key", r"\bsk-ant-[A-Za-z0-9_-]{16,}", ("sk-ant-",)),
-    _rule("openai-key", r"\bsk-[A-Za-z0-9_-]{16,}", ("sk-",)),
-    _rule("github-token", r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9_]{20,}", ("gh",)),
-    _rule("github-token", r"\bgithub_pat_[A-Za-z0-9_]{22,}", ("github_pat_",)),
+    _rule("anthropic-key", r"\bsk-ant-[A-Za-z0-9_-]{16,}"),
+    _rule("openai-key", r"\bsk-[A-Za-z0-9_-]{16,}"),
+    _rule("github-token", r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9_]{20,}"),
+    _rule("github-token", r"\bgithub_pat_[A-Za-z0-9_]{22,}"),
     _rule(
         "gitlab-token",
         r"\b(?:glpat|gldt|glft|glsoat|glrt|glcbt|glimt|glptt|glagent|gloas)-[A-Za-z0-9_-]{20,1024}",
-        ("gl",),
     ),
-    _rule("gitlab-token", r"\bGR1348941[A-Za-z0-9_-]{20,}", ("GR1348941",)),
-    _rule("aws-access-key", rf"\b(?:{_AWS_PREFIXES})[0-9A-Z]{{16}}", _AWS_NEEDLES),
+    _rule("gitlab-token", r"\bGR1348941[A-Za-z0-9_-]{20,}"),
+    _rule("aws-access-key", rf"\b(?:{_AWS_PREFIXES})[0-9A-Z]{{16}}"),
     _rule(
         "aws-secret-key",
         r"aws.{0,20}?(?:key|pwd|pw|password|pass|token|secret).{0,20}?['\"=: ]"
         r"([0-9a-zA-Z/+]{40})(?![0-9a-zA-Z/+])",
-        ("aws",),
         _I,
         group=1,
     ),
-    _rule("stripe-key", r"\b(?:sk|rk)_(?:live|test)_[0-9a-zA-Z]{10,}", ("k_live_", "k_test_")),
-    _rule("stripe-webhook-secret", r"\bwhsec_[A-Za-z0-9+/=]{24,}", ("whsec_",)),
-    _rule("slack-token", r"\bxox[abposre]-[A-Za-z0-9-]{10,}", ("xox",), _I),
-    _rule("slack-token", r"\bxapp-\d-[A-Za-z0-9-]{10,}", ("xapp-",)),
-    _rule("google-api-key", r"\bAIza[0-9A-Za-z_-]{35}", ("AIza",)),
-    _rule("google-oauth-secret", r"\bGOCSPX-[A-Za-z0-9_-]{28}", ("GOCSPX-",)),
-    _rule("huggingface-token", r"\b(?:hf_|api_org_)[A-Za-z0-9]{30,}", ("hf_", "api_org_")),
-    _rule("npm-token", r"\bnpm_[A-Za-z0-9]{36,}", ("npm_",)),
-    _rule("npm-token", r":_authToken=[^\s\"']{8,}", (":_authToken=",)),
-    _rule("pypi-token", r"\bpypi-AgE[A-Za-z0-9_-]{50,}", ("pypi-AgE",)),
-    _rule("sendgrid-key", r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}", ("SG.",)),
-    _rule("twilio-key", r"(?:AC|SK)[a-z0-9]{32}", ("AC", "SK")),
-    _rule("jwt", r"\beyJ[A-Za-z0-9_=-]{4,}\.[A-Za-z0-9_=-]{4,}\.?[A-Za-z0-9_.+/=-]*", ("eyJ",)),
-    _rule("discord-bot-token", r"\b[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}", (".",)),
-    _rule("telegram-bot-token", r"\d{8,10}:[0-9A-Za-z_-]{35}", (":",)),
-    _rule("mailchimp-key", r"[0-9a-z]{32}-us[0-9]{1,2}", ("-us",)),
-    _rule("square-secret", r"\bsq0(?:csp|atp)-[0-9A-Za-z\\_-]{22,43}", ("sq0",)),
-    _rule("azure-storage-key", r"AccountKey=[a-zA-Z0-9+/=]{88}", ("AccountKey=",)),
-    _rule("artifactory-token", r"(?<![A-Za-z0-9])AKC[a-zA-Z0-9]{10,}", ("AKC",)),
-    _rule("artifactory-token", r"(?<![A-Za-z0-9])AP[0-9A-F][a-zA-Z0-9]{8,}(?![A-Za-z0-9])", ("AP",)),
+    _rule("stripe-key", r"\b(?:sk|rk)_(?:live|test)_[0-9a-zA-Z]{10,}"),
+    _rule("stripe-webhook-secret", r"\bwhsec_[A-Za-z0-9+/=]{24,}"),
+    _rule("slack-token", r"\bxox[abposre]-[A-Za-z0-9-]{10,}", _I),
+    _rule("slack-token", r"\bxapp-\d-[A-Za-z0-9-]{10,}"),
+    _rule("google-api-key", r"\bAIza[0-9A-Za-z_-]{35}"),
+    _rule("google-oauth-secret", r"\bGOCSPX-[A-Za-z0-9_-]{28}"),
+    _rule("huggingface-token", r"\b(?:hf_|api_org_)[A-Za-z0-9]{30,}"),
+    _rule("npm-token", r"\bnpm_[A-Za-z0-9]{36,}"),
+    _rule("npm-token", r":_authToken=[^\s\"']{8,}"),
+    _rule("pypi-token", r"\bpypi-AgE[A-Za-z0-9_-]{50,}"),
+    _rule("sendgrid-key", r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}"),
+    _rule("twilio-key", r"(?:AC|SK)[a-z0-9]{32}"),
+    _rule("jwt", r"\beyJ[A-Za-z0-9_=-]{4,}\.[A-Za-z0-9_=-]{4,}\.?[A-Za-z0-9_.+/=-]*"),
+    _rule("discord-bot-token", r"\b[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}"),
+    _rule("telegram-bot-token", r"\d{8,10}:[0-9A-Za-z_-]{35}"),
+    _rule("mailchimp-key", r"[0-9a-z]{32}-us[0-9]{1,2}"),
+    _rule("square-secret", r"\bsq0(?:csp|atp)-[0-9A-Za-z\\_-]{22,43}"),
+    _rule("azure-storage-key", r"AccountKey=[a-zA-Z0-9+/=]{88}"),
+    _rule("artifactory-token", r"(?<![A-Za-z0-9])AKC[a-zA-Z0-9]{10,}"),
+    _rule("artifactory-token", r"(?<![A-Za-z0-9])AP[0-9A-F][a-zA-Z0-9]{8,}(?![A-Za-z0-9])"),
     _rule(
         "authorization-header",
         rf"\b(?:proxy-)?authorization[\"']?[{JS_WS_CLASS}]*[:=][{JS_WS_CLASS}]*[\"']?"
         rf"(?:(?:bearer|basic|token|digest|apikey)[{JS_WS_CLASS}]+)?{_NOT_A_CALL}([A-Za-z0-9._~+/=-]{{8,}})",
-        ("authorization",),
         _I,
         group=1,
     ),
-    _rule("bearer", rf"\bBearer[{JS_WS_CLASS}]+[A-Za-z0-9._~+/-]{{16,}}=*", ("bearer",), _I),
+    _rule("bearer", rf"\bBearer[{JS_WS_CLASS}]+[A-Za-z0-9._~+/-]{{16,}}=*", _I),
     _rule(
         "secret-assignment",
         r"\b(?:api[_-]?key|apikey|secret[_-]?key|client[_-]?secret|access[_-]?token|auth[_-]?token"
         r"|password|passwd|pwd)[\"']?[ \t]{0,4}[:=][ \t]{0,4}[\"']?"
         rf"{_NOT_A_CALL}(?=[^\s\"',;<>()]*[0-9!@#$%^&*+=/?~])([^\s\"',;<>()]{{8,}})",
-        ("key", "secret", "token", "passw", "pwd"),
         _I,
         group=1,
     ),
@@ -200,34 +178,24 @@ MIN_SECRET_LENGTH = 8
 
 
 class RuleSet:
-    """A profile's rules, with a quick test of which ones a text can trigger at all.
+    """A profile's rules, and which of them a text can trigger at all.
 
-    Every rule names literals ("needles") one of which any match contains; a text is searched for each
-    distinct needle once (case-insensitively for case-insensitive rules), and only the rules whose needles
-    occur run their regex. Which rules apply is decided before any redaction: an earlier rule's
-    `<REDACTED:...>` placeholder can never complete a later rule's match.
+    Which rules apply is decided once per text, before any redaction: an earlier rule's
+    `<REDACTED:...>` placeholder never completes a later rule's match. The gate is compiled on first use,
+    once per process.
     """
 
     def __init__(self, rules: tuple[CredentialRule, ...]) -> None:
         self.rules = rules
-        self._cased = tuple({n for r in rules if not r.pattern.flags & re.IGNORECASE for n in r.needles})
-        self._uncased = tuple(
-            {n.lower() for r in rules if r.pattern.flags & re.IGNORECASE for n in r.needles}
-        )
-        self._keys = [
-            (r, tuple(n.lower() if r.pattern.flags & re.IGNORECASE else n for n in r.needles)) for r in rules
-        ]
+        self._gate: RuleGate | None = None
 
     def applicable(self, text: str) -> list[CredentialRule]:
         if len(text) < MIN_SECRET_LENGTH:
             return []
-        found = {n for n in self._cased if n in text}
-        if self._uncased:
-            lowered = text.lower()
-            found.update(n for n in self._uncased if n in lowered)
-        if not found:
-            return []
-        return [rule for rule, keys in self._keys if not found.isdisjoint(keys)]
+        if self._gate is None:
+            self._gate = RuleGate([rule.pattern for rule in self.rules])
+        found = self._gate.candidates(text)
+        return [rule for index, rule in enumerate(self.rules) if index in found] if found else []
 
 
 PROFILES: dict[str, RuleSet] = {"elizaos": RuleSet(ELIZAOS_RULES), "strict": RuleSet(STRICT_RULES)}

@@ -1,0 +1,76 @@
+"""One pass over a text that says which credential rules could match it, so only those run their regex.
+
+Python's `re` runs one pattern at a time, and a pattern that starts with a class, a word boundary or a
+lookbehind is tried at every position: the strict profile's 36 rules over every string of a trajectory
+cost more than the rest of a build together. Hyperscan compiles all of a profile's rules into one
+automaton and scans a text once. It only gates: each rule is compiled in prefilter mode (lookarounds
+approximated) with its bounded repeats widened, so it matches a superset of what the Python pattern
+matches, and the Python pattern alone decides what is redacted. Text that is not UTF-8 (lone surrogates)
+cannot be scanned and gets every rule.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Sequence
+
+import hyperscan
+
+# A class, a `\uXXXX` escape, any other escape, a bounded repeat, or one character of the pattern.
+_TOKEN = re.compile(r"(\[\^?\]?(?:\\.|[^\\\]])*\])|(\\u[0-9a-fA-F]{4})|\\.|\{(\d+),\d+\}|.", re.DOTALL)
+_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})|\\.", re.DOTALL)
+_BASE_FLAGS = hyperscan.HS_FLAG_UTF8 | hyperscan.HS_FLAG_PREFILTER | hyperscan.HS_FLAG_SINGLEMATCH
+
+
+def _pcre_escapes(text: str) -> str:
+    """Python's `\\uXXXX` as PCRE's `\\x{XXXX}`; every other escape unchanged."""
+    return _ESCAPE.sub(lambda m: f"\\x{{{m.group(1)}}}" if m.group(1) else m.group(), text)
+
+
+def gate_expression(pattern: str) -> bytes:
+    """`pattern` (Python `re` syntax, as the rules write it) in Hyperscan's syntax, with every `{m,n}`
+    outside a class widened to `{m,}`: a superset, and far cheaper to compile than a wide bounded repeat."""
+    out: list[str] = []
+    for token in _TOKEN.finditer(pattern):
+        char_class, escape, low = token.groups()
+        if char_class is not None or escape is not None:
+            out.append(_pcre_escapes(token.group()))
+        elif low is not None:
+            out.append(f"{{{low},}}")
+        else:
+            out.append(token.group())
+    return "".join(out).encode("utf-8")
+
+
+class RuleGate:
+    """Which of `patterns` may match a text; never leaves out one that does."""
+
+    def __init__(self, patterns: Sequence[re.Pattern[str]]) -> None:
+        self._database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        self._database.compile(
+            expressions=[gate_expression(p.pattern) for p in patterns],
+            ids=list(range(len(patterns))),
+            flags=[
+                _BASE_FLAGS | (hyperscan.HS_FLAG_CASELESS if p.flags & re.IGNORECASE else 0) for p in patterns
+            ],
+        )
+        self._everything = frozenset(range(len(patterns)))
+        self._local = threading.local()  # a scratch space may serve one scan at a time
+
+    def candidates(self, text: str) -> frozenset[int] | set[int]:
+        """Indices of the patterns that may match `text` (all of them if it is not valid UTF-8)."""
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:
+            return self._everything
+        scratch = getattr(self._local, "scratch", None)
+        if scratch is None:
+            scratch = self._local.scratch = hyperscan.Scratch(self._database)
+        found: set[int] = set()
+        self._database.scan(data, match_event_handler=_collect, context=found, scratch=scratch)
+        return found
+
+
+def _collect(index: int, start: int, end: int, flags: int, found: set[int]) -> None:
+    found.add(index)
