@@ -4,6 +4,7 @@ and its counts add up."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
@@ -13,7 +14,7 @@ from training_pipeline.datasets.build import build_datasets
 from training_pipeline.datasets.tasks import TASKS, build_example, infer_tasks
 from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.filter import PrivacyFilter
-from training_pipeline.privacy.rules import PROFILES
+from training_pipeline.privacy.rules import PROFILES, literal_first
 from training_pipeline.trajectories.records import RawRecord, parse_record
 
 from .test_privacy import FAMILIES
@@ -111,6 +112,16 @@ def test_the_prefilter_never_skips_a_rule_that_matches(text: str, profile: str) 
     chosen = rules.applicable(text)
     missed = [r.label for r in rules.rules if r.pattern.search(text) and r not in chosen]
     assert missed == []
+
+
+_BOUNDARY_PATTERNS = [r"\bsk-[A-Za-z0-9_-]{4,}\b", r"\bBearer\s+[a-z]{3,}", r"\bab?c\d", r"\bx_y-z"]
+
+
+@given(st.text(alphabet="skBearxyzabc_-0129 \t.é", max_size=60), st.sampled_from(_BOUNDARY_PATTERNS))
+def test_a_boundary_moved_behind_the_literal_matches_the_same(text: str, pattern: str) -> None:
+    for flags in (re.ASCII, re.ASCII | re.IGNORECASE):
+        original, rewritten = re.compile(pattern, flags), re.compile(literal_first(pattern), flags)
+        assert [m.span() for m in rewritten.finditer(text)] == [m.span() for m in original.finditer(text)]
 
 
 @given(calls)

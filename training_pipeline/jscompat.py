@@ -66,8 +66,13 @@ def loads(text: str | bytes) -> Any:
 
 def dumps(value: Any) -> str:
     """Serialise exactly as `JSON.stringify(value)` does for plain JSON data (dicts, lists, str, numbers)."""
+    return dumpb(value).decode("utf-8")
+
+
+def dumpb(value: Any) -> bytes:
+    """`dumps` as UTF-8 bytes, for writers of binary files (no decoding and re-encoding on the way)."""
     try:
-        return orjson.dumps(value).decode("utf-8")
+        return orjson.dumps(value)
     except TypeError:
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-        return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+        return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")

@@ -19,7 +19,7 @@ from training_pipeline.atomic import atomic_write_text
 from training_pipeline.datasets.export import DatasetWriter, Prepared, prepare
 from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.filter import FilterStats, PrivacyFilter, Profile
-from training_pipeline.trajectories.files import export_files, iter_file_records
+from training_pipeline.trajectories.files import LineSpan, export_files, iter_file_records, line_spans
 from training_pipeline.trajectories.quarantine import QuarantineWriter, quarantine_line
 from training_pipeline.trajectories.records import RawRecord, parse_record
 
@@ -59,16 +59,24 @@ class _Chunk:
     stats: FilterStats
 
 
-def _process(privacy: PrivacyFilter, records: list[RawRecord]) -> _Chunk:
+#: A share of the input: whole lines of a `.jsonl` file (read where it is processed), or records of a
+#: `.json` array (which has to be parsed whole, so they are read here and sent).
+_Work = LineSpan | list[RawRecord]
+_ARRAY_CHUNK = 256
+
+
+def _process(privacy: PrivacyFilter, work: _Work) -> _Chunk:
     privacy.stats = FilterStats()  # this chunk's counts only; the caller merges them
     quarantine, prepared = [], []
-    for raw in records:
+    records = 0
+    for raw in work.records() if isinstance(work, LineSpan) else work:
+        records += 1
         parsed = parse_record(raw)
         if parsed.trajectory is None:
             quarantine.append((quarantine_line(parsed), parsed.reason or "unknown"))
         elif privacy.apply(parsed.trajectory, parsed.origin):
             prepared.append(prepare(parsed.trajectory))
-    return _Chunk(len(records), quarantine, prepared, privacy.stats)
+    return _Chunk(records, quarantine, prepared, privacy.stats)
 
 
 _worker_filter: PrivacyFilter | None = None
@@ -79,27 +87,30 @@ def _start_worker(profile: Profile, directory: EntityDirectory | None, env_secre
     _worker_filter = PrivacyFilter(profile, directory, env_secrets)
 
 
-def _process_in_worker(records: list[RawRecord]) -> _Chunk:
+def _process_in_worker(work: _Work) -> _Chunk:
     assert _worker_filter is not None
-    return _process(_worker_filter, records)
+    return _process(_worker_filter, work)
 
 
-def _chunks(input_path: Path, size: int) -> Iterator[list[RawRecord]]:
-    chunk: list[RawRecord] = []
+def _shares(input_path: Path, span_bytes: int) -> Iterator[_Work]:
     for file in export_files(input_path):
+        if file.suffix != ".json":
+            yield from line_spans(file, span_bytes)
+            continue
+        chunk: list[RawRecord] = []
         for raw in iter_file_records(file):
             chunk.append(raw)
-            if len(chunk) == size:
+            if len(chunk) == _ARRAY_CHUNK:
                 yield chunk
                 chunk = []
-    if chunk:
-        yield chunk
+        if chunk:
+            yield chunk
 
 
-def _processed(input_path: Path, privacy: PrivacyFilter, workers: int, chunk_size: int) -> Iterator[_Chunk]:
-    """Chunks processed in input order: here, or by `workers` processes with at most two chunks each in
-    flight, so memory stays bounded whatever the input's size."""
-    chunks = _chunks(input_path, chunk_size)
+def _processed(input_path: Path, privacy: PrivacyFilter, workers: int, span_bytes: int) -> Iterator[_Chunk]:
+    """Shares of the input processed in input order: here, or by `workers` processes with at most two
+    shares each in flight, so memory stays bounded whatever the input's size."""
+    chunks = _shares(input_path, span_bytes)
     if workers <= 1:
         for chunk in chunks:
             yield _process(privacy, chunk)
@@ -121,7 +132,7 @@ def _processed(input_path: Path, privacy: PrivacyFilter, workers: int, chunk_siz
 
 
 def build_datasets(
-    input_path: Path, out_dir: Path, privacy: PrivacyFilter, workers: int = 1, chunk_size: int = 256
+    input_path: Path, out_dir: Path, privacy: PrivacyFilter, workers: int = 1, span_bytes: int = 2 << 20
 ) -> BuildResult:
     """Every record of `input_path` ends in a dataset, the quarantine or the privacy drop list. With
     `workers` > 1 the records are filtered and turned into examples on that many processes; the files are
@@ -131,7 +142,7 @@ def build_datasets(
     writer = DatasetWriter(out_dir)
     try:
         with QuarantineWriter(out_dir / QUARANTINE_FILE_NAME) as quarantine:
-            for chunk in _processed(input_path, privacy, workers, chunk_size):
+            for chunk in _processed(input_path, privacy, workers, span_bytes):
                 records_in += chunk.records
                 for line, reason in chunk.quarantine:
                     quarantine.add_line(line, reason)

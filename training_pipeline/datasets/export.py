@@ -25,20 +25,21 @@ from training_pipeline.datasets.tasks import (
 from training_pipeline.trajectories.models import iter_llm_calls
 from training_pipeline.trajectories.store import iter_trajectories
 
-#: (trajectory id, LLM call count, [(task, JSONL line)]) — one trajectory's examples, in elizaOS's order.
-Prepared = tuple[Any, int, list[tuple[Task, str]]]
+#: (trajectory id, LLM call count, [(task, JSONL line as UTF-8)]) — one trajectory's examples, in
+#: elizaOS's order. Bytes, because they are written to binary files, maybe after crossing processes.
+Prepared = tuple[Any, int, list[tuple[Task, bytes]]]
 
 
 def prepare(trajectory: dict[str, Any]) -> Prepared:
     """The examples of one filtered trajectory, built and serialised: pure, so any process can do it."""
-    rows: list[tuple[Task, str]] = []
+    rows: list[tuple[Task, bytes]] = []
     llm_calls = 0
     for call in iter_llm_calls(trajectory):
         llm_calls += 1
         for task in infer_tasks(call):
             example = build_example(call, task)
             if example is not None:
-                rows.append((task, jscompat.dumps(example) + "\n"))
+                rows.append((task, jscompat.dumpb(example) + b"\n"))
     return trajectory.get("trajectoryId"), llm_calls, rows
 
 
@@ -51,9 +52,9 @@ class DatasetWriter:
         off for `build-datasets`, whose file set is elizaOS's."""
         self.out_dir = out_dir
         self._staged = StagedFiles(out_dir)
-        self._files: dict[Task, IO[str]] = {t: self._staged.open(TASK_FILE_NAMES[t]) for t in TASKS}
-        self._provenance: dict[Task, IO[str]] = (
-            {t: self._staged.open(PROVENANCE_FILE_NAMES[t]) for t in TASKS} if provenance else {}
+        self._files: dict[Task, IO[bytes]] = {t: self._staged.open(TASK_FILE_NAMES[t], "wb") for t in TASKS}
+        self._provenance: dict[Task, IO[bytes]] = (
+            {t: self._staged.open(PROVENANCE_FILE_NAMES[t], "wb") for t in TASKS} if provenance else {}
         )
         self.counts: dict[Task, int] = dict.fromkeys(TASKS, 0)
         self._trajectory_ids: dict[Task, set[Any]] = {t: set() for t in TASKS}
@@ -74,7 +75,7 @@ class DatasetWriter:
         for task, line in rows:
             self._files[task].write(line)
             if self._provenance:
-                self._provenance[task].write(jscompat.dumps(trajectory_id) + "\n")
+                self._provenance[task].write(jscompat.dumpb(trajectory_id) + b"\n")
             self.counts[task] += 1
             self._trajectory_ids[task].add(trajectory_id)
             if len(self.previews[task]) < self._preview_rows:

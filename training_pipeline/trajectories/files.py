@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
 
@@ -29,13 +31,49 @@ def iter_file_records(file: Path) -> Iterator[RawRecord]:
         yield from _json_array_records(file)
         return
     with file.open("rb") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip() or _is_blank_js(line):
-                continue  # elizaOS skips lines that trim() to nothing
+        yield from _line_records(file, handle, 1)
+
+
+@dataclass(frozen=True, slots=True)
+class LineSpan:
+    """The whole lines of a `.jsonl` file between two byte offsets, the first of them line `first_line`:
+    a share of the file that a worker process reads itself, instead of being sent its bytes."""
+
+    file: Path
+    start: int
+    end: int
+    first_line: int
+
+    def records(self) -> Iterator[RawRecord]:
+        with self.file.open("rb") as handle:
+            handle.seek(self.start)
+            data = handle.read(self.end - self.start)
+        return _line_records(self.file, io.BytesIO(data), self.first_line)
+
+
+def line_spans(file: Path, size: int) -> Iterator[LineSpan]:
+    """`file` cut into spans of about `size` bytes, each ending at the end of a line."""
+    with file.open("rb") as handle:
+        start, line = 0, 1
+        while block := handle.read(size):
+            rest = handle.readline()  # up to the end of the line the block stopped in
+            end = start + len(block) + len(rest)
+            yield LineSpan(file, start, end, line)
+            start, line = end, line + block.count(b"\n") + rest.count(b"\n")
+
+
+def _line_records(file: Path, lines: Iterable[bytes], first: int) -> Iterator[RawRecord]:
+    for number, line in enumerate(lines, start=first):
+        if not _is_blank(line):
             yield RawRecord(f"{file}:{number}", line)
 
 
-def _is_blank_js(line: bytes) -> bool:
+def _is_blank(line: bytes) -> bool:
+    """elizaOS skips lines that trim() to nothing (JavaScript's whitespace, which is not only ASCII's)."""
+    if line[:1] == b"{":  # nearly every line: no copy of it, no decoding
+        return False
+    if not line.strip():
+        return True
     if line.isascii():
         return False
     try:
