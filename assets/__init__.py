@@ -1,6 +1,6 @@
 """Dagster assets and checks: thin wiring around the core in `training_pipeline`."""
 
-from training_pipeline.assets.datasets import dataset_checks, task_datasets
+from training_pipeline.assets.datasets import dataset_checks, shared_datasets, task_datasets
 from training_pipeline.assets.training import optimized_prompt, training_run, tuned_model
 from training_pipeline.assets.trajectories import (
     filtered_trajectories,
@@ -15,5 +15,7 @@ DATASET_ASSETS = [trajectories, filtered_trajectories, task_datasets]
 TRAINING_ASSETS = [training_run, tuned_model, optimized_prompt]
 ASSETS = [*DATASET_ASSETS, *TRAINING_ASSETS]
 ASSET_CHECKS = [trajectories_counts, filtered_trajectories_counts, *dataset_checks]
+#: Only where a shared storage is configured (TRAINING_PIPELINE_SHARED_URL): the day's copy there.
+SHARED_ASSETS = [shared_datasets]
 
-__all__ = ["ASSETS", "ASSET_CHECKS", "DATASET_ASSETS", "TRAINING_ASSETS"]
+__all__ = ["ASSETS", "ASSET_CHECKS", "DATASET_ASSETS", "SHARED_ASSETS", "TRAINING_ASSETS"]

@@ -64,7 +64,7 @@ def training_run(
     task = context.partition_key
     days = sorted(context.instance.get_materialized_partitions(AssetKey(task)))[-training.window_days :]
     record = RunRecord(task=task, source=config.source, dagster_run_id=context.run.run_id)
-    runs = RunStore(store.state_dir())
+    runs = RunStore(store.state_dir(), store.shared())
     window = assemble_window(
         task,
         [DayFiles(day, store.datasets(day), store.privacy_report(day)) for day in days],
@@ -139,7 +139,7 @@ def training_run(
 def tuned_model(
     context: AssetExecutionContext, training_backends: TrainingBackends, store: DataStore
 ) -> Iterator[Output[None]]:
-    runs = RunStore(store.state_dir())
+    runs = RunStore(store.state_dir(), store.shared())
     record = runs.find(dagster_run_id=context.run.run_id, task=context.partition_key)
     poll = (record.details.get("poll") if record else None) or {}
     if record is None or record.status != "succeeded" or poll.get("service") != "vertex":

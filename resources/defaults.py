@@ -67,7 +67,7 @@ def default_resources(environ: Mapping[str, str] | None = None) -> dict[str, Any
         "privacy": PrivacySettings(
             profile=env.get("TRAINING_PIPELINE_PRIVACY_PROFILE", "strict"), entity_directory=entities
         ),
-        "store": DataStore(root=data),
+        "store": DataStore(root=data, shared_url=_secret(env, "TRAINING_PIPELINE_SHARED_URL")),
         "training": _training(env),
         "llm": llm,
         "task_overrides": TaskOverrides(),
@@ -104,5 +104,6 @@ def _training(env: Mapping[str, str]) -> TrainingSettings:
 
 
 def _secret(env: Mapping[str, str], name: str) -> Any:
-    """The key as an `EnvVar` (so run config shows its name, never its value), or None when unset."""
+    """The value as an `EnvVar` (so run config shows its name, never its value: a key, or a URL that may
+    hold a password), or None when unset."""
     return EnvVar(name) if env.get(name) else None

@@ -7,9 +7,19 @@ from pathlib import Path
 from dagster import ConfigurableResource
 from pydantic import Field
 
+from training_pipeline.shared_storage import SharedStorage
+
 
 class DataStore(ConfigurableResource):
     root: str = Field(description="base directory of every file the pipeline writes")
+    shared_url: str | None = Field(
+        default=None,
+        description="fsspec URL (s3://bucket/prefix, gs://…, file:///mnt/share) that also receives each "
+        "day's datasets once their checks pass, and every training run record",
+    )
+
+    def shared(self) -> SharedStorage | None:
+        return SharedStorage(self.shared_url) if self.shared_url else None
 
     def _path(self, *parts: str) -> Path:
         return Path(self.root).expanduser().joinpath(*parts)

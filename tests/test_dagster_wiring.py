@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 from dagster import AssetKey, DagsterInstance, RunsFilter, materialize
-from training_pipeline.assets import ASSET_CHECKS, DATASET_ASSETS
+from training_pipeline.assets import ASSET_CHECKS, DATASET_ASSETS, SHARED_ASSETS
 from training_pipeline.resources.defaults import default_resources
 from training_pipeline.resources.privacy import PrivacySettings
 from training_pipeline.resources.sources import DatabaseTrajectorySource, FileTrajectorySource
@@ -150,6 +150,44 @@ def test_blocking_credential_check_fails_when_the_filter_misses_a_secret(tmp_pat
     resources["privacy"] = PrivacySettings(profile="strict", env_secrets="NONE")
     strict = _run(resources)
     assert strict.success  # the default profile redacts it, and the check agrees
+
+
+def test_a_day_reaches_the_shared_storage_only_once_its_checks_pass(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    resources = {
+        "trajectory_source": FileTrajectorySource(path=str(write_stripe_leak_day(tmp_path / "in"))),
+        "privacy": PrivacySettings(profile="elizaos", env_secrets="NONE"),
+        "store": DataStore(root=str(tmp_path / "data"), shared_url=f"file://{shared}"),
+    }
+    assets = DATASET_ASSETS + SHARED_ASSETS + ASSET_CHECKS
+    leaked = materialize(assets, partition_key=DAY, resources=resources, raise_on_error=False)
+    assert not leaked.success
+    assert not shared.exists()  # the blocking check stopped the copy: the secret never left the machine
+
+    resources["privacy"] = PrivacySettings(profile="strict", env_secrets="NONE")
+    result = materialize(assets, partition_key=DAY, resources=resources)
+    local = tmp_path / "data" / "datasets" / DAY
+    copied = shared / "datasets" / DAY
+    assert {p.name: p.read_bytes() for p in copied.iterdir()} == {
+        p.name: p.read_bytes() for p in local.iterdir()
+    }
+    assert _metadata(result, "shared_datasets") == {"url": f"file://{copied}", "files": 11}  # + ids
+
+
+def test_the_shared_copy_is_part_of_the_daily_job_only_when_configured(tmp_path: Path) -> None:
+    script = (
+        "from training_pipeline.definitions import defs; "
+        "print(defs.resolve_job_def('datasets_job').asset_layer.executable_asset_keys)"
+    )
+    keys = {}
+    for url in ("", f"file://{tmp_path}"):
+        env = {**os.environ, "TRAINING_PIPELINE_SHARED_URL": url}
+        proc = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=REPO
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        keys[url] = "shared_datasets" in proc.stdout
+    assert keys == {"": False, f"file://{tmp_path}": True}
 
 
 def test_a_database_source_feeds_the_same_graph(tmp_path: Path) -> None:

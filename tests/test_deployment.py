@@ -1,6 +1,7 @@
 """The production deployment (`deploy/dagster.yaml`), for real on loopback: Dagster's storage in a
-PostgreSQL server, a Redis broker and a `dagster-celery` worker as processes, one day of the dataset
-graph and a task job run through it, and the runs and events read back from PostgreSQL."""
+PostgreSQL server, a Redis broker and a `dagster-celery` worker as processes, S3 for shared storage (moto's
+server, on loopback), one day of the dataset graph and a task job run through it, the runs and events read
+back from PostgreSQL and the day's datasets from S3."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from tests.dagster_servers import free_port, pipeline_free_env
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 DAY = "2026-11-24"
+BUCKET = "training-data"
 
 
 @pytest.fixture
@@ -56,9 +58,20 @@ def deployment(postgres, tmp_path: Path) -> Iterator[dict[str, str]]:
             "CELERY_BROKER_URL": broker,
         }
     )
+    s3_port = free_port()
+    env.update(  # the shared storage: S3's protocol, served by moto on loopback
+        {
+            "TRAINING_PIPELINE_SHARED_URL": f"s3://{BUCKET}/pipeline",
+            "AWS_ENDPOINT_URL": f"http://127.0.0.1:{s3_port}",
+            "AWS_ACCESS_KEY_ID": "deploy-test",
+            "AWS_SECRET_ACCESS_KEY": "deploy-test-secret",
+            "AWS_DEFAULT_REGION": "us-east-1",
+        }
+    )
     redis_port = broker.rsplit(":", 1)[1].split("/")[0]
     commands = [
         ["redis-server", "--bind", "127.0.0.1", "--port", redis_port, "--save", "", "--appendonly", "no"],
+        [str(BIN / "moto_server"), "-H", "127.0.0.1", "-p", str(s3_port)],
         [
             str(BIN / "dagster-celery"),
             "worker",
@@ -82,7 +95,8 @@ def deployment(postgres, tmp_path: Path) -> Iterator[dict[str, str]]:
     logs.close()
     try:
         _wait_for_worker(env["CELERY_BROKER_URL"], services, tmp_path / "services.log")
-        env["WORKER_GROUP"] = str(services[1].pid)
+        _create_bucket(env, services, tmp_path / "services.log")
+        env["WORKER_GROUP"] = str(services[-1].pid)
         yield env
     finally:
         for process in reversed(services):
@@ -93,6 +107,30 @@ def deployment(postgres, tmp_path: Path) -> Iterator[dict[str, str]]:
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
+
+
+def _s3(env: dict[str, str]):
+    import s3fs
+
+    return s3fs.S3FileSystem(
+        endpoint_url=env["AWS_ENDPOINT_URL"],
+        key=env["AWS_ACCESS_KEY_ID"],
+        secret=env["AWS_SECRET_ACCESS_KEY"],
+        skip_instance_cache=True,
+    )
+
+
+def _create_bucket(env: dict[str, str], services: list[subprocess.Popen], log: Path) -> None:
+    deadline = time.monotonic() + 60
+    while True:
+        assert all(p.poll() is None for p in services), log.read_text()[-3000:]
+        try:
+            _s3(env).mkdir(BUCKET)
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.3)
 
 
 def _wait_for_worker(broker: str, services: list[subprocess.Popen], log: Path, timeout: float = 90) -> None:
@@ -164,3 +202,10 @@ def test_a_day_and_a_task_run_through_postgres_and_celery(
     assert {os.getpgid(pid) for pid in step_pids} == {int(deployment["WORKER_GROUP"])}
     datasets = Path(deployment["TRAINING_PIPELINE_DATA"]) / "datasets" / DAY
     assert (datasets / "should_respond_trajectories.jsonl").stat().st_size > 0
+    # the day's datasets reached the shared storage (S3) byte for byte, after their checks passed
+    s3 = _s3(deployment)
+    copied = {
+        path.rsplit("/", 1)[1]: s3.cat_file(path) for path in s3.ls(f"{BUCKET}/pipeline/datasets/{DAY}")
+    }
+    assert copied == {p.name: p.read_bytes() for p in datasets.iterdir()}
+    assert "shared_datasets" in {json.loads(key)[0] for key in materialized}

@@ -20,6 +20,7 @@ from training_pipeline.resources.backends import (
 )
 from training_pipeline.resources.defaults import default_resources
 from training_pipeline.resources.llm import LLMResource
+from training_pipeline.resources.storage import DataStore
 from training_pipeline.resources.training import TrainingSettings
 
 from tests.fake_openai import FakeOpenAI
@@ -95,8 +96,9 @@ def _train(days_ready, task: str, run_config: dict | None = None, **backends):
         openai=backends.get("openai", OpenAIBackend()),
         vertex=VertexBackend(),
     )
-    if "training" in backends:
-        resources["training"] = backends["training"]
+    for name in ("training", "store"):
+        if name in backends:
+            resources[name] = backends[name]
     result = materialize(
         [training_run],
         partition_key=task,
@@ -131,6 +133,16 @@ def test_dry_run_decides_everything_and_dispatches_nothing(days_ready) -> None:
     meta = _meta(result)
     assert meta["status"] == "succeeded" and meta["dataset_size"] == record.dataset_size
     assert Path(meta["run_record"]).is_file()
+
+
+def test_run_records_are_copied_to_the_shared_storage(days_ready, tmp_path: Path) -> None:
+    store = DataStore(root=str(days_ready[1]), shared_url=f"file://{tmp_path}/shared")
+    result, record = _train(days_ready, "response", {"dry_run": True}, store=store)
+    assert result.success
+    local = days_ready[1] / "training" / "runs" / f"{record.run_id}.json"
+    shared = tmp_path / "shared" / "training" / "runs" / f"{record.run_id}.json"
+    assert shared.read_bytes() == local.read_bytes()
+    assert [p.name for p in shared.parent.iterdir()] == [shared.name]  # no temporary left behind
 
 
 def test_native_backend_skips_honestly_without_failing(days_ready) -> None:

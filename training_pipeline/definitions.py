@@ -6,7 +6,7 @@ import os
 
 from dagster import Definitions, JobDefinition
 
-from training_pipeline.assets import ASSET_CHECKS, ASSETS
+from training_pipeline.assets import ASSET_CHECKS, ASSETS, SHARED_ASSETS
 from training_pipeline.assets.automation import (
     datasets_job,
     nightly_datasets_schedule,
@@ -17,14 +17,15 @@ from training_pipeline.jobs.executors import executor_for
 from training_pipeline.jobs.tasks import task_jobs
 from training_pipeline.resources.defaults import default_resources
 
+resources = default_resources()
 defs = Definitions(
-    assets=ASSETS,
+    assets=[*ASSETS, *(SHARED_ASSETS if resources["store"].shared_url else [])],
     asset_checks=ASSET_CHECKS,
     # one job per task file: the bundled examples, then $TRAINING_PIPELINE_TASKS_DIR
     jobs=[datasets_job, training_job, *task_jobs()],
     schedules=[nightly_datasets_schedule],
     sensors=[training_threshold_sensor],
-    resources=default_resources(),
+    resources=resources,
     # in_process by default (5x faster than multiprocess on 2 cores for this graph's short steps);
     # `celery` in the distributed deployment (deploy/). Task jobs bring their own (async).
     executor=executor_for(os.environ.get("TRAINING_PIPELINE_EXECUTOR", "in_process")),

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from training_pipeline.atomic import atomic_write_text
+from training_pipeline.shared_storage import SharedStorage
 
 Status = Literal["succeeded", "skipped", "failed"]
 Source = Literal["threshold", "schedule", "manual", "backfill"]
@@ -70,8 +71,9 @@ class RunRecord(BaseModel):
 class RunStore:
     """`<state_dir>/training/runs/<runId>.json`, written atomically."""
 
-    def __init__(self, state_dir: Path) -> None:
+    def __init__(self, state_dir: Path, shared: SharedStorage | None = None) -> None:
         self.directory = Path(state_dir) / "training" / "runs"
+        self.shared = shared
 
     @contextmanager
     def task_lock(self, task: str) -> Iterator[bool]:
@@ -94,8 +96,12 @@ class RunStore:
         return self.directory / f"{record.run_id}.json"
 
     def save(self, record: RunRecord) -> Path:
-        atomic_write_text(self.path(record), record.to_json())
-        return self.path(record)
+        """Written here, and copied to the shared storage (`training/runs/<runId>.json`) when there is one."""
+        path = self.path(record)
+        atomic_write_text(path, record.to_json())
+        if self.shared is not None:
+            self.shared.put_file(path, "training", "runs", path.name)
+        return path
 
     def find(self, dagster_run_id: str, task: str, among: int = 100) -> RunRecord | None:
         """The record a Dagster run wrote for `task`, among the newest `among` records."""
