@@ -112,3 +112,27 @@ def test_many_workers_write_the_same_bytes_as_one(case: Path, tmp_path: Path) ->
     for name in (*TASK_FILE_NAMES.values(), "quarantine.jsonl", "privacy_report.json"):
         assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes(), name
     assert many.as_line() == single.as_line()
+
+
+def test_a_folder_of_json_arrays_and_jsonl_files_builds_the_same_on_many_workers(tmp_path: Path) -> None:
+    """`.json` arrays are parsed whole and sent to workers in chunks; `.jsonl` files are read by the
+    workers in byte ranges; both in input order."""
+    case = next(c for c in CASES if c.name == "texts")
+    lines = (case / "input.jsonl").read_bytes().splitlines(keepends=True)
+    records = []
+    for line in lines:
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            continue
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "a.json").write_text(json.dumps(records[:300] * 2), encoding="utf-8")
+    (folder / "b.jsonl").write_bytes(b"".join(lines))
+    outputs = []
+    for workers in (1, 2):
+        out = tmp_path / f"out{workers}"
+        result = build_datasets(folder, out, PrivacyFilter("strict"), workers=workers, span_bytes=4096)
+        outputs.append({p.name: p.read_bytes() for p in out.iterdir() if p.name != SUMMARY_FILE_NAME})
+        assert result.records_in == 2 * len(records[:300]) + sum(1 for x in lines if x.strip())
+    assert outputs[0] == outputs[1]
