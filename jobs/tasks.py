@@ -31,7 +31,7 @@ from training_pipeline.jobs.executors import executor_for
 from training_pipeline.tasks import EXAMPLE_TASKS
 from training_pipeline.tasks.registry import StepRegistry, build_registry
 from training_pipeline.tasks.runner import StepOutcome, run_step
-from training_pipeline.tasks.runtime import TaskRun, safe_form
+from training_pipeline.tasks.runtime import Continuation, TaskRun, safe_form
 from training_pipeline.tasks.task import Task, TaskError, load_task
 
 TASK_TAG = "training_pipeline/task"
@@ -41,16 +41,27 @@ RESOURCE_KEYS = {"store", "llm", "trajectory_source", "task_overrides"}
 def task_run(context: OpExecutionContext, task: Task) -> TaskRun:
     resources = context.resources
     overrides = resources.task_overrides
+    runs = resources.store.state_dir() / "task_runs"
     return TaskRun(
         task=task,
         run_id=context.run_id,
-        run_dir=resources.store.state_dir() / "task_runs" / context.run_id,
+        run_dir=runs / context.run_id,
         llm=resources.llm,
         write_trajectory=resources.trajectory_source.write,
         log=context.log,
         overrides=dict(overrides.values),
         step_params={k: dict(v) for k, v in overrides.step_params.items()},
+        continues=_continuation(context, runs),
     )
+
+
+def _continuation(context: OpExecutionContext, runs: Path) -> Continuation | None:
+    """A re-execution of some steps (from failure, or a selection) continues its parent run's context;
+    a first run, or a re-execution of every step, starts afresh."""
+    run = context.run
+    if run.parent_run_id is None or run.step_keys_to_execute is None:
+        return None
+    return Continuation(run.parent_run_id, runs / run.parent_run_id, frozenset(run.step_keys_to_execute))
 
 
 def _metadata(outcome: StepOutcome) -> dict[str, Any]:

@@ -14,6 +14,7 @@ import pytest
 from dagster import (
     DagsterEventType,
     DagsterInstance,
+    ReexecutionOptions,
     build_reconstructable_job,
     execute_job,
     instance_for_test,
@@ -226,6 +227,72 @@ def test_retry_rolls_back_and_reruns_on_a_fresh_env(data: Path, scripts: Path, t
     assert [reverted for _, reverted in rows] == [1, 0]
     assert first["instance_id"] != second["instance_id"]
     assert [env["instance_id"] for env in context["deployed_envs"]] == [second["instance_id"]]
+
+
+def test_re_executing_from_failure_continues_the_run_on_its_envs(
+    data: Path, scripts: Path, tmp_path: Path
+) -> None:
+    (scripts / "inbox.json").write_text((EXAMPLE_TASKS / "artifacts" / "dana_email.json").read_text())
+    marker = tmp_path / "marker"
+    steps = [
+        *_email_steps(),
+        {"id": "load", "type": "load_artifact", "env_name": "email", "path": "inbox.json"},
+        _run_code("flaky", "flaky.py", args=[str(marker)]),  # fails the first time: fatal
+        {"id": "snap", "type": "snapshot_env", "env_name": "email"},
+    ]
+    job = build_reconstructable_job(
+        "training_pipeline.jobs.tasks",
+        "job_for_file",
+        reconstructable_args=(str(_write_task(scripts, steps)), "async"),
+    )
+    with instance_for_test() as instance:
+        first = execute_job(job, instance, raise_on_error=False)
+        assert not first.success
+        second = execute_job(
+            job, instance, reexecution_options=ReexecutionOptions.from_failure(first.run_id, instance)
+        )
+        events = instance.all_logs(second.run_id)
+    assert second.success
+    assert _steps(events, DagsterEventType.STEP_SUCCESS) == {"flaky", "snap"}  # email and load kept
+
+    context = _context(data, second.run_id)
+    assert context["metadata"]["continued_from"] == {"run_id": first.run_id, "rerun_steps": ["flaky", "snap"]}
+    assert "failed_steps" not in context["metadata"]  # the failure it re-ran is no longer the story
+    assert context["metadata"]["script_results"]["flaky"]["output"] == {"ok": True}
+    # the env, stopped when the first run ended, came back on its own state: the emails `load` put there
+    snapshot = json.loads(
+        (data / "task_runs" / second.run_id / context["metadata"]["snapshots"]["snap"]["path"]).read_text()
+    )
+    assert {e["from"] for e in snapshot["emails"]} >= {"dana@example.com"}
+    [env] = context["deployed_envs"]
+    [before] = _context(data, first.run_id)["deployed_envs"]
+    assert env["instance_id"] == before["instance_id"] and env["pid"] != before["pid"]
+    with pytest.raises(ProcessLookupError):
+        os.kill(env["pid"], 0)  # and was stopped when the continuation ended
+    assert _context(data, first.run_id)["metadata"]["failed_steps"][0]["step_id"] == "flaky"  # history kept
+
+
+def test_a_re_executed_selection_ends_its_run_and_stops_the_envs(
+    data: Path, scripts: Path, tmp_path: Path
+) -> None:
+    steps = [
+        *_email_steps(),
+        _run_code("flaky", "flaky.py", args=[str(tmp_path / "marker")]),
+        {"id": "snap", "type": "snapshot_env", "env_name": "email"},
+    ]
+    path = str(_write_task(scripts, steps))
+    job = build_reconstructable_job(
+        "training_pipeline.jobs.tasks", "job_for_file", reconstructable_args=(path, "async")
+    )
+    with instance_for_test() as instance:
+        first = execute_job(job, instance, raise_on_error=False)
+        only_flaky = ReexecutionOptions(parent_run_id=first.run_id, step_selection=["flaky"])
+        second = execute_job(job, instance, reexecution_options=only_flaky)
+    assert second.success
+    context = _context(data, second.run_id)  # written: the run ended although `snap` never ran
+    assert context["step_statuses"] == {"email": "succeeded", "flaky": "succeeded", "snap": "skipped"}
+    with pytest.raises(ProcessLookupError):
+        os.kill(context["deployed_envs"][0]["pid"], 0)
 
 
 def test_retries_run_out_then_the_failure_is_fatal(data: Path, scripts: Path) -> None:

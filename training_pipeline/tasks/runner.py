@@ -11,12 +11,15 @@
   records the failure and lets dependants run.
 - The last step to finish (or the fatal failure, once running steps are done) ends the run: stops the
   processes it started and writes the context's safe form.
+- A Dagster re-execution of some steps continues the run it re-executes (`_continue`): that run's
+  context less what those steps did, and its envs started again on their state.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import time
 import traceback
 from collections.abc import AsyncIterator
@@ -28,9 +31,10 @@ from pydantic import ValidationError
 
 from training_pipeline.atomic import atomic_write_text
 from training_pipeline.tasks.context import TaskStepContext, diff
-from training_pipeline.tasks.runtime import PROCESS_FLAG, StepRuntime, TaskRun, astop_process_group, safe_form
+from training_pipeline.tasks.envs.kinds import start_env
+from training_pipeline.tasks.runtime import StepRuntime, TaskRun, astop_process_group, safe_form
 from training_pipeline.tasks.step import TaskStep
-from training_pipeline.tasks.store import TERMINAL
+from training_pipeline.tasks.store import PROCESS_FLAG, TERMINAL
 
 _POLL = 0.05
 #: A running step says it is alive this often; silent for STALE_AFTER_SECONDS, it is taken for dead.
@@ -63,13 +67,64 @@ async def _store(function, *args):
 
 
 async def start_run(run: TaskRun) -> None:
-    """Once per run, whichever step comes first: the step table and the caller's overrides."""
+    """Once per run, whichever step comes first: the step table and the caller's overrides (or, for a
+    re-execution, the context of the run it continues)."""
+    if run.continues is not None:
+        await _continue(run)
     await _store(run.store.ensure_steps, [step.id for step in run.task.steps])
     if await _store(run.store.take_flag, "initialised", str(time.time())):
         overrides = {**run.overrides, "step_params": run.step_params}
         await _store(
             run.store.commit, None, 0, [{"op": "set", "path": ["user_overrides"], "value": overrides}]
         )
+
+
+async def _continue(run: TaskRun) -> None:
+    """Take over the parent run's context, files and envs: its envs were stopped when it ended, so each
+    one still deployed is started again on its own state (the env's database, copied), with a new
+    process, port and token, recorded as a diff of the step that deployed it."""
+    continuation = run.continues
+    assert continuation is not None
+    parent_db = continuation.parent_dir / "context.db"
+    if not parent_db.is_file():
+        raise RuntimeError(
+            f"cannot re-execute steps of run {continuation.parent_run_id}: its context store {parent_db} "
+            "is gone; launch the task again instead"
+        )
+    store, rerun = run.store, set(continuation.rerun)
+    if not await _store(store.continue_from, parent_db, rerun, continuation.parent_run_id):
+        return  # another step of this run did it
+    try:
+        for folder in ("envs", "artifacts"):
+            if (continuation.parent_dir / folder).is_dir():
+                await asyncio.to_thread(
+                    shutil.copytree,
+                    continuation.parent_dir / folder,
+                    run.run_dir / folder,
+                    dirs_exist_ok=True,
+                )
+        state = await _store(store.state)
+        for env in state.get("deployed_envs", []):
+            if not env.get("stopped"):
+                await _revive(run, env)
+        record = {"run_id": continuation.parent_run_id, "rerun_steps": sorted(rerun)}
+        await _store(store.commit, None, 0, [{"op": "set", "path": ["continued_from"], "value": record}])
+        run.log.info(f"continuing run {continuation.parent_run_id}: re-running {sorted(rerun)}")
+    finally:
+        await _store(store.drop_flag, "resetting")
+
+
+async def _revive(run: TaskRun, env: dict[str, Any]) -> None:
+    options = getattr(effective_step(run, env["step_id"]), "options", {})
+    workdir = run.run_dir / "envs" / f"{env['name']}-{env['instance_id']}"
+    started = await asyncio.to_thread(start_env, env["env_type"], workdir, options)
+    await _store(run.store.put_secret, f"env:{env['name']}", started.token)
+    revived = {**env, "url": started.url, "pid": started.pid, "started_at": time.time()}
+    attempt = await _store(run.store.attempts, env["step_id"])
+    await _store(
+        run.store.commit, env["step_id"], attempt, [{"op": "put", "list": "deployed_envs", "value": revived}]
+    )
+    run.log.info(f"env {env['name']!r} started again on its state, at {started.url}")
 
 
 def effective_step(run: TaskRun, step_id: str) -> TaskStep:

@@ -15,11 +15,8 @@ from training_pipeline.llm.client import ChatClient
 from training_pipeline.llm.local import LocalModelServer
 from training_pipeline.privacy.filter import PrivacyFilter, secret_env_values
 from training_pipeline.processes import stop_process_group
-from training_pipeline.tasks.store import ContextStore
+from training_pipeline.tasks.store import PROCESS_FLAG, ContextStore
 from training_pipeline.tasks.task import Task
-
-#: Flags naming a process group the run started (envs, the local model), stopped when the run ends.
-PROCESS_FLAG = "process:"
 
 
 class LLMSettings(Protocol):
@@ -35,6 +32,16 @@ class LLMSettings(Protocol):
     def model_copy(self, *, update: dict[str, Any]) -> LLMSettings: ...
 
 
+@dataclass(frozen=True)
+class Continuation:
+    """This run re-executes `rerun`, steps of the finished run `parent_run_id` (whose folder is
+    `parent_dir`), and starts from that run's context without what those steps did."""
+
+    parent_run_id: str
+    parent_dir: Path
+    rerun: frozenset[str]
+
+
 @dataclass
 class TaskRun:
     task: Task
@@ -45,6 +52,7 @@ class TaskRun:
     log: logging.Logger | Any = field(default_factory=lambda: logging.getLogger("training_pipeline.tasks"))
     overrides: dict[str, Any] = field(default_factory=dict)
     step_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    continues: Continuation | None = None
 
     def __post_init__(self) -> None:
         self.store = ContextStore(self.run_dir / "context.db")

@@ -29,6 +29,20 @@ CREATE TABLE IF NOT EXISTS secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 #: A step is done with when it reaches one of these (`lost`: its process died without a word).
 TERMINAL = ("succeeded", "failed", "tolerated", "skipped", "lost")
+#: Flags naming a process group the run started (envs, the local model), stopped when the run ends.
+PROCESS_FLAG = "process:"
+#: Flags of a run that has ended, or of processes it ran, which a continuation of it does not inherit.
+_RUN_ENDING_FLAGS = ("abort", "finished", "resetting", "local_llm", PROCESS_FLAG)
+#: The run's own records of a step (its failures, its retries), dropped when that step runs again.
+_STEP_RECORDS = (["failed_steps"], ["retry_resets"])
+
+
+def _without_records_of(ops: Ops, steps: set[str]) -> Ops:
+    return [
+        op
+        for op in ops
+        if not (op["op"] == "append" and op["path"] in _STEP_RECORDS and op["value"].get("step_id") in steps)
+    ]
 
 
 class ContextStore:
@@ -64,6 +78,54 @@ class ContextStore:
     def ensure_steps(self, step_ids: Sequence[str]) -> None:
         with self._tx() as db:
             db.executemany("INSERT OR IGNORE INTO steps (step_id) VALUES (?)", [(s,) for s in step_ids])
+
+    def continue_from(self, parent: Path, rerun: set[str], parent_run_id: str) -> bool:
+        """Start this run as the continuation of a finished one (a Dagster re-execution of some of its
+        steps): the parent's steps, live diffs, flags and secrets, less what the steps in `rerun` did,
+        which are pending again (a step neither done then nor in `rerun` is skipped, so the run can end).
+        Leaves the `resetting` flag set, so no step starts before the caller
+        has revived the envs and dropped it. False when the run was already continued (another op did
+        it first); the parent's store is only read."""
+        source = sqlite3.connect(f"file:{parent}?mode=ro", uri=True)
+        try:
+            steps = source.execute("SELECT * FROM steps").fetchall()
+            diffs = source.execute(
+                "SELECT step_id, attempt, ops FROM diffs WHERE reverted = 0 ORDER BY seq"
+            ).fetchall()
+            flags = source.execute("SELECT key, value FROM flags").fetchall()
+            secrets = source.execute("SELECT name, value FROM secrets").fetchall()
+        finally:
+            source.close()
+        with self._tx() as db:
+            if db.execute("SELECT 1 FROM flags WHERE key = 'continued_from'").fetchone():
+                return False
+            db.execute("DELETE FROM steps")
+            db.executemany(
+                "INSERT INTO steps VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (row[0], "pending", row[2], None, None, None, None)
+                    if row[0] in rerun
+                    # not run then and not selected now: it will not run in this run either
+                    else (row if row[1] in TERMINAL else (row[0], "skipped", *row[2:]))
+                    for row in steps
+                ],
+            )
+            kept = [
+                (step_id, attempt, json.dumps(ops))
+                for step_id, attempt, text in diffs
+                if step_id not in rerun and (ops := _without_records_of(json.loads(text), rerun))
+            ]
+            db.executemany("INSERT INTO diffs (step_id, attempt, ops) VALUES (?, ?, ?)", kept)
+            db.executemany(
+                "INSERT OR REPLACE INTO flags VALUES (?, ?)",
+                [(key, value) for key, value in flags if not key.startswith(_RUN_ENDING_FLAGS)],
+            )
+            db.executemany(
+                "INSERT OR REPLACE INTO flags VALUES (?, ?)",
+                [("continued_from", parent_run_id), ("resetting", "continuation")],
+            )
+            db.executemany("INSERT OR REPLACE INTO secrets VALUES (?, ?)", secrets)
+        return True
 
     # --- the context -------------------------------------------------------------------------------
 
