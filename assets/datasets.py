@@ -182,9 +182,8 @@ dataset_checks: list = [check for task in TASKS for check in _checks_for(task)]
     deps=[AssetKey(task) for task in TASKS],
     kinds={"jsonl"},
     description="The day's five datasets (with their trajectory-id sidecars) and summary, copied to the "
-    "shared storage "
-    "(TRAINING_PIPELINE_SHARED_URL) once the datasets' blocking checks have passed; the summary goes "
-    "last, so a reader that finds it finds the whole day.",
+    "shared storage (TRAINING_PIPELINE_SHARED_URL) once the datasets' blocking checks have passed; "
+    "the summary goes last, so a reader that finds it finds the whole day.",
 )
 def shared_datasets(context: AssetExecutionContext, store: DataStore) -> MaterializeResult:
     shared = store.shared()
@@ -192,7 +191,6 @@ def shared_datasets(context: AssetExecutionContext, store: DataStore) -> Materia
         raise Failure("the store has no shared_url: set TRAINING_PIPELINE_SHARED_URL to an fsspec URL")
     day = context.partition_key
     urls = shared.put_folder(store.datasets(day), "datasets", day, last=SUMMARY_FILE_NAME)
-    context.log.info(f"{day}: {len(urls)} files published to {shared.location('datasets', day)}")
-    return MaterializeResult(
-        metadata={"url": MetadataValue.url(shared.location("datasets", day)), "files": len(urls)}
-    )
+    location = shared.location("datasets", day)
+    context.log.info(f"{day}: {len(urls)} files published to {location}")
+    return MaterializeResult(metadata={"url": MetadataValue.url(location), "files": len(urls)})

@@ -32,7 +32,13 @@ from pydantic import ValidationError
 from training_pipeline.atomic import atomic_write_text
 from training_pipeline.tasks.context import TaskStepContext, diff
 from training_pipeline.tasks.envs.kinds import start_env
-from training_pipeline.tasks.runtime import StepRuntime, TaskRun, astop_process_group, safe_form
+from training_pipeline.tasks.runtime import (
+    STORE_FILE_NAME,
+    StepRuntime,
+    TaskRun,
+    astop_process_group,
+    safe_form,
+)
 from training_pipeline.tasks.step import TaskStep
 from training_pipeline.tasks.store import PROCESS_FLAG, TERMINAL
 
@@ -85,7 +91,7 @@ async def _continue(run: TaskRun) -> None:
     process, port and token, recorded as a diff of the step that deployed it."""
     continuation = run.continues
     assert continuation is not None
-    parent_db = continuation.parent_dir / "context.db"
+    parent_db = continuation.parent_dir / STORE_FILE_NAME
     if not parent_db.is_file():
         raise RuntimeError(
             f"cannot re-execute steps of run {continuation.parent_run_id}: its context store {parent_db} "
@@ -116,7 +122,7 @@ async def _continue(run: TaskRun) -> None:
 
 async def _revive(run: TaskRun, env: dict[str, Any]) -> None:
     options = getattr(effective_step(run, env["step_id"]), "options", {})
-    workdir = run.run_dir / "envs" / f"{env['name']}-{env['instance_id']}"
+    workdir = run.env_dir(env["name"], env["instance_id"])
     started = await asyncio.to_thread(start_env, env["env_type"], workdir, options)
     await _store(run.store.put_secret, f"env:{env['name']}", started.token)
     revived = {**env, "url": started.url, "pid": started.pid, "started_at": time.time()}

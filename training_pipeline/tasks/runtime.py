@@ -32,6 +32,10 @@ class LLMSettings(Protocol):
     def model_copy(self, *, update: dict[str, Any]) -> LLMSettings: ...
 
 
+#: The run's store, in its folder (a continuation reads its parent's by this name).
+STORE_FILE_NAME = "context.db"
+
+
 @dataclass(frozen=True)
 class Continuation:
     """This run re-executes `rerun`, steps of the finished run `parent_run_id` (whose folder is
@@ -55,7 +59,12 @@ class TaskRun:
     continues: Continuation | None = None
 
     def __post_init__(self) -> None:
-        self.store = ContextStore(self.run_dir / "context.db")
+        self.store = ContextStore(self.run_dir / STORE_FILE_NAME)
+
+    def env_dir(self, env_name: str, instance_id: str) -> Path:
+        """Where an env instance keeps its state: made by `deploy_env`, reused when a continuation
+        starts the env again."""
+        return self.run_dir / "envs" / f"{env_name}-{instance_id}"
 
     def chat_client(self) -> ChatClient:
         """The run's LLM: the configured server, else the local model, started once per run (the first

@@ -43,7 +43,7 @@ class DeployEnvStep(TaskStep):
     async def execute(self, context: TaskStepContext) -> None:
         runtime = context.runtime
         instance = uuid.uuid4().hex[:12]
-        workdir = runtime.run.run_dir / "envs" / f"{self.env_name}-{instance}"
+        workdir = runtime.run.env_dir(self.env_name, instance)
         started = await asyncio.to_thread(start_env, self.env_type, workdir, self.options)
         runtime.run.store.put_secret(f"env:{self.env_name}", started.token)
         context.deployed_envs = [e for e in context.deployed_envs if e.name != self.env_name] + [
