@@ -1,10 +1,11 @@
 # Two commands do all set-up on a fresh machine: `make demo` and `make test` (see README.md).
+SHELL := /bin/bash
 VENV ?= .venv
 PYTHON ?= python3
 export DAGSTER_HOME ?= $(CURDIR)/var/dagster_home
 export TRAINING_PIPELINE_DATA ?= $(CURDIR)/var/data
 
-.PHONY: install demo ui test lint home local-llm screenshots
+.PHONY: install demo ui test lint home local-llm screenshots system-packages
 
 install: $(VENV)/.installed
 
@@ -35,7 +36,26 @@ lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-test: install lint
+# What the tests run beside Python: bubblewrap (task code's sandbox), PostgreSQL (throwaway servers),
+# redis-server (the deployment test's broker) and chromium (the UI test). Installed with apt when
+# missing and we are root; otherwise one line says what to install.
+SYSTEM_PACKAGES = bubblewrap:bwrap postgresql:initdb redis-server:redis-server chromium:chromium
+system-packages:
+	@missing=""; for entry in $(SYSTEM_PACKAGES); do \
+		package=$${entry%%:*}; binary=$${entry#*:}; \
+		command -v $$binary >/dev/null 2>&1 || compgen -G "/usr/lib/postgresql/*/bin/$$binary" >/dev/null \
+			|| missing="$$missing $$package"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			echo "installing:$$missing"; apt-get update -qq && \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+		else \
+			echo "missing system packages:$$missing (sudo apt-get install$$missing)"; exit 1; \
+		fi; \
+	fi
+
+test: install lint system-packages
 	$(VENV)/bin/pytest
 
 # The README's screenshots, taken by the browser test against a real webserver and daemon.

@@ -88,7 +88,7 @@ async def start_run(run: TaskRun) -> None:
 async def _continue(run: TaskRun) -> None:
     """Take over the parent run's context, files and envs: its envs were stopped when it ended, so each
     one still deployed is started again on its own state (the env's database, copied), with a new
-    process, port and token, recorded as a diff of the step that deployed it."""
+    process and socket, recorded as a diff of the step that deployed it."""
     continuation = run.continues
     assert continuation is not None
     parent_db = continuation.parent_dir / STORE_FILE_NAME
@@ -101,13 +101,16 @@ async def _continue(run: TaskRun) -> None:
     if not await _store(store.continue_from, parent_db, rerun, continuation.parent_run_id):
         return  # another step of this run did it
     try:
-        for folder in ("envs", "artifacts"):
+        for folder in ("envs", "artifacts", "work"):
             if (continuation.parent_dir / folder).is_dir():
                 await asyncio.to_thread(
                     shutil.copytree,
                     continuation.parent_dir / folder,
                     run.run_dir / folder,
                     dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns(
+                        "*.sock"
+                    ),  # a dead env's door: the revived env makes its own
                 )
         state = await _store(store.state)
         for env in state.get("deployed_envs", []):
@@ -123,8 +126,8 @@ async def _continue(run: TaskRun) -> None:
 async def _revive(run: TaskRun, env: dict[str, Any]) -> None:
     options = getattr(effective_step(run, env["step_id"]), "options", {})
     workdir = run.env_dir(env["name"], env["instance_id"])
-    started = await asyncio.to_thread(start_env, env["env_type"], workdir, options)
-    await _store(run.store.put_secret, f"env:{env['name']}", started.token)
+    limits = getattr(effective_step(run, env["step_id"]), "limits", None)
+    started = await asyncio.to_thread(start_env, env["env_type"], workdir, options, limits)
     revived = {**env, "url": started.url, "pid": started.pid, "started_at": time.time()}
     attempt = await _store(run.store.attempts, env["step_id"])
     await _store(

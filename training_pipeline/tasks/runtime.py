@@ -1,5 +1,5 @@
-"""What a running step can reach besides the context: its run's store and folder, the LLM, env tokens,
-the trajectory sink and the log. Built by the Dagster op (or a test) around each step execution."""
+"""What a running step can reach besides the context: its run's store and folders, the LLM, the
+trajectory sink and the log. Built by the Dagster op (or a test) around each step execution."""
 
 from __future__ import annotations
 
@@ -66,6 +66,11 @@ class TaskRun:
         starts the env again."""
         return self.run_dir / "envs" / f"{env_name}-{instance_id}"
 
+    def work_dir(self, step_id: str) -> Path:
+        """A confined step's only writable folder: kept across its retries, and copied into a
+        re-execution of the run."""
+        return self.run_dir / "work" / step_id
+
     def chat_client(self) -> ChatClient:
         """The run's LLM: the configured server, else the local model, started once per run (the first
         step that needs it starts it; the run stops it at the end)."""
@@ -118,9 +123,6 @@ class StepRuntime:
 
     def chat_client(self) -> ChatClient:
         return self.run.chat_client()
-
-    def env_token(self, env_name: str) -> str:
-        return self.run.store.secret(f"env:{env_name}")
 
     def write_trajectory(self, trajectory: dict[str, Any]) -> bool:
         if self.run.write_trajectory is None:

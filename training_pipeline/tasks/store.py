@@ -1,8 +1,9 @@
 """The run-scoped store behind a task run: one SQLite file per run, shared by every process of it.
 
 It keeps each step's status and attempts, every diff a step made to the context (undone by marking it
-reverted, so a retry can roll back), run-wide flags (abort, an ongoing retry reset), and the env
-tokens, which never enter the context. The context itself is the replay of the live diffs.
+reverted, so a retry can roll back) and run-wide flags (abort, an ongoing retry reset). The context
+itself is the replay of the live diffs; every diff is stored in its safe form (credentials redacted),
+so the file holds nothing a step's output leaked. Envs need no tokens: their sockets are their doors.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ CREATE TABLE IF NOT EXISTS diffs (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, step_id TEXT, attempt INTEGER, ops TEXT NOT NULL,
     reverted INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS flags (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 #: A step is done with when it reaches one of these (`lost`: its process died without a word).
 TERMINAL = ("succeeded", "failed", "tolerated", "skipped", "lost")
@@ -81,7 +81,7 @@ class ContextStore:
 
     def continue_from(self, parent: Path, rerun: set[str], parent_run_id: str) -> bool:
         """Start this run as the continuation of a finished one (a Dagster re-execution of some of its
-        steps): the parent's steps, live diffs, flags and secrets, less what the steps in `rerun` did,
+        steps): the parent's steps, live diffs and flags, less what the steps in `rerun` did,
         which are pending again (a step neither done then nor in `rerun` is skipped, so the run can end).
         Leaves the `resetting` flag set, so no step starts before the caller
         has revived the envs and dropped it. False when the run was already continued (another op did
@@ -93,7 +93,6 @@ class ContextStore:
                 "SELECT step_id, attempt, ops FROM diffs WHERE reverted = 0 ORDER BY seq"
             ).fetchall()
             flags = source.execute("SELECT key, value FROM flags").fetchall()
-            secrets = source.execute("SELECT name, value FROM secrets").fetchall()
         finally:
             source.close()
         with self._tx() as db:
@@ -124,7 +123,6 @@ class ContextStore:
                 "INSERT OR REPLACE INTO flags VALUES (?, ?)",
                 [("continued_from", parent_run_id), ("resetting", "continuation")],
             )
-            db.executemany("INSERT OR REPLACE INTO secrets VALUES (?, ?)", secrets)
         return True
 
     # --- the context -------------------------------------------------------------------------------
@@ -211,7 +209,7 @@ class ContextStore:
             row = db.execute("SELECT attempts FROM steps WHERE step_id = ?", (step_id,)).fetchone()
         return row[0] if row else 0
 
-    # --- flags and secrets -------------------------------------------------------------------------
+    # --- flags -----------------------------------------------------------------------------------
 
     def take_flag(self, key: str, value: str) -> bool:
         """Set a flag unless it is set already; True when this call set it."""
@@ -234,14 +232,3 @@ class ContextStore:
         with self._tx() as db:
             row = db.execute("SELECT value FROM flags WHERE key = ?", (key,)).fetchone()
         return row[0] if row else None
-
-    def put_secret(self, name: str, value: str) -> None:
-        with self._tx() as db:
-            db.execute("INSERT OR REPLACE INTO secrets VALUES (?, ?)", (name, value))
-
-    def secret(self, name: str) -> str:
-        with self._tx() as db:
-            row = db.execute("SELECT value FROM secrets WHERE name = ?", (name,)).fetchone()
-        if row is None:
-            raise LookupError(f"no secret {name!r} in this run")
-        return row[0]

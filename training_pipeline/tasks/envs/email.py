@@ -1,7 +1,9 @@
 """The email environment: one mailbox in SQLite, with tools to list, read, send and reply.
 
-Run as `python -m training_pipeline.tasks.envs.email --db PATH`: it binds 127.0.0.1 on a free port,
-prints `{"port": N}` on its first stdout line, and takes its token from `ENV_TOKEN`.
+Run as `python -I email.py --db PATH --socket PATH` (standard library only, so it runs in a sandbox
+that holds nothing of the pipeline): it serves HTTP on the Unix socket and prints `{"socket": PATH}` on
+its first stdout line once it listens. The socket is its only door: in its sandbox it has no network,
+and on the host the socket sits in the run's folder, so no token is needed or kept.
 """
 
 from __future__ import annotations
@@ -9,11 +11,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socketserver
 import sqlite3
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 _SCHEMA = """
@@ -179,9 +182,22 @@ class Mailbox:
         return {"owner": self.owner, "emails": emails}
 
 
-def serve(mailbox: Mailbox, token: str, ttl_seconds: float) -> None:
+class _UnixHTTPServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+    allow_reuse_address = False
+
+    def server_bind(self) -> None:
+        socketserver.UnixStreamServer.server_bind(self)
+        os.chmod(self.server_address, 0o600)
+        self.server_name, self.server_port = "env", 0
+
+
+def serve(mailbox: Mailbox, socket_path: str, ttl_seconds: float) -> None:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+
+        def address_string(self) -> str:
+            return "unix"
 
         def log_message(self, *args: Any) -> None:
             pass
@@ -195,8 +211,6 @@ def serve(mailbox: Mailbox, token: str, ttl_seconds: float) -> None:
         def _route(self, method: str) -> None:
             if self.path == "/health":
                 return self._send(200, {"ok": True})
-            if self.headers.get("authorization") != f"Bearer {token}":
-                return self._send(401, {"error": "missing or wrong bearer token"})
             try:
                 length = int(self.headers.get("content-length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}") if method == "POST" else {}
@@ -220,13 +234,14 @@ def serve(mailbox: Mailbox, token: str, ttl_seconds: float) -> None:
             self.end_headers()
             self.wfile.write(data)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
+    if os.path.exists(socket_path):  # a revived env: its old socket died with its old process
+        os.unlink(socket_path)
+    server = _UnixHTTPServer(socket_path, Handler)
     # an env the run failed to stop still ends: nothing outlives its time to live
     timer = threading.Timer(ttl_seconds, server.shutdown)
     timer.daemon = True
     timer.start()
-    print(json.dumps({"port": server.server_address[1]}), flush=True)
+    print(json.dumps({"socket": socket_path}), flush=True)
     server.serve_forever()
 
 
@@ -234,13 +249,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--db", required=True)
     parser.add_argument("--owner", default="assistant@example.com")
+    parser.add_argument("--socket", required=True)
     parser.add_argument("--ttl-seconds", type=float, default=6 * 3600)
     args = parser.parse_args(argv)
-    token = os.environ.get("ENV_TOKEN")
-    if not token:
-        print("ENV_TOKEN is not set", file=sys.stderr)
-        return 2
-    serve(Mailbox(args.db, args.owner), token, args.ttl_seconds)
+    serve(Mailbox(args.db, args.owner), args.socket, args.ttl_seconds)
     return 0
 
 

@@ -3,9 +3,8 @@ checks `env_outcome_verifier` can run on it (Python functions over the env's `/s
 
 from __future__ import annotations
 
-import json
+import importlib.util
 import os
-import secrets
 import subprocess
 import sys
 from collections.abc import Callable
@@ -14,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+from training_pipeline.sandbox import Limits, Sandbox
 
 Check = Callable[..., tuple[bool, str]]
 
@@ -82,48 +83,51 @@ ENV_KINDS: dict[str, EnvKind] = {
 
 @dataclass(frozen=True)
 class StartedEnv:
+    #: `unix:<socket path>`: the env's only door (see `envs/email.py`)
     url: str
     pid: int
-    token: str
 
 
-def start_env(kind: str, workdir: Path, options: dict[str, str], timeout: float = 30.0) -> StartedEnv:
-    """Start an env process in its own session (so the run can stop its whole group), wait for its port."""
-    spec = ENV_KINDS[kind]
-    workdir.mkdir(parents=True, exist_ok=True)
-    token = secrets.token_urlsafe(24)
-    command = [sys.executable, "-m", spec.module, "--db", str(workdir / "env.sqlite")]
+#: The env's socket, in its work folder.
+SOCKET_NAME = "env.sock"
+#: An env server lives for its run: more CPU time than a script, the same memory.
+ENV_LIMITS = Limits(cpu_seconds=3600)
+
+
+def start_env(
+    kind: str, workdir: Path, options: dict[str, str], limits: Limits | None = None, timeout: float = 30.0
+) -> StartedEnv:
+    """Start an env server in its own sandbox and session (the run stops its whole group), and wait
+    until it listens on its socket."""
+    spec = importlib.util.find_spec(ENV_KINDS[kind].module)
+    assert spec is not None and spec.origin is not None
+    server = Path(spec.origin)
+    command = [sys.executable, "-I", str(server), "--db", "env.sqlite", "--socket", SOCKET_NAME]
     for key, value in options.items():
         command += [f"--{key.replace('_', '-')}", value]
-    log = (workdir / "env.log").open("ab")
-    process = subprocess.Popen(
-        command,
-        stdout=subprocess.PIPE,
-        stderr=log,
-        start_new_session=True,
-        env={**_base_env(), "ENV_TOKEN": token},
-    )
-    log.close()
+    sandbox = Sandbox(workdir, limits or ENV_LIMITS, readonly=(server.parent,))
+    workdir.mkdir(parents=True, exist_ok=True)
+    with (workdir / "env.log").open("ab") as log:
+        process = sandbox.spawn(command, stdout=subprocess.PIPE, stderr=log)
     assert process.stdout is not None
-    line = process.stdout.readline()  # the server prints its port once it listens
+    line = process.stdout.readline()  # the server prints its socket once it listens
     process.stdout.close()
     if not line:
         process.wait(timeout)
         detail = (workdir / "env.log").read_text(errors="replace")[-1000:]
         raise RuntimeError(f"the {kind} env exited before listening (code {process.returncode}): {detail}")
-    port = json.loads(line)["port"]
-    return StartedEnv(f"http://127.0.0.1:{port}", process.pid, token)
-
-
-def _base_env() -> dict[str, str]:
-    """What the env process inherits: enough to run Python, none of the caller's secrets."""
-    keep = ("PATH", "HOME", "LANG", "LC_ALL", "PYTHONPATH", "VIRTUAL_ENV", "TMPDIR", "SYSTEMROOT")
-    return {key: os.environ[key] for key in keep if key in os.environ}
+    return StartedEnv(f"unix:{workdir / SOCKET_NAME}", process.pid)
 
 
 class EnvClient:
-    def __init__(self, url: str, token: str, timeout: float = 30.0) -> None:
-        self._http = httpx.Client(base_url=url, timeout=timeout, headers={"Authorization": f"Bearer {token}"})
+    """HTTP to an env over its Unix socket (`unix:PATH`)."""
+
+    def __init__(self, url: str, timeout: float = 30.0) -> None:
+        path = url.removeprefix("unix:")
+        self._folder = os.open(os.path.dirname(path), os.O_PATH | os.O_DIRECTORY)
+        # through the folder's descriptor: a run folder's path can exceed a socket path's 108 bytes
+        transport = httpx.HTTPTransport(uds=f"/proc/self/fd/{self._folder}/{os.path.basename(path)}")
+        self._http = httpx.Client(transport=transport, base_url="http://env", timeout=timeout)
 
     def _call(self, method: str, path: str, body: Any = None) -> Any:
         answer = self._http.request(method, path, json=body)
@@ -146,6 +150,7 @@ class EnvClient:
 
     def close(self) -> None:
         self._http.close()
+        os.close(self._folder)
 
     def __enter__(self) -> EnvClient:
         return self

@@ -8,20 +8,22 @@ import json
 import sys
 import time
 import uuid
+from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import Field, field_validator
 
 from training_pipeline.atomic import atomic_write_text
+from training_pipeline.sandbox import Limits, Sandbox
 from training_pipeline.tasks.context import DeployedEnv, TaskStepContext
-from training_pipeline.tasks.envs.kinds import ENV_KINDS, EnvClient, start_env
+from training_pipeline.tasks.envs.kinds import ENV_KINDS, ENV_LIMITS, EnvClient, start_env
 from training_pipeline.tasks.runtime import astop_process_group
 from training_pipeline.tasks.step import RelativePath, TaskStep, resolve_inside
 
 
 def env_client(context: TaskStepContext, env_name: str) -> EnvClient:
     env = context.env(env_name)
-    return EnvClient(env.url, context.runtime.env_token(env_name))
+    return EnvClient(env.url)
 
 
 class DeployEnvStep(TaskStep):
@@ -32,6 +34,8 @@ class DeployEnvStep(TaskStep):
     env_type: str
     env_name: str
     options: dict[str, str] = Field(default_factory=dict)
+    #: the env server's sandbox limits (its CPU time covers the whole run)
+    limits: Limits = ENV_LIMITS
 
     @field_validator("env_type")
     @classmethod
@@ -44,8 +48,7 @@ class DeployEnvStep(TaskStep):
         runtime = context.runtime
         instance = uuid.uuid4().hex[:12]
         workdir = runtime.run.env_dir(self.env_name, instance)
-        started = await asyncio.to_thread(start_env, self.env_type, workdir, self.options)
-        runtime.run.store.put_secret(f"env:{self.env_name}", started.token)
+        started = await asyncio.to_thread(start_env, self.env_type, workdir, self.options, self.limits)
         context.deployed_envs = [e for e in context.deployed_envs if e.name != self.env_name] + [
             DeployedEnv(
                 name=self.env_name,
@@ -102,34 +105,42 @@ class SnapshotEnvStep(TaskStep):
 
 
 class RunCodeStep(TaskStep):
-    """Run a Python script (relative to the task file) against an env: it gets `ENV_URL` and
-    `ENV_TOKEN`; its stdout (JSON when it parses) lands in `metadata.script_results[step id]`."""
+    """Run a Python script (relative to the task file) against an env, confined (see `sandbox`): it
+    reaches the env at `$ENV_URL` and nothing else, writes only in its work folder (its current
+    directory, kept across retries of the run), and its stdout (JSON when it parses) lands in
+    `metadata.script_results[step id]`."""
 
     type: ClassVar[str] = "run_code"
 
     env_name: str
     script: RelativePath
     args: list[str] = Field(default_factory=list)
-    timeout_seconds: float = 60.0
+    timeout_seconds: float = Field(default=60.0, gt=0)
+    limits: Limits = Limits()
 
     async def execute(self, context: TaskStepContext) -> None:
         runtime = context.runtime
         script = resolve_inside(runtime.base_dir, self.script)
         env = context.env(self.env_name)
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            str(script),
-            *self.args,
+        sandbox = Sandbox(
+            runtime.run.work_dir(self.id),
+            self.limits,
+            readonly=(runtime.base_dir.resolve(),),
+            relay=Path(env.url.removeprefix("unix:")),
+        )
+        process = await sandbox.aspawn(
+            [sys.executable, "-I", str(script), *self.args],
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
-            env={"ENV_URL": env.url, "ENV_TOKEN": runtime.env_token(self.env_name), "PATH": "/usr/bin:/bin"},
         )
         try:
-            out, err = await asyncio.wait_for(process.communicate(), self.timeout_seconds)
+            out, err = await asyncio.wait_for(_bounded_output(process), self.timeout_seconds)
         except TimeoutError:
-            process.kill()
-            await process.wait()
+            await astop_process_group(process.pid)
             raise TimeoutError(f"{self.script} ran longer than {self.timeout_seconds}s") from None
+        finally:
+            if process.returncode is None:
+                await astop_process_group(process.pid)
         output: Any = out.decode(errors="replace")
         with contextlib.suppress(json.JSONDecodeError):
             output = json.loads(output)
@@ -141,6 +152,22 @@ class RunCodeStep(TaskStep):
         }
         if process.returncode != 0:
             raise RuntimeError(f"{self.script} exited with code {process.returncode}")
+
+
+#: A script's stdout and stderr are kept up to this size each; the rest is read and dropped.
+OUTPUT_LIMIT = 1024 * 1024
+
+
+async def _bounded_output(process: asyncio.subprocess.Process) -> tuple[bytes, bytes]:
+    async def read(stream: asyncio.StreamReader | None) -> bytes:
+        kept = bytearray()
+        while stream is not None and (chunk := await stream.read(65536)):
+            kept += chunk[: max(0, OUTPUT_LIMIT - len(kept))]
+        return bytes(kept)
+
+    out, err = await asyncio.gather(read(process.stdout), read(process.stderr))
+    await process.wait()
+    return out, err
 
 
 class TeardownStep(TaskStep):
