@@ -30,6 +30,7 @@ from training_pipeline.backends.base import BackendError
 from training_pipeline.backends.vertex import poll_tuning_job, tuned_endpoint
 from training_pipeline.datasets.tasks import TASKS
 from training_pipeline.optimizers.native import load_artifact
+from training_pipeline.privacy.stored import SafeLog, safe_text
 from training_pipeline.stages.records import StageRecord
 from training_pipeline.training.orchestrate import run_training
 from training_pipeline.training.records import RunRecord, RunStore
@@ -84,11 +85,12 @@ def training_run(
                 privacy.scanner(),
                 explicit_backend=config.backend,
                 dry_run=config.dry_run,
-                log=context.log.info,
+                log=SafeLog(context.log).info,
             )
         else:
             record.finish("skipped", f"another training run for {task} is dispatching; not started twice")
     path = runs.save(record)
+    record = record.safe()  # what Dagster keeps (logs, failure, metadata) is the stored form
     context.log.info(
         f"{record.run_id}: {record.status} task={task} backend={record.backend} "
         f"examples={record.dataset_size}" + (f" ({record.reason})" if record.reason else "")
@@ -156,12 +158,12 @@ def tuned_model(
             poll["job"],
             vertex.poll_interval_seconds,
             vertex.timeout_seconds,
-            context.log.info,
+            SafeLog(context.log).info,
         )
     except BackendError as err:
         record.notes.append(f"polling failed: {err}")
         runs.save(record.finish("failed", str(err)))
-        raise Failure(f"training run {record.run_id}: {err}") from err
+        raise Failure(safe_text(f"training run {record.run_id}: {err}")) from None
     record.details["state"] = job.get("state")
     endpoint = tuned_endpoint(job)
     if job.get("state") != "JOB_STATE_SUCCEEDED":
@@ -169,7 +171,9 @@ def tuned_model(
         runs.save(
             record.finish("failed", f"Vertex tuning job {poll['job']} ended {job.get('state')}: {message}")
         )
-        raise Failure(f"training run {record.run_id}: Vertex tuning job ended {job.get('state')}: {message}")
+        raise Failure(
+            safe_text(f"training run {record.run_id}: Vertex tuning job ended {job.get('state')}: {message}")
+        )
     record.artifact_path = endpoint
     record.notes.append(f"tuned model endpoint: {endpoint}")
     runs.save(record)

@@ -36,11 +36,15 @@ def require_materialised(path: Path, what: str, day: str) -> None:
     partitions_def=daily_partitions,
     group_name="trajectories",
     kinds={"parquet"},
-    description="The day's trajectories that parse and validate; the rest go to a quarantine file "
-    "with the reason and where they came from.",
+    description="The day's trajectories that parse and validate, stored with their credentials already "
+    "redacted (by the privacy profile); the rest go to a quarantine file with the reason and where they "
+    "came from.",
 )
 def trajectories(
-    context: AssetExecutionContext, trajectory_source: TrajectorySource, store: DataStore
+    context: AssetExecutionContext,
+    trajectory_source: TrajectorySource,
+    privacy: PrivacySettings,
+    store: DataStore,
 ) -> MaterializeResult:
     day = context.partition_key
     parquet = store.trajectories(day)
@@ -50,6 +54,7 @@ def trajectories(
             parquet,
             store.quarantine(day),
             trajectory_source.describe(),
+            privacy.build_filter(),
         )
     except SourceUnavailable as err:
         # the source may come back: retry this step (only this one) before failing the run
@@ -115,8 +120,13 @@ def filtered_trajectories(
 ) -> MaterializeResult:
     day = context.partition_key
     require_materialised(store.trajectories(day), "trajectories", day)
+    ingested = IngestManifest.read(manifest_path(store.trajectories(day)))
     report = filter_store(
-        store.trajectories(day), store.filtered(day), store.privacy_report(day), privacy.build_filter()
+        store.trajectories(day),
+        store.filtered(day),
+        store.privacy_report(day),
+        privacy.build_filter(),
+        ingested.redactions_by_rule,
     )
     context.log.info(
         f"{day}: {report['kept']} kept, {report['droppedPrivate']} dropped as private, "

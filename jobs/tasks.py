@@ -28,10 +28,11 @@ from dagster import (
 )
 from training_pipeline.jobs.executors import executor_for
 
+from training_pipeline.privacy.stored import safe_text, safe_value
 from training_pipeline.tasks import EXAMPLE_TASKS
 from training_pipeline.tasks.registry import StepRegistry, build_registry
 from training_pipeline.tasks.runner import StepOutcome, run_step
-from training_pipeline.tasks.runtime import Continuation, TaskRun, safe_form
+from training_pipeline.tasks.runtime import Continuation, TaskRun
 from training_pipeline.tasks.task import Task, TaskError, load_task
 
 TASK_TAG = "training_pipeline/task"
@@ -67,10 +68,10 @@ def _continuation(context: OpExecutionContext, runs: Path) -> Continuation | Non
 def _metadata(outcome: StepOutcome) -> dict[str, Any]:
     metadata: dict[str, Any] = {"status": outcome.status, "retries": outcome.retries}
     if outcome.error:
-        metadata["error"] = safe_form(outcome.error)
+        metadata["error"] = safe_text(outcome.error)
     if outcome.verification is not None:
         metadata["score"] = MetadataValue.float(float(outcome.verification["score"]))
-        metadata["verification"] = MetadataValue.json(safe_form(outcome.verification))
+        metadata["verification"] = MetadataValue.json(safe_value(outcome.verification))
     if outcome.final_context is not None:
         metadata["run_context"] = MetadataValue.json(outcome.final_context)
         verifications = outcome.final_context.get("metadata", {}).get("verifications", {})
@@ -98,10 +99,10 @@ def step_op(task: Task, step_id: str) -> OpDefinition:
         metadata = _metadata(outcome)
         if outcome.status == "failed":
             raise Failure(
-                description=f"step {step_id!r} failed: {safe_form(outcome.error)}", metadata=metadata
+                description=safe_text(f"step {step_id!r} failed: {outcome.error}"), metadata=metadata
             )
         if outcome.status == "skipped":
-            context.log.info(f"step {step_id!r} not started: {outcome.error}")
+            context.log.info(safe_text(f"step {step_id!r} not started: {outcome.error}"))
             return  # no output: Dagster marks its dependants skipped too
         yield Output(None, metadata=metadata)
 

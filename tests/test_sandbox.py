@@ -38,7 +38,7 @@ attempt("parent_environ", lambda: open(f"/proc/{pipeline_pid}/environ", "rb").re
 attempt("any_environ_with_secret", lambda: [p for p in os.listdir("/proc") if p.isdigit()
         and b"planted-env" in open(f"/proc/{p}/environ", "rb").read()] or 1 / 0)
 attempt("etc_shadow", lambda: open("/etc/shadow").read())
-attempt("home", lambda: os.listdir("/root") or 1 / 0)
+attempt("home", lambda: os.listdir(os.path.expanduser(sys.argv[5])) or 1 / 0)
 attempt("write_outside", lambda: open(outside, "w").write("x"))
 attempt("write_tmp", lambda: open("/tmp/escaped", "w").write("x"))
 attempt("host_loopback", lambda: socket.create_connection(("127.0.0.1", host_port), timeout=2))
@@ -72,7 +72,7 @@ def test_a_run_code_script_cannot_escape_its_sandbox(tmp_path: Path, monkeypatch
     (tasks / "escape.py").write_text(ESCAPES)
     outside, marker = tmp_path / "outside.txt", f"outlive-{uuid.uuid4().hex}"
     with socket.create_server(("127.0.0.1", 0)) as host_server:
-        args = [str(os.getpid()), str(host_server.getsockname()[1]), str(outside), marker]
+        args = [str(os.getpid()), str(host_server.getsockname()[1]), str(outside), marker, str(Path.home())]
         steps = [
             {"id": "email", "type": "deploy_env", "env_type": "email", "env_name": "email"},
             {"id": "escape", "type": "run_code", "env_name": "email", "script": "escape.py", "args": args},
@@ -82,13 +82,16 @@ def test_a_run_code_script_cannot_escape_its_sandbox(tmp_path: Path, monkeypatch
     assert result.success
     context = json.loads((data / "task_runs" / result.run_id / "context.json").read_text())
     report = context["metadata"]["script_results"]["escape"]["output"]
+    # the host's home shows at most the way to the Python installation, which is bound read-only
+    home = report["tried"].pop("home")
+    python_path = {part for root in (sys.base_prefix, sys.prefix) for part in Path(root).parts}
+    assert home[0] == "blocked" or set(json.loads(home[1].replace("'", '"'))) <= python_path
     assert {name: verdict for name, (verdict, _) in report["tried"].items()} == {
         name: "blocked"
         for name in (
             "parent_environ",
             "any_environ_with_secret",
             "etc_shadow",
-            "home",
             "write_outside",
             "write_tmp",
             "host_loopback",

@@ -1,10 +1,9 @@
-"""Plant secrets in trajectories and in the environment, run the pipeline through the CLI on a real
-Dagster instance (SQLite storage, compute logs), train on a hosted backend, then read back everything
-that was stored: not one planted secret may appear.
-
-The raw `trajectories` store and the quarantine are the input as it came (before the privacy filter) and
-are left out of the scan by design; everything downstream of the filter, and everything Dagster keeps
-(runs, run config, tags, event log, metadata, compute logs), is scanned.
+"""Plant secrets everywhere a user's data can carry them — trajectories (a broken record among them),
+the environment, a task script's output, an env's database through the script, a service's responses —
+run the pipeline through the CLI on a real Dagster instance (SQLite storage, compute logs): a day, a
+training run on a hosted backend, a task run. Then read every byte under the Dagster home, the data
+folder (the raw trajectory store and the quarantine included) and the task runs' folders, SQLite files
+as tables and Parquet as rows: not one planted secret may appear.
 """
 
 from __future__ import annotations
@@ -19,13 +18,39 @@ from tests.fake_openai import FakeOpenAI
 from tests.planted_secrets import API_KEY, IN_ENVIRONMENT, IN_TRAJECTORY, stored_text, write_planted_day
 
 REPO = Path(__file__).resolve().parents[1]
+#: What the task script makes up and leaks: printed, written to its work folder, and mailed into its env.
+#: Built from halves so the script file itself (the user's input) does not hold it whole.
+SCRIPT_SECRET = "ghp_SCRIPTplantedAbCdEfGhIjKlMnOpQrStUv"
+SCRIPT = f"""
+import json, os, sys, urllib.request
+secret = {SCRIPT_SECRET[:12]!r} + {SCRIPT_SECRET[12:]!r}
+print(json.dumps({{"found": secret}}))
+print("debug: " + secret, file=sys.stderr)
+open("notes.txt", "w").write("the key is " + secret)
+request = urllib.request.Request(
+    os.environ["ENV_URL"] + "/tools/send_email",
+    data=json.dumps({{"to": "x@example.com", "subject": "key", "body": secret}}).encode(),
+    headers={{"content-type": "application/json"}},
+)
+urllib.request.urlopen(request, timeout=10).read()
+"""
 
 
 def test_no_planted_secret_is_stored_anywhere(tmp_path: Path) -> None:
-    home, data, source = tmp_path / "home", tmp_path / "data", tmp_path / "in"
+    home, data, source, tasks = tmp_path / "home", tmp_path / "data", tmp_path / "in", tmp_path / "tasks"
     home.mkdir()
+    tasks.mkdir()
     (home / "dagster.yaml").symlink_to(REPO / "dagster.yaml")
     write_planted_day(source)
+    with (source / "2026-11-24.jsonl").open("a") as day:  # cut off mid-record: quarantined whole
+        day.write(json.dumps({"trajectoryId": "cut", "note": f"token {IN_TRAJECTORY[1]}"})[:-10] + "\n")
+    (tasks / "leak.py").write_text(SCRIPT)
+    steps = [
+        {"id": "email", "type": "deploy_env", "env_type": "email", "env_name": "email"},
+        {"id": "leak", "type": "run_code", "env_name": "email", "script": "leak.py"},
+        {"id": "snap", "type": "snapshot_env", "env_name": "email"},
+    ]
+    (tasks / "leak.json").write_text(json.dumps(steps))
     cli = str(Path(sys.executable).parent / "training-pipeline")
     with FakeOpenAI(api_key=API_KEY) as openai:
         env = {
@@ -38,38 +63,42 @@ def test_no_planted_secret_is_stored_anywhere(tmp_path: Path) -> None:
             "OPENAI_BASE_URL": openai.base_url,
             "OPENAI_POLL_INTERVAL_SECONDS": "0.05",
         }
-        day = subprocess.run(
-            [cli, "materialize", "--start", "2026-11-24"], env=env, capture_output=True, text=True
-        )
-        assert day.returncode == 0, day.stderr[-3000:]
-        train = subprocess.run(
-            [cli, "train", "--task", "response", "--backend", "openai"],
-            env=env,
-            capture_output=True,
-            text=True,
-        )
-    assert train.returncode == 0, train.stderr[-3000:]
+
+        def run(*args: str) -> subprocess.CompletedProcess:
+            done = subprocess.run([cli, *args], env=env, capture_output=True, text=True)
+            assert done.returncode == 0, done.stderr[-3000:]
+            return done
+
+        day = run("materialize", "--start", "2026-11-24")
+        train = run("train", "--task", "response", "--backend", "openai")
+        task = run("task", "run", str(tasks / "leak.json"))
     assert json.loads(train.stdout[train.stdout.index("{") :])["status"] == "succeeded"
 
     uploaded = b"".join(f["content"] for f in openai.files.values())
-    stored = stored_text(home, set()) | stored_text(data, {data / "trajectories"})
+    stored = stored_text(home, set()) | stored_text(data, set())
     stored[Path("uploaded to OpenAI")] = uploaded.decode()
-    stored[Path("console output")] = day.stdout + day.stderr + train.stdout + train.stderr
-    assert any(p.suffix == ".db" for p in stored) and any(
-        "compute_logs" in str(p) or "storage" in str(p) for p in stored
-    )
-    for secret in [*IN_TRAJECTORY, IN_ENVIRONMENT, API_KEY]:
-        leaks = [str(path) for path, text in stored.items() if secret in text]
-        assert leaks == [], f"{secret[:12]}… found in {leaks}"
-    # the scan can see them: the raw input store (left out above) holds every planted trajectory secret
-    raw = stored_text(data / "trajectories", set())
-    assert all(any(secret in text for text in raw.values()) for secret in IN_TRAJECTORY)
-    # and it did read Dagster's event log: the materialisation metadata is in it
+    stored[Path("console output")] = "".join(p.stdout + p.stderr for p in (day, train, task))
+    # the scan reads what it must: Dagster's databases, the raw store, the quarantine, the task's files
+    assert {"runs.db", "2026-11-24.parquet", "2026-11-24.quarantine.jsonl", "context.db", "env.sqlite"} <= {
+        p.name for p in stored
+    }
     assert any(
         "records_in" in text and "redactions_by_rule" in text
         for p, text in stored.items()
         if p.suffix == ".db"
     )
-    # the filter did see them: the redactions are in the reports
+    for secret in [*IN_TRAJECTORY, IN_ENVIRONMENT, API_KEY, SCRIPT_SECRET]:
+        leaks = [str(path) for path, text in stored.items() if secret in text]
+        assert leaks == [], f"{secret[:12]}… found in {leaks}"
+
+    # and the secrets did pass through: redacted, with their labels, where they were
+    [run_dir] = (data / "task_runs").iterdir()
+    context = json.loads((run_dir / "context.json").read_text())
+    assert context["metadata"]["script_results"]["leak"]["output"] == {"found": "<REDACTED:github-token>"}
+    assert (run_dir / "work" / "leak" / "notes.txt").read_text() == "the key is <REDACTED:github-token>"
+    snapshot = json.loads((run_dir / context["metadata"]["snapshots"]["snap"]["path"]).read_text())
+    assert [e["body"] for e in snapshot["emails"]] == ["<REDACTED:github-token>"]
+    quarantine = (data / "trajectories" / "2026-11-24.quarantine.jsonl").read_text()
+    assert "<REDACTED:github-token>" in quarantine and '"origin"' in quarantine
     report = json.loads((data / "filtered_trajectories" / "2026-11-24.privacy_report.json").read_text())
     assert report["redactionsByRule"].get("env-secret", 0) >= 12

@@ -1,8 +1,15 @@
-"""Atomic file writes: a crash leaves the old file or the new one, never half of one."""
+"""Atomic file writes: a crash leaves the old file or the new one, never half of one.
+
+Each write goes to `.<name>.<random>.tmp` beside its target, locked (`flock`) while it is written. A
+write that was killed leaves its temp file unlocked; the next write of the same target removes it.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+import re
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,21 +22,60 @@ os.umask(_UMASK)
 _FILE_MODE = 0o666 & ~_UMASK
 
 
+class TempFile:
+    """A temp file beside `target`, locked until `release`, after stale ones of the same target
+    (their writers died: nobody holds their lock) are removed."""
+
+    def __init__(self, target: Path) -> None:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temps(target)
+        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        self.fd, self.path = fd, Path(name)
+        self._lock = os.dup(fd)  # the lock lives on the open file, which this keeps open
+
+    def release(self) -> None:
+        os.close(self._lock)
+
+
+def remove_stale_temps(target: Path) -> list[Path]:
+    """Remove the temp files an interrupted write of `target` left behind; returns them."""
+    pattern = re.compile(rf"\.{re.escape(target.name)}\.[A-Za-z0-9_]{{8}}\.tmp")
+    removed = []
+    with contextlib.suppress(FileNotFoundError), os.scandir(target.parent) as listing:
+        candidates = [Path(e.path) for e in listing if pattern.fullmatch(e.name)]
+    for candidate in candidates:
+        try:
+            fd = os.open(candidate, os.O_RDONLY)
+        except FileNotFoundError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            continue  # a live writer's
+        finally:
+            os.close(fd)
+        candidate.unlink(missing_ok=True)
+        removed.append(candidate)
+    return removed
+
+
 @contextmanager
 def atomic_open(path: Path, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
     """Open a temp file beside `path`; on success it is fsynced and renamed over `path`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    temp = TempFile(path)
     try:
-        with os.fdopen(fd, mode, encoding=None if "b" in mode else encoding) as handle:
+        with os.fdopen(temp.fd, mode, encoding=None if "b" in mode else encoding) as handle:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(tmp, _FILE_MODE)
-        os.replace(tmp, path)
+        os.chmod(temp.path, _FILE_MODE)
+        os.replace(temp.path, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        temp.path.unlink(missing_ok=True)
         raise
+    finally:
+        temp.release()
 
 
 def publish(tmp: Path, target: Path) -> None:
@@ -54,20 +100,22 @@ class StagedFiles:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         directory.mkdir(parents=True, exist_ok=True)
-        self._staged: dict[Path, Path] = {}
+        self._staged: dict[Path, TempFile] = {}
 
     def open(self, name: str, mode: str = "w") -> IO:
         target = self.directory / name
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=self.directory)
-        self._staged[target] = Path(tmp)
-        return os.fdopen(fd, mode, encoding=None if "b" in mode else "utf-8")
+        temp = TempFile(target)
+        self._staged[target] = temp
+        return os.fdopen(temp.fd, mode, encoding=None if "b" in mode else "utf-8")
 
     def publish(self) -> None:
-        for target, tmp in self._staged.items():
-            publish(tmp, target)
+        for target, temp in self._staged.items():
+            publish(temp.path, target)
+            temp.release()
         self._staged.clear()
 
     def discard(self) -> None:
-        for tmp in self._staged.values():
-            tmp.unlink(missing_ok=True)
+        for temp in self._staged.values():
+            temp.path.unlink(missing_ok=True)
+            temp.release()
         self._staged.clear()

@@ -55,13 +55,22 @@ def utf16_prefix(value: str, limit: int) -> str:
 
 
 def loads(text: str | bytes) -> Any:
-    """Parse JSON as `JSON.parse` would; orjson first, stdlib for the lone-surrogate escapes it rejects."""
+    """Parse JSON as `JSON.parse` would; orjson first, stdlib for the lone-surrogate escapes it rejects.
+    Raises ValueError for anything `JSON.parse` rejects (`NaN`, `Infinity`), and for nesting deeper than
+    the parsers go (orjson stops at 1,024 levels, the standard library near 1,000)."""
     try:
         return orjson.loads(text)
     except orjson.JSONDecodeError:
         if isinstance(text, bytes):
             text = text.decode("utf-8")
-        return json.loads(text)
+        try:
+            return json.loads(text, parse_constant=_not_json)
+        except RecursionError:
+            raise ValueError("nested too deeply to parse (more than about 1,000 levels)") from None
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 def dumps(value: Any) -> str:
@@ -74,5 +83,8 @@ def dumpb(value: Any) -> bytes:
     try:
         return orjson.dumps(value)
     except TypeError:
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        try:
+            text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        except RecursionError:
+            raise ValueError("nested too deeply to serialise") from None
         return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")

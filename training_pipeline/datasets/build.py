@@ -19,7 +19,13 @@ from training_pipeline.atomic import atomic_write_text
 from training_pipeline.datasets.export import DatasetWriter, Prepared, prepare
 from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.filter import FilterStats, PrivacyFilter, Profile
-from training_pipeline.trajectories.files import LineSpan, export_files, iter_file_records, line_spans
+from training_pipeline.trajectories.files import (
+    LineSpan,
+    Refused,
+    export_files,
+    iter_file_records,
+    line_spans,
+)
 from training_pipeline.trajectories.quarantine import QuarantineWriter, quarantine_line
 from training_pipeline.trajectories.records import RawRecord, parse_record
 
@@ -94,6 +100,9 @@ def _process_in_worker(work: _Work) -> _Chunk:
 
 def _shares(input_path: Path, span_bytes: int) -> Iterator[_Work]:
     for file in export_files(input_path):
+        if isinstance(file, Refused):
+            yield list(file.records())
+            continue
         if file.suffix != ".json":
             yield from line_spans(file, span_bytes)
             continue

@@ -13,7 +13,7 @@ import fnmatch
 import os
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -27,6 +27,13 @@ from training_pipeline.privacy.rules import (
 )
 
 Profile = Literal["elizaos", "strict"]
+
+
+def iter_calls(trajectory: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    for step in trajectory.get("steps") or ():
+        yield from step.get("llmCalls") or ()
+
+
 HANDLE = re.compile(r"@[a-zA-Z0-9_.-]{2,}")
 _TEXT_FIELDS = ("systemPrompt", "userPrompt", "response")
 ENV_SECRET_LABEL = "env-secret"
@@ -108,17 +115,14 @@ class PrivacyFilter:
         """Filter `trajectory` in place; False when it must be dropped (a private entity takes part)."""
         stats = self.stats
         stats.trajectories_in += 1
+        self.redact_credentials(trajectory)
         entities: set[str] = set()
-        calls: set[int] = set()
-        for step in trajectory.get("steps") or ():
-            for call in step.get("llmCalls") or ():
-                calls.add(id(call))
+        if self.directory is not None:
+            for call in iter_calls(trajectory):
                 for name in _TEXT_FIELDS:
                     value = call.get(name)
                     if isinstance(value, str):
-                        call[name] = self._anonymise(self.redact(value), entities)
-        if self.profile == "strict":
-            self._redact_everything_else(trajectory, calls)
+                        call[name] = self._anonymise(value, entities)
         if self.directory is not None and any(self.directory.is_private(e) for e in entities):
             stats.dropped_private += 1
             stats.dropped.append(
@@ -131,6 +135,22 @@ class PrivacyFilter:
             return False
         stats.kept += 1
         return True
+
+    def redact_credentials(self, trajectory: dict[str, Any]) -> int:
+        """The credential half of `apply`, in place: the prompt fields, and under `strict` every other
+        string. Idempotent, so a trajectory stored redacted (`ingest`) and filtered again counts each
+        credential once. Returns how many it redacted."""
+        before = self.stats.redaction_count
+        calls: set[int] = set()
+        for call in iter_calls(trajectory):
+            calls.add(id(call))
+            for name in _TEXT_FIELDS:
+                value = call.get(name)
+                if isinstance(value, str):
+                    call[name] = self.redact(value)
+        if self.profile == "strict":
+            self._redact_everything_else(trajectory, calls)
+        return self.stats.redaction_count - before
 
     def redact(self, text: str) -> str:
         if len(text) < 4:  # shorter than any rule's match or any secret (8 UTF-16 units, 4 astral chars)

@@ -11,9 +11,13 @@ cannot be scanned and gets every rule.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import os
 import re
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 
 import hyperscan
 
@@ -44,17 +48,19 @@ def gate_expression(pattern: str) -> bytes:
 
 
 class RuleGate:
-    """Which of `patterns` may match a text; never leaves out one that does."""
+    """Which of `patterns` may match a text; never leaves out one that does.
+
+    Compiling a few hundred rules takes Hyperscan about two seconds, so the compiled database is kept
+    in the user's cache folder (`$XDG_CACHE_HOME/training_pipeline`), named by a hash of what was
+    compiled and the Hyperscan version: every later process, a worker or a Dagster step, loads it in
+    milliseconds. A cache that cannot be read or written is only slower."""
 
     def __init__(self, patterns: Sequence[re.Pattern[str]]) -> None:
-        self._database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        self._database.compile(
-            expressions=[gate_expression(p.pattern) for p in patterns],
-            ids=list(range(len(patterns))),
-            flags=[
-                _BASE_FLAGS | (hyperscan.HS_FLAG_CASELESS if p.flags & re.IGNORECASE else 0) for p in patterns
-            ],
-        )
+        expressions = [gate_expression(p.pattern) for p in patterns]
+        flags = [
+            _BASE_FLAGS | (hyperscan.HS_FLAG_CASELESS if p.flags & re.IGNORECASE else 0) for p in patterns
+        ]
+        self._database = _cached_database(expressions, flags)
         self._everything = frozenset(range(len(patterns)))
         self._local = threading.local()  # a scratch space may serve one scan at a time
 
@@ -70,6 +76,22 @@ class RuleGate:
         found: set[int] = set()
         self._database.scan(data, match_event_handler=_collect, context=found, scratch=scratch)
         return found
+
+
+def _cached_database(expressions: list[bytes], flags: list[int]) -> hyperscan.Database:
+    key = hashlib.sha256(repr((hyperscan.__version__, expressions, flags)).encode()).hexdigest()[:32]
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "training_pipeline"
+    path = cache / f"gate-{key}.hsdb"
+    with contextlib.suppress(OSError, hyperscan.error):
+        return hyperscan.loadb(path.read_bytes(), mode=hyperscan.HS_MODE_BLOCK)
+    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    database.compile(expressions=expressions, ids=list(range(len(expressions))), flags=flags)
+    with contextlib.suppress(OSError):
+        from training_pipeline.atomic import atomic_open
+
+        with atomic_open(path, "wb") as handle:
+            handle.write(hyperscan.dumpb(database))
+    return database
 
 
 def _collect(index: int, start: int, end: int, flags: int, found: set[int]) -> None:

@@ -30,6 +30,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from training_pipeline.atomic import atomic_write_text
+from training_pipeline.privacy.scrub import scrub_folder
+from training_pipeline.privacy.stored import safe_text, safe_value
 from training_pipeline.tasks.context import TaskStepContext, diff
 from training_pipeline.tasks.envs.kinds import start_env
 from training_pipeline.tasks.runtime import (
@@ -37,7 +39,6 @@ from training_pipeline.tasks.runtime import (
     StepRuntime,
     TaskRun,
     astop_process_group,
-    safe_form,
 )
 from training_pipeline.tasks.step import TaskStep
 from training_pipeline.tasks.store import PROCESS_FLAG, TERMINAL
@@ -211,7 +212,7 @@ async def _execute(run: TaskRun, step_id: str, attempt: int, state: dict[str, An
             await step.execute(context)
     except Exception as err:
         failure = _Failure(
-            str(err) or type(err).__name__, type(err).__name__, started, time.monotonic() - clock
+            safe_text(str(err) or type(err).__name__), type(err).__name__, started, time.monotonic() - clock
         )
         run.log.warning(f"step {step_id!r} failed: {failure.error}\n{traceback.format_exc(limit=5)}")
     await _store(run.store.commit, step_id, attempt, diff(before, context.model_dump(mode="json")))
@@ -334,7 +335,9 @@ async def _finish_run_if_done(run: TaskRun, force: bool) -> dict[str, Any] | Non
     for key, value in (await _store(run.store.flags)).items():
         if key.startswith(PROCESS_FLAG) and int(value) not in stopped:
             await astop_process_group(int(value))
-    final = safe_form({**state, "step_statuses": statuses})
+    for folder in ("envs", "work", "artifacts"):  # what task code left behind, redacted in place
+        await asyncio.to_thread(scrub_folder, run.run_dir / folder)
+    final = safe_value({**state, "step_statuses": statuses})
     await asyncio.to_thread(
         atomic_write_text, run.run_dir / "context.json", json.dumps(final, indent=2, sort_keys=True)
     )

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from training_pipeline.llm.client import ChatClient
 from training_pipeline.llm.local import LocalModelServer
-from training_pipeline.privacy.filter import PrivacyFilter, secret_env_values
+from training_pipeline.privacy.stored import SafeLog, safe_value
 from training_pipeline.processes import stop_process_group
 from training_pipeline.tasks.store import PROCESS_FLAG, ContextStore
 from training_pipeline.tasks.task import Task
@@ -60,6 +60,7 @@ class TaskRun:
 
     def __post_init__(self) -> None:
         self.store = ContextStore(self.run_dir / STORE_FILE_NAME)
+        self.log = SafeLog(self.log)  # what a step logs may quote what it read
 
     def env_dir(self, env_name: str, instance_id: str) -> Path:
         """Where an env instance keeps its state: made by `deploy_env`, reused when a continuation
@@ -127,22 +128,9 @@ class StepRuntime:
     def write_trajectory(self, trajectory: dict[str, Any]) -> bool:
         if self.run.write_trajectory is None:
             return False
-        self.run.write_trajectory(trajectory)
+        self.run.write_trajectory(safe_value(trajectory))
         return True
 
 
 async def astop_process_group(pid: int) -> bool:
     return await asyncio.to_thread(stop_process_group, pid)
-
-
-def safe_form(value: Any, redactor: PrivacyFilter | None = None) -> Any:
-    """The context as it may be shown or stored: every string through the strict credential filter
-    (an agent may have read a key in an email), secrets from the environment included."""
-    redactor = redactor or PrivacyFilter("strict", None, secret_env_values("strict"))
-    if isinstance(value, str):
-        return redactor.redact(value)
-    if isinstance(value, dict):
-        return {key: safe_form(item, redactor) for key, item in value.items()}
-    if isinstance(value, list):
-        return [safe_form(item, redactor) for item in value]
-    return value

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from training_pipeline.privacy.stored import safe_text, safe_value
 from training_pipeline.tasks.context import Ops, apply
 
 _SCHEMA = """
@@ -142,7 +143,7 @@ class ContextStore:
             with self._tx() as db:
                 db.execute(
                     "INSERT INTO diffs (step_id, attempt, ops) VALUES (?, ?, ?)",
-                    (step_id, attempt, json.dumps(ops)),
+                    (step_id, attempt, json.dumps(safe_value(ops))),
                 )
 
     def revert(self, step_ids: set[str]) -> Ops:
@@ -184,7 +185,7 @@ class ContextStore:
         with self._tx() as db:
             db.execute(
                 "UPDATE steps SET status = ?, finished_at = ?, error = ? WHERE step_id = ?",
-                (status, time.time(), error, step_id),
+                (status, time.time(), None if error is None else safe_text(error), step_id),
             )
 
     def beat(self, step_id: str) -> None:

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from training_pipeline.atomic import atomic_write_text
+from training_pipeline.privacy.stored import safe_value
 from training_pipeline.shared_storage import SharedStorage
 
 Status = Literal["succeeded", "skipped", "failed"]
@@ -64,8 +65,13 @@ class RunRecord(BaseModel):
         self.status, self.reason, self.finished_at = status, reason, now_iso()
         return self
 
+    def safe(self) -> RunRecord:
+        """This record as it is stored and shown: every string redacted."""
+        return RunRecord.model_validate(json.loads(self.to_json()))
+
     def to_json(self) -> str:
-        return self.model_dump_json(by_alias=True, indent=2) + "\n"
+        """The stored form: every string redacted (a backend's error may quote what it was sent)."""
+        return json.dumps(safe_value(self.model_dump(mode="json", by_alias=True)), indent=2) + "\n"
 
 
 class RunStore:

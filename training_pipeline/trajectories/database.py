@@ -15,8 +15,9 @@ import sqlalchemy as sa
 from pydantic.alias_generators import to_camel
 
 from training_pipeline import jscompat
+from training_pipeline.settings import settings
 from training_pipeline.trajectories.models import start_day, validation_reason
-from training_pipeline.trajectories.records import ParsedRecord
+from training_pipeline.trajectories.records import ParsedRecord, oversized, parse_record
 
 #: elizaOS column → trajectory field; JSON text columns are parsed.
 _COLUMNS = {
@@ -46,11 +47,16 @@ def day_bounds_ms(day: date) -> tuple[int, int]:
 
 
 def read_table(
-    engine: sa.Engine, table: str = "trajectories", day: date | None = None
+    engine: sa.Engine, table: str = "trajectories", day: date | None = None, max_bytes: int | None = None
 ) -> Iterator[ParsedRecord]:
-    """Rows of `table` as parsed records, ordered by start time then id; with `day`, only that day."""
-    query = f"SELECT * FROM {_quote(engine, table)}"
-    params: dict[str, int] = {}
+    """Rows of `table` as parsed records, ordered by start time then id; with `day`, only that day.
+    A row whose JSON columns together exceed `max_bytes` (default: the settings' record cap) comes
+    back without them, measured by the database, and is quarantined by id and size."""
+    limit = max_bytes or settings().max_record_bytes
+    if engine.dialect.name == "postgresql" and not sa.event.contains(engine, "connect", _json_as_text):
+        sa.event.listen(engine, "connect", _json_as_text)
+    query = f"SELECT {_select_list(engine, table)} FROM {_quote(engine, table)}"
+    params: dict[str, int] = {"cap": limit}
     if day is not None:
         query += " WHERE start_time >= :lo AND start_time < :hi"
         params["lo"], params["hi"] = day_bounds_ms(day)
@@ -61,7 +67,7 @@ def read_table(
                 sa.text(query), params
             )
             for row in result.mappings():
-                yield _row_record(table, dict(row))
+                yield _row_record(table, dict(row), limit)
     except sa.exc.OperationalError as err:
         raise SourceUnavailable(
             f"trajectory database {engine.url.render_as_string(hide_password=True)} "
@@ -73,8 +79,50 @@ def _quote(engine: sa.Engine, table: str) -> str:
     return ".".join(engine.dialect.identifier_preparer.quote(part) for part in table.split("."))
 
 
-def _row_record(table: str, row: dict[str, Any]) -> ParsedRecord:
+def _json_as_text(connection: Any, _record: Any) -> None:
+    """psycopg hands `json`/`jsonb` columns over as text: this module parses them, with its own limits
+    on depth, instead of the driver failing the whole query on one row."""
+    from psycopg.types.json import set_json_loads
+
+    set_json_loads(lambda data: data.decode() if isinstance(data, bytes) else data, connection)
+
+
+def _select_list(engine: sa.Engine, table: str) -> str:
+    """Every column, with the JSON ones left out of rows over the cap (the database measures them, so
+    an oversized row never reaches this process) and their total size as `_RECORD_BYTES`."""
+    schema, _, name = table.rpartition(".")
+    try:
+        columns = [c["name"] for c in sa.inspect(engine).get_columns(name, schema=schema or None)]
+    except sa.exc.OperationalError as err:
+        raise SourceUnavailable(
+            f"trajectory database {engine.url.render_as_string(hide_password=True)} "
+            f"is unavailable: {err.orig}"
+        ) from err
+    quote = engine.dialect.identifier_preparer.quote
+    as_bytes = (
+        "octet_length(CAST({} AS TEXT))"
+        if engine.dialect.name == "postgresql"
+        else "length(CAST({} AS BLOB))"
+    )
+    sizes = [f"COALESCE({as_bytes.format(quote(c))}, 0)" for c in columns if c in _JSON_COLUMNS]
+    total = " + ".join(sizes) or "0"
+    select = [
+        f"CASE WHEN {total} > :cap THEN NULL ELSE {quote(c)} END AS {quote(c)}"
+        if c in _JSON_COLUMNS
+        else quote(c)
+        for c in columns
+    ]
+    return ", ".join([*select, f"{total} AS {_RECORD_BYTES}"])
+
+
+_RECORD_BYTES = "record_bytes_"
+
+
+def _row_record(table: str, row: dict[str, Any], limit: int) -> ParsedRecord:
     origin = f"{table}:{row.get('id')}"
+    size = int(row.pop(_RECORD_BYTES, 0) or 0)
+    if size > limit:
+        return parse_record(oversized(origin, size, limit))
     record: dict[str, Any] = {}
     for column, value in row.items():
         if column in _COLUMNS:
@@ -94,7 +142,10 @@ def _row_record(table: str, row: dict[str, Any]) -> ParsedRecord:
     if isinstance(record.get("startTime"), str):  # some drivers hand BIGINT back as text
         with contextlib.suppress(ValueError):
             record["startTime"] = int(record["startTime"])
-    text = jscompat.dumps(record)
+    try:
+        text = jscompat.dumps(record)
+    except ValueError as err:
+        return ParsedRecord(origin, None, None, f"cannot be serialised: {err}", None)
     reason = validation_reason(record)
     start = record.get("startTime")
     day = start_day(start) if isinstance(start, int | float) and reason is None else None

@@ -2,36 +2,112 @@
 
 from __future__ import annotations
 
-import io
+import errno
+import os
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
+from typing import BinaryIO
 
 from training_pipeline import jscompat
 from training_pipeline.jscompat import js_trim
-from training_pipeline.trajectories.records import ParsedRecord, RawRecord, parse_record
+from training_pipeline.settings import settings
+from training_pipeline.trajectories.records import ParsedRecord, RawRecord, oversized, parse_record
 
 _DATE_IN_NAME = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
+_SUFFIXES = (".jsonl", ".json")
+#: Lines are read in pieces of this size, so a line over the cap is measured, never held.
+_PIECE = 1 << 20
 
 
-def export_files(path: Path) -> list[Path]:
-    """The export files under `path` (a file or a directory, searched recursively), in a stable order."""
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """Something in the input folder that is not read: a symlink out of the folder, a loop, a dangling
+    link. It is reported as one quarantined record, so the counts still say it was there."""
+
+    path: Path
+    reason: str
+
+    def records(self) -> Iterator[RawRecord]:
+        yield RawRecord(str(self.path), b"", self.reason)
+
+
+Entry = Path | Refused
+
+
+def export_files(path: Path) -> list[Entry]:
+    """The export files under `path` (a file or a folder, searched recursively) in a stable order.
+    Symlinks are followed only to files and folders inside `path`, and each folder once; any other
+    link that looks like an export (or leads to a folder) is `Refused`."""
     if path.is_file():
         return [path]
     if not path.is_dir():
         raise FileNotFoundError(f"trajectory export path does not exist: {path}")
-    return sorted(p for p in path.rglob("*") if p.suffix in (".jsonl", ".json") and p.is_file())
+    base = path.resolve()
+    entries: list[Entry] = []
+    seen: set[Path] = set()
+    folders = [path]
+    while folders:
+        folder = folders.pop()
+        resolved = folder.resolve()
+        if resolved in seen:  # reached through a link already: read once
+            continue
+        seen.add(resolved)
+        with os.scandir(folder) as listing:
+            for item in listing:
+                entry = Path(item.path)
+                if item.is_symlink():
+                    followed = _follow(entry, base, seen)
+                    if isinstance(followed, Refused):
+                        entries.append(followed)
+                    elif followed is not None and followed.is_dir():
+                        folders.append(entry)
+                    elif followed is not None and entry.suffix in _SUFFIXES:
+                        entries.append(entry)
+                elif item.is_dir(follow_symlinks=False):
+                    folders.append(entry)
+                elif entry.suffix in _SUFFIXES and item.is_file(follow_symlinks=False):
+                    entries.append(entry)
+    return sorted(entries, key=lambda e: str(e.path if isinstance(e, Refused) else e))
 
 
-def iter_file_records(file: Path) -> Iterator[RawRecord]:
-    """Raw records of one file, streamed for `.jsonl`; a `.json` array is read whole."""
+def _follow(link: Path, base: Path, seen: set[Path]) -> Path | Refused | None:
+    """Where a symlink leads if it may be followed; None for one that is no export and no folder."""
+    looks_like_export = link.suffix in _SUFFIXES
+    try:
+        target = link.resolve(strict=True)
+    except (OSError, RuntimeError) as err:  # a loop of links, or a dangling one
+        loop = isinstance(err, RuntimeError) or getattr(err, "errno", None) == errno.ELOOP
+        if loop or looks_like_export:
+            return Refused(link, f"unreadable symlink ({'a loop' if loop else 'its target is missing'})")
+        return None
+    if not target.is_relative_to(base):
+        if target.is_dir() or looks_like_export:
+            return Refused(link, f"symlink to {target}, outside the input folder: not followed")
+        return None
+    if target.is_dir() and (target in seen or link.parent.resolve().is_relative_to(target)):
+        return Refused(link, f"symlink loop: {target} is already being read")
+    return target
+
+
+def iter_file_records(file: Entry, max_bytes: int | None = None) -> Iterator[RawRecord]:
+    """Raw records of one file, streamed for `.jsonl`; a `.json` array is read whole, unless it is
+    larger than the record cap, when it is one oversized record (export big days as `.jsonl`)."""
+    if isinstance(file, Refused):
+        yield from file.records()
+        return
+    limit = max_bytes or settings().max_record_bytes
     if file.suffix == ".json":
-        yield from _json_array_records(file)
+        size = file.stat().st_size
+        if size > limit:
+            yield oversized(str(file), size, limit)
+        else:
+            yield from _json_array_records(file)
         return
     with file.open("rb") as handle:
-        yield from _line_records(file, handle, 1)
+        yield from _line_records(file, _bounded_lines(handle, limit), 1, limit)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,28 +119,68 @@ class LineSpan:
     start: int
     end: int
     first_line: int
+    max_bytes: int
 
     def records(self) -> Iterator[RawRecord]:
         with self.file.open("rb") as handle:
             handle.seek(self.start)
-            data = handle.read(self.end - self.start)
-        return _line_records(self.file, io.BytesIO(data), self.first_line)
+            yield from _line_records(
+                self.file,
+                _bounded_lines(handle, self.max_bytes, self.end - self.start),
+                self.first_line,
+                self.max_bytes,
+            )
 
 
-def line_spans(file: Path, size: int) -> Iterator[LineSpan]:
-    """`file` cut into spans of about `size` bytes, each ending at the end of a line."""
+def line_spans(file: Path, size: int, max_bytes: int | None = None) -> Iterator[LineSpan]:
+    """`file` cut into spans of about `size` bytes, each ending at the end of a line (found in pieces,
+    so a giant line is never held)."""
+    limit = max_bytes or settings().max_record_bytes
     with file.open("rb") as handle:
         start, line = 0, 1
         while block := handle.read(size):
-            rest = handle.readline()  # up to the end of the line the block stopped in
-            end = start + len(block) + len(rest)
-            yield LineSpan(file, start, end, line)
-            start, line = end, line + block.count(b"\n") + rest.count(b"\n")
+            lines = block.count(b"\n")
+            end = start + len(block)
+            if not block.endswith(b"\n"):  # up to the end of the line the block stopped in
+                while piece := handle.readline(_PIECE):
+                    end += len(piece)
+                    if piece.endswith(b"\n"):
+                        lines += 1
+                        break
+            yield LineSpan(file, start, end, line, limit)
+            start, line = end, line + lines
 
 
-def _line_records(file: Path, lines: Iterable[bytes], first: int) -> Iterator[RawRecord]:
+def _bounded_lines(handle: BinaryIO, limit: int, length: int | None = None) -> Iterator[bytes | int]:
+    """The lines of `handle` (up to `length` bytes), each as bytes, or, when longer than `limit`, as
+    its length alone: the line is read in pieces and dropped, so memory stays bounded."""
+    left = length
+    while left is None or left > 0:
+        line = handle.readline(limit + 1 if left is None else min(limit + 1, left))
+        if not line:
+            return
+        if left is not None:
+            left -= len(line)
+        if len(line) <= limit or line.endswith(b"\n"):
+            yield line
+            continue
+        size = len(line)
+        while (left is None or left > 0) and (
+            piece := handle.readline(_PIECE if left is None else min(_PIECE, left))
+        ):
+            size += len(piece)
+            if left is not None:
+                left -= len(piece)
+            if piece.endswith(b"\n"):
+                break
+        yield size
+
+
+def _line_records(file: Path, lines: Iterable[bytes | int], first: int, limit: int) -> Iterator[RawRecord]:
     for number, line in enumerate(lines, start=first):
-        if not _is_blank(line):
+        if isinstance(line, int):
+            yield oversized(f"{file}:{number}", line, limit)
+        elif not _is_blank(line):
             yield RawRecord(f"{file}:{number}", line)
 
 
@@ -93,26 +209,31 @@ def _json_array_records(file: Path) -> Iterator[RawRecord]:
         yield RawRecord(f"{file}", data)
         return
     for index, item in enumerate(items):
-        yield RawRecord(f"{file}:[{index}]", jscompat.dumps(item))
+        try:
+            yield RawRecord(f"{file}:[{index}]", jscompat.dumps(item))
+        except ValueError as err:
+            yield RawRecord(f"{file}:[{index}]", b"", f"cannot be serialised: {err}")
 
 
-def fallback_day(file: Path) -> date:
+def fallback_day(file: Entry) -> date:
     """Where a record whose start time cannot be read is reported: the date in the file's name, else
     the UTC day the file was last modified. Each bad record is then quarantined in exactly one partition."""
+    if isinstance(file, Refused):
+        file = file.path
     match = _DATE_IN_NAME.search(file.name)
     if match:
         try:
             return date(int(match[1]), int(match[2]), int(match[3]))
         except ValueError:
             pass
-    return datetime.fromtimestamp(file.stat().st_mtime, tz=UTC).date()
+    return datetime.fromtimestamp(file.lstat().st_mtime, tz=UTC).date()
 
 
-def read_files(path: Path, day: date | None = None) -> Iterator[ParsedRecord]:
+def read_files(path: Path, day: date | None = None, max_bytes: int | None = None) -> Iterator[ParsedRecord]:
     """Parsed records under `path`; with `day`, only those that belong to that UTC day."""
     for file in export_files(path):
         file_day: date | None = None
-        for raw in iter_file_records(file):
+        for raw in iter_file_records(file, max_bytes):
             parsed = parse_record(raw)
             if day is None:
                 yield parsed

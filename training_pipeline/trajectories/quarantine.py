@@ -9,16 +9,20 @@ from typing import IO
 
 from training_pipeline import jscompat
 from training_pipeline.atomic import StagedFiles
+from training_pipeline.privacy.stored import safe_bytes, safe_text
 from training_pipeline.trajectories.records import ParsedRecord
 
 
 def quarantine_line(parsed: ParsedRecord) -> str:
-    """One quarantine entry, serialised: the origin, the reason and the record (as bytes if not UTF-8)."""
-    entry: dict[str, str] = {"origin": parsed.origin, "reason": parsed.reason or "unknown"}
+    """One quarantine entry, serialised: the origin, the reason and the record (as bytes if not UTF-8),
+    its credentials redacted like everything else stored (the reason and position stay as they are)."""
+    entry: dict[str, str | int] = {"origin": parsed.origin, "reason": safe_text(parsed.reason or "unknown")}
     if parsed.text is not None:
-        entry["record"] = parsed.text.rstrip("\r\n")
+        entry["record"] = safe_text(parsed.text.rstrip("\r\n"))
     elif parsed.undecodable is not None:
-        entry["recordBase64"] = base64.b64encode(parsed.undecodable).decode("ascii")
+        entry["recordBase64"] = base64.b64encode(safe_bytes(parsed.undecodable)).decode("ascii")
+    if parsed.size is not None:
+        entry["bytes"] = parsed.size
     return jscompat.dumps(entry) + "\n"
 
 

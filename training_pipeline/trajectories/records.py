@@ -12,10 +12,19 @@ from training_pipeline.trajectories.models import start_day, validation_reason
 
 @dataclass(frozen=True, slots=True)
 class RawRecord:
-    """One record as a source delivered it; `origin` says where (file:line or table:row id)."""
+    """One record as a source delivered it; `origin` says where (file:line or table:row id).
+
+    `problem` is set (and `data` empty) for what the source refused to read: a record over the size
+    cap (`size` then says how big, measured without holding it), or a symlink out of the input folder."""
 
     origin: str
     data: bytes | str
+    problem: str | None = None
+    size: int | None = None
+
+
+def oversized(origin: str, size: int, limit: int) -> RawRecord:
+    return RawRecord(origin, b"", f"record too large: {size} bytes, over the {limit}-byte cap", size)
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,9 +42,12 @@ class ParsedRecord:
     reason: str | None
     day: date | None
     undecodable: bytes | None = None
+    size: int | None = None
 
 
 def parse_record(raw: RawRecord) -> ParsedRecord:
+    if raw.problem is not None:
+        return ParsedRecord(raw.origin, None, None, raw.problem, None, size=raw.size)
     text = raw.data
     if isinstance(text, bytes):
         try:

@@ -8,7 +8,6 @@ next stage needs it exactly as it was.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
@@ -18,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from training_pipeline import jscompat
-from training_pipeline.atomic import publish
+from training_pipeline.atomic import TempFile, publish
 from training_pipeline.trajectories.models import iter_llm_calls
 
 SCHEMA = pa.schema(
@@ -40,9 +39,9 @@ class TrajectoryParquetWriter:
     def __init__(self, path: Path) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        os.close(fd)
-        self._tmp = Path(tmp)
+        self._temp = TempFile(path)
+        os.close(self._temp.fd)  # Parquet opens it by name; the lock stays with the temp's other handle
+        self._tmp = self._temp.path
         self._writer = pq.ParquetWriter(self._tmp, SCHEMA, compression="zstd")
         self._rows: dict[str, list[Any]] = {name: [] for name in SCHEMA.names}
         self.count = 0
@@ -82,6 +81,7 @@ class TrajectoryParquetWriter:
                 publish(self._tmp, self.path)
         finally:
             self._tmp.unlink(missing_ok=True)
+            self._temp.release()
 
 
 def iter_trajectories(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 from pydantic import Field, field_validator
 
 from training_pipeline.atomic import atomic_write_text
+from training_pipeline.privacy.stored import safe_value
 from training_pipeline.sandbox import Limits, Sandbox
 from training_pipeline.tasks.context import DeployedEnv, TaskStepContext
 from training_pipeline.tasks.envs.kinds import ENV_KINDS, ENV_LIMITS, EnvClient, start_env
@@ -97,7 +98,7 @@ class SnapshotEnvStep(TaskStep):
         with env_client(context, self.env_name) as client:
             state = await asyncio.to_thread(client.state)
         relative = f"snapshots/{self.id}-{runtime.attempt}.json"
-        atomic_write_text(runtime.artifacts_dir / relative, json.dumps(state, indent=2))
+        atomic_write_text(runtime.artifacts_dir / relative, json.dumps(safe_value(state), indent=2))
         context.metadata.setdefault("snapshots", {})[self.id] = {
             "env_name": self.env_name,
             "path": f"artifacts/{relative}",

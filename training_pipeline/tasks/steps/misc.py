@@ -9,6 +9,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from training_pipeline.atomic import atomic_write_text
+from training_pipeline.privacy.stored import safe_value
 from training_pipeline.tasks.context import TaskStepContext
 from training_pipeline.tasks.step import TaskStep
 from training_pipeline.tasks.steps.envs import env_client
@@ -31,14 +32,14 @@ class CollectArtifactsStep(TaskStep):
             for r in context.prompt_responses
             if self.prompt_ids is None or r.prompt_id in self.prompt_ids
         ]
-        atomic_write_text(folder / "prompt_responses.json", json.dumps(responses, indent=2))
+        atomic_write_text(folder / "prompt_responses.json", json.dumps(safe_value(responses), indent=2))
         written.append(f"artifacts/{self.id}/prompt_responses.json")
         for env in context.deployed_envs:
             if env.stopped or (self.env_names is not None and env.name not in self.env_names):
                 continue
             with env_client(context, env.name) as client:
                 state = await asyncio.to_thread(client.state)
-            atomic_write_text(folder / f"env-{env.name}.json", json.dumps(state, indent=2))
+            atomic_write_text(folder / f"env-{env.name}.json", json.dumps(safe_value(state), indent=2))
             written.append(f"artifacts/{self.id}/env-{env.name}.json")
         context.metadata.setdefault("artifacts", {})[self.id] = written
 

@@ -1,0 +1,62 @@
+"""Peak memory when the input is hostile: one 50 MB line among ordinary trajectories, and 100,000
+trajectories, through `training-pipeline build-datasets` (both workers).
+
+    python bench/poison_memory.py [--work DIR] [--trajectories N]
+
+The giant line is measured in pieces and quarantined by position and size (it is over the default
+8 MiB record cap), so the build's memory should not grow with it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from export_vs_reference import run
+
+from training_pipeline.samples import write_long_sample
+
+CLI = str(Path(sys.executable).parent / "training-pipeline")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--work", type=Path)
+    parser.add_argument("--trajectories", type=int, default=100_000)
+    args = parser.parse_args()
+    work = args.work or Path(tempfile.mkdtemp(prefix="poison-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    giant = work / "giant.jsonl"
+    ordinary = work / "ordinary.jsonl"
+    write_long_sample(ordinary, 1000)
+    with giant.open("w") as out:
+        out.write(ordinary.read_text())
+        blob = "a" * (50 * 1024 * 1024)
+        out.write(json.dumps({"trajectoryId": "giant", "startTime": 1795478500000, "metadata": {"x": blob}}))
+        out.write("\n")
+    many = work / "many.jsonl"
+    write_long_sample(many, args.trajectories)
+    env = {"PATH": "/usr/bin:/bin"}
+    for name, source in (
+        ("1,000 trajectories + one 50 MB line", giant),
+        (f"{args.trajectories:,} trajectories", many),
+    ):
+        out = work / f"out-{source.stem}"
+        shutil.rmtree(out, ignore_errors=True)
+        seconds, largest, tree = run([CLI, "build-datasets", str(source), str(out), "--workers", "2"], env)
+        quarantined = sum(1 for _ in (out / "quarantine.jsonl").open())
+        print(
+            f"{name}: {seconds:.1f} s, peak RSS {largest:.0f} MB largest process, {tree:.0f} MB all "
+            f"processes; {quarantined} quarantined"
+        )
+    if args.work is None:
+        shutil.rmtree(work)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,248 @@
+"""gitleaks' default rule set as credential rules: the maintained source of the strict profile's
+vendor families (1Password to Zendesk), read from a pinned, vendored copy of its config.
+
+`gitleaks/gitleaks.toml` is gitleaks' own `config/gitleaks.toml` (MIT, `gitleaks/LICENSE`), unchanged;
+`gitleaks/SOURCE` names the release and commit. Refresh it with
+
+    python -m training_pipeline.privacy.gitleaks refresh [PATH_OR_URL]
+
+which validates the new file (every rule must translate and compile, in Python and in the Hyperscan
+gate) before it replaces the old one.
+
+Each rule keeps gitleaks' semantics: its regex (Go RE2, translated: mid-pattern `(?i)` becomes a scoped
+group, `\\z` becomes `\\Z`, `[[:alnum:]]` its class, and `\\w`, `\\b`, `\\d` stay ASCII as in RE2), its secret
+group (the configured one, else the first non-empty group, else the whole match), its entropy floor (a
+secret must have more Shannon entropy than that), and its allowlists and the global one (regexes on the
+secret, the match or the line; stop words in the secret). Path-only allowlists do not apply to text, and a
+rule that only matches file paths (`pkcs12-file`) is left out. The redaction label is the rule's id.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+import sys
+import tomllib
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from training_pipeline.privacy.rule import CredentialRule, is_placeholder, literal_first
+
+FOLDER = Path(__file__).with_name("gitleaks")
+RULES_FILE = FOLDER / "gitleaks.toml"
+UPSTREAM = "https://raw.githubusercontent.com/gitleaks/gitleaks/master/config/gitleaks.toml"
+
+
+def to_python(pattern: str) -> str:
+    """A gitleaks (Go RE2) pattern in Python `re` syntax, matching the same texts."""
+    pattern = pattern.replace("[[:alnum:]]", "[A-Za-z0-9]").replace("\\z", "\\Z")
+    out: list[str] = []
+    # per open group (the first entry: the whole pattern), the scoped-flag groups to close with it
+    pending = [0]
+    index = 0
+    while index < len(pattern):
+        char = pattern[index]
+        if char == "\\":
+            out.append(pattern[index : index + 2])
+            index += 2
+        elif char == "[":
+            end = _class_end(pattern, index)
+            out.append(pattern[index:end])
+            index = end
+        elif pattern.startswith("(?i)", index) and index > 0:
+            out.append("(?i:")  # RE2 applies it to the rest of the enclosing group
+            pending[-1] += 1
+            index += 4
+        else:
+            if char == "(":
+                pending.append(0)
+            elif char == ")" and len(pending) > 1:
+                out.append(")" * pending.pop())
+            out.append(char)
+            index += 1
+    return "".join(out) + ")" * pending[0]
+
+
+def _class_end(pattern: str, start: int) -> int:
+    """The index after the `]` that closes the class opened at `start`."""
+    index = start + 1
+    if index < len(pattern) and pattern[index] == "^":
+        index += 1
+    if index < len(pattern) and pattern[index] == "]":
+        index += 1
+    while index < len(pattern):
+        if pattern[index] == "\\":
+            index += 2
+            continue
+        if pattern[index] == "]":
+            return index + 1
+        index += 1
+    raise ValueError(f"unterminated character class in {pattern!r}")
+
+
+def shannon_entropy(text: str) -> float:
+    if not text:
+        return 0.0
+    counts = Counter(text)
+    size = len(text)
+    return -sum(count / size * math.log2(count / size) for count in counts.values())
+
+
+@dataclass(frozen=True, slots=True)
+class Allowlist:
+    """A gitleaks allowlist as it applies to text: `regexes` on the `target` (secret, match or line),
+    `stopwords` in the secret; `all_of` (condition AND) needs every check to hold."""
+
+    regexes: tuple[re.Pattern[str], ...]
+    stopwords: tuple[str, ...]
+    target: str = "secret"
+    all_of: bool = False
+
+    def allows(self, secret: str, match: str, line: str) -> bool:
+        checks = []
+        if self.regexes:
+            target = {"match": match, "line": line}.get(self.target, secret)
+            checks.append(any(regex.search(target) for regex in self.regexes))
+        if self.stopwords:
+            lowered = secret.lower()
+            checks.append(any(word in lowered for word in self.stopwords))
+        return bool(checks) and (all(checks) if self.all_of else any(checks))
+
+
+@dataclass(frozen=True, slots=True)
+class GitleaksRule(CredentialRule):
+    entropy: float = 0.0
+    allowlists: tuple[Allowlist, ...] = ()
+    #: the rule's `secretGroup`; 0: the first non-empty group, or the whole match
+    secret_group: int = 0
+
+    def redact(self, text: str) -> tuple[str, int]:
+        placeholder = f"<REDACTED:{self.label}>"
+        hits = 0
+
+        def replace(match: re.Match[str]) -> str:
+            nonlocal hits
+            span = self.secret_span(match, text)
+            if span is None:
+                return match.group()
+            hits += 1
+            whole, base = match.group(), match.start()
+            return whole[: span[0] - base] + placeholder + whole[span[1] - base :]
+
+        return self.pattern.sub(replace, text), hits
+
+    def secrets(self, text: str) -> list[str]:
+        """What this rule alone redacts in `text`."""
+        return [
+            text[a:b]
+            for m in self.pattern.finditer(text)
+            if (span := self.secret_span(m, text))
+            for a, b in [span]
+        ]
+
+    def secret_span(self, match: re.Match[str], text: str) -> tuple[int, int] | None:
+        """Where the secret of a match is, or None when gitleaks would not report it (low entropy,
+        allowlisted, or already a placeholder)."""
+        group = self._secret_group(match)
+        secret = match.group(group)
+        if is_placeholder(secret) or (self.entropy and shannon_entropy(secret) <= self.entropy):
+            return None
+        line = _line_of(text, match.start(), match.end())
+        if any(a.allows(secret, match.group(), line) for a in (*GLOBAL_ALLOWLIST, *self.allowlists)):
+            return None
+        return match.span(group)
+
+    def _secret_group(self, match: re.Match[str]) -> int:
+        if self.secret_group:
+            return self.secret_group
+        for index in range(1, (match.re.groups or 0) + 1):
+            if match.group(index):
+                return index
+        return 0
+
+
+def _line_of(text: str, start: int, end: int) -> str:
+    return text[text.rfind("\n", 0, start) + 1 : (len(text) if (stop := text.find("\n", end)) < 0 else stop)]
+
+
+def _allowlist(spec: dict[str, Any]) -> Allowlist | None:
+    if not spec.get("regexes") and not spec.get("stopwords"):
+        return None  # paths or commits only: nothing to check in text
+    all_of = spec.get("condition", "OR").upper() == "AND"
+    if all_of and spec.get("paths"):
+        return None  # needs a file path to hold, and text has none
+    return Allowlist(
+        tuple(re.compile(to_python(r), re.ASCII) for r in spec.get("regexes", ())),
+        tuple(word.lower() for word in spec.get("stopwords", ())),
+        spec.get("regexTarget", "secret"),
+        all_of,
+    )
+
+
+#: Ours, on top of gitleaks' own allowlists: in code, the value of `thing = module.attribute` is a
+#: reference, not a secret (the one line of the standard library gitleaks' generic rule flagged).
+_CODE_REFERENCE = Allowlist((re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+$"),), ())
+EXTRA_ALLOWLISTS: dict[str, tuple[Allowlist, ...]] = {"generic-api-key": (_CODE_REFERENCE,)}
+
+
+def load_rules(path: Path = RULES_FILE) -> tuple[GitleaksRule, ...]:
+    config = tomllib.loads(path.read_text(encoding="utf-8"))
+    rules = []
+    for spec in config["rules"]:
+        if "regex" not in spec:
+            continue  # a file-path rule: no text to match
+        allowlists = tuple(a for a in map(_allowlist, spec.get("allowlists", ())) if a is not None)
+        allowlists += EXTRA_ALLOWLISTS.get(spec["id"], ())
+        rules.append(
+            GitleaksRule(
+                spec["id"],
+                re.compile(literal_first(to_python(spec["regex"])), re.ASCII),
+                entropy=float(spec.get("entropy", 0.0)),
+                allowlists=allowlists,
+                secret_group=int(spec.get("secretGroup", 0)),
+            )
+        )
+    return tuple(rules)
+
+
+@functools.cache
+def _global_allowlist(path: Path = RULES_FILE) -> tuple[Allowlist, ...]:
+    spec = tomllib.loads(path.read_text(encoding="utf-8")).get("allowlist") or {}
+    found = _allowlist(spec)
+    return (found,) if found else ()
+
+
+GLOBAL_ALLOWLIST = _global_allowlist()
+
+
+def refresh(source: str) -> None:
+    """Replace the vendored config with `source` (a path or URL) once every rule of it loads and
+    compiles into the gate."""
+    import urllib.request
+
+    from training_pipeline.privacy.prefilter import RuleGate
+
+    if "://" in source:
+        with urllib.request.urlopen(source, timeout=60) as answer:
+            text = answer.read().decode("utf-8")
+    else:
+        text = Path(source).read_text(encoding="utf-8")
+    candidate = RULES_FILE.with_suffix(".new")
+    candidate.write_text(text, encoding="utf-8")
+    try:
+        rules = load_rules(candidate)
+        RuleGate([rule.pattern for rule in rules])
+    except Exception:
+        candidate.unlink()
+        raise
+    candidate.replace(RULES_FILE)
+    print(f"{len(rules)} rules from {source}; update {FOLDER / 'SOURCE'} with its version")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] != ["refresh"]:
+        raise SystemExit("usage: python -m training_pipeline.privacy.gitleaks refresh [PATH_OR_URL]")
+    refresh(sys.argv[2] if len(sys.argv) > 2 else UPSTREAM)

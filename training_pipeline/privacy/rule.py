@@ -1,0 +1,56 @@
+"""What a credential rule is: a labelled pattern whose matches (or one group of them) become
+`<REDACTED:label>`. The rule sets (`rules`, `gitleaks`) are built from it."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_PLACEHOLDER = re.compile(r"<REDACTED:[a-z0-9-]+>")
+_A = re.ASCII  # JavaScript's \b and /i (without the u flag) are ASCII-only
+
+
+def is_placeholder(text: str) -> bool:
+    """Already redacted: rules leave their own and each other's labels alone (redaction is idempotent)."""
+    return _PLACEHOLDER.fullmatch(text) is not None
+
+
+@dataclass(frozen=True, slots=True)
+class CredentialRule:
+    label: str
+    pattern: re.Pattern[str]
+    #: Redact only this group (e.g. the password of a URL), keeping the rest readable.
+    group: int = 0
+
+    def redact(self, text: str) -> tuple[str, int]:
+        """`text` with every match replaced by `<REDACTED:label>`, and how many there were."""
+        placeholder = f"<REDACTED:{self.label}>"
+        hits = 0
+
+        def replace(match: re.Match[str]) -> str:
+            nonlocal hits
+            if is_placeholder(match.group(self.group)):
+                return match.group()  # redacted already: redaction is idempotent
+            hits += 1
+            if self.group == 0:
+                return placeholder
+            start, end = match.span(self.group)
+            whole, base = match.group(), match.start()
+            return whole[: start - base] + placeholder + whole[end - base :]
+
+        return self.pattern.sub(replace, text), hits
+
+
+#: `\b` and then literal characters, the first a word character, the last not under a quantifier.
+_BOUNDARY_THEN_LITERAL = re.compile(r"\\b([A-Za-z0-9_][A-Za-z0-9_-]*)(?![?*+{])")
+
+
+def literal_first(pattern: str) -> str:
+    """`\\bsk-…` as `sk-(?<!\\wsk-)…`: the same matches, but a pattern that starts with a literal is found
+    by `re`'s fast literal search instead of being tried at every position (8x faster on long prompts).
+    Before a word character, `\\b` means the previous character is not one, which the lookbehind checks."""
+    head = _BOUNDARY_THEN_LITERAL.match(pattern)
+    if head is None:
+        return pattern
+    literal = head.group(1)
+    return f"{literal}(?<!\\w{literal}){pattern[head.end() :]}"
