@@ -16,19 +16,23 @@ from __future__ import annotations
 
 import ast
 import json
+import random
 import re
+import string
 import subprocess
 import sys
 from pathlib import Path
+from re import _parser as sre_parse
 
-from training_pipeline.privacy.gitleaks import GitleaksRule, load_rules
+from training_pipeline.privacy.gitleaks import GitleaksRule, load_rules, shannon_entropy
+from training_pipeline.privacy.rule import looks_fake
 
 OUT = Path(__file__).with_name("data") / "credential_corpus.jsonl"
 _STRING = re.compile(r'`([^`]*)`|"((?:\\.|[^"\\\n])*)"')
 _RULE_ID = re.compile(r'RuleID:\s*"([^"]+)"')
 
 CONTEXTS = {
-    "prose": "Here is the {k} you asked for: {s} (keep it to yourself).",
+    "prose": "Here is my {k}: {s} (keep it to yourself).",
     "assignment": '{camel}Token = "{s}"',
     "env": "export {upper}_TOKEN={s}",
     "yaml": "{snake}_token: {s}",
@@ -107,27 +111,86 @@ def secrets_in(rule: GitleaksRule, text: str) -> list[str]:
     return rule.secrets(text)
 
 
-def sampled(rule: GitleaksRule, tries: int = 300) -> str | None:
-    """A secret that `rule` catches, sampled from its own regex."""
-    from hypothesis import HealthCheck, given, settings
-    from hypothesis import strategies as st
+def sampled(rule: GitleaksRule, rng: random.Random, tries: int = 1000) -> str | None:
+    """A secret that `rule` catches, sampled at random from its own regex (uniform choices, repeats
+    of random length), as a real key would look, not a minimal example."""
+    parsed = sre_parse.parse(rule.pattern.pattern, rule.pattern.flags)
+    for _ in range(tries):
+        text = _generate(parsed, rng)
+        if rule.keywords and not rule.applies(text):  # gitleaks runs a rule only where its keyword is
+            text = f"{rule.keywords[0]} {text}"
+        if text.isascii() and "\n" not in text and any(len(s) >= 8 for s in rule.secrets(text)):
+            return text
+    return None
 
-    pattern = re.sub(r"\(\?<!\\w[^)]*\)", "", rule.pattern.pattern)  # our literal-first lookbehinds
-    found: list[str] = []
 
-    @settings(max_examples=tries, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
-    @given(st.from_regex(re.compile(pattern, rule.pattern.flags), fullmatch=True))
-    def probe(text: str) -> None:
-        if not found and text.isascii() and "\n" not in text:
-            secrets = secrets_in(rule, text)
-            if secrets and len(secrets[0]) >= 8:
-                found.append(text)
+_ALPHABET = [chr(c) for c in range(33, 127)]
 
-    try:
-        probe()
-    except Exception:
-        return None
-    return found[0] if found else None
+
+def _generate(parsed: sre_parse.SubPattern | list, rng: random.Random) -> str:
+    out = []
+    for op, value in parsed:
+        name = str(op)
+        if name == "LITERAL":
+            out.append(chr(value))
+        elif name == "NOT_LITERAL":
+            out.append(rng.choice([c for c in _ALPHABET if ord(c) != value]))
+        elif name == "ANY":
+            out.append(rng.choice(_ALPHABET))
+        elif name == "IN":
+            out.append(rng.choice(_class_chars(value)))
+        elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            low, high, item = value
+            count = rng.randint(low, min(high, low + 24) if high != sre_parse.MAXREPEAT else low + 24)
+            out.extend(_generate(item, rng) for _ in range(count))
+        elif name == "SUBPATTERN":
+            out.append(_generate(value[-1], rng))
+        elif name == "BRANCH":
+            out.append(_generate(rng.choice(value[1]), rng))
+        elif name in ("AT", "ASSERT", "ASSERT_NOT", "GROUPREF"):
+            continue
+        elif name == "ATOMIC_GROUP":
+            out.append(_generate(value, rng))
+    return "".join(out)
+
+
+def _class_chars(items: list) -> list[str]:
+    chars: set[str] = set()
+    negate = False
+    for op, value in items:
+        name = str(op)
+        if name == "NEGATE":
+            negate = True
+        elif name == "LITERAL":
+            chars.add(chr(value))
+        elif name == "RANGE":
+            chars.update(chr(c) for c in range(value[0], min(value[1], 126) + 1))
+        elif name == "CATEGORY":
+            category = str(value)
+            if "DIGIT" in category and "NOT" not in category:
+                chars.update("0123456789")
+            elif "WORD" in category and "NOT" not in category:
+                chars.update(string.ascii_letters + string.digits + "_")
+            elif "SPACE" in category and "NOT" not in category:
+                chars.add(" ")
+            else:
+                chars.update(c for c in _ALPHABET if c.isalnum())
+    if negate:
+        return [c for c in _ALPHABET if c not in chars] or ["x"]
+    return sorted(chars) or ["x"]
+
+
+def _plantable(secret: str) -> bool:
+    """A value that is a credential on its own: not a toy (`TestSource-Password`, a documentation
+    `EXAMPLE`), not an id (digits only), not a fragment that carries quotes or its key."""
+    return (
+        len(secret) >= 10
+        and shannon_entropy(secret) >= 3.0
+        and not secret.isdigit()
+        and "EXAMPLE" not in secret
+        and not re.search(r"[\s%\"'{}]", secret)
+        and not re.fullmatch(r"(?:[A-Z]?[a-z]{2,}|[A-Z]{2,})(?:[-_.]?(?:[A-Z]?[a-z]{2,}|[A-Z]{2,}))*", secret)
+    )
 
 
 def _names(keyword: str) -> dict[str, str]:
@@ -145,6 +208,7 @@ def _names(keyword: str) -> dict[str, str]:
 def main() -> None:
     source = Path(sys.argv[1])
     examples = published(_files(source))
+    rng = random.Random(7)
     rows: list[dict] = []
     covered = 0
     for rule in load_rules():
@@ -152,6 +216,18 @@ def main() -> None:
         planted: list[str] = []
         for text in tps:
             secrets = secrets_in(rule, text)
+            unmarked = [m.group() for m in rule.pattern.finditer(text)]
+            if not secrets and any(looks_fake(m) for m in unmarked):
+                # a documentation value (`…EXAMPLE…`, `xxxx`): strict leaves it alone, so it is a negative
+                rows.append(
+                    {
+                        "family": rule.label,
+                        "kind": "negative",
+                        "context": "published",
+                        "text": text,
+                        "secrets": [],
+                    }
+                )
             if secrets:
                 rows.append(
                     {
@@ -164,7 +240,7 @@ def main() -> None:
                 )
                 planted += [s for s in secrets if s not in planted]
         if not planted:
-            example = sampled(rule)
+            example = sampled(rule, rng)
             if example:
                 planted = secrets_in(rule, example)
                 rows.append(
@@ -181,9 +257,16 @@ def main() -> None:
             continue
         covered += 1
         keyword = _keyword(rule.label)
-        for secret in planted[:2]:
-            if "\n" in secret:
-                continue
+        # in our contexts, the published secrets that look like one (a toy `TestSource%Password%`, or a
+        # group that holds its key too, `ca.pem: LS0t...`, is planted only as published), else a sampled one
+        strongest = sorted((s.strip("\"'`") for s in planted), key=shannon_entropy, reverse=True)
+        strongest = [s for s in strongest if _plantable(s)][:2]
+        if not strongest:
+            example = sampled(rule, rng)
+            strongest = [
+                s.strip("\"'`") for s in (rule.secrets(example) if example else []) if _plantable(s)
+            ][:1]
+        for secret in strongest:
             for context, template in CONTEXTS.items():
                 text = template.format(s=secret, **_names(keyword))
                 rows.append(

@@ -12,31 +12,35 @@ from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.filter import PrivacyFilter, secret_env_values
 from training_pipeline.privacy.scan import SecretScanner
 
-# (label the strict profile must use, text with a made-up credential of that family)
+#: (label, text with a made-up credential of that family): gitleaks' family names, our own families
+#: (`private-key`, `url-password`, `authorization-header`, ...), and values named by their key
 FAMILIES = [
     ("openai-key", "key sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXyZ0aBcDeFgHiJkL ok"),
     ("anthropic-key", "use sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-_abcdEFGH now"),
-    ("github-token", "ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"),
-    ("github-token", "server token ghs_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"),
-    ("github-token", "oauth gho_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"),
-    ("github-token", "pat github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTU"),
-    ("gitlab-token", "glpat-AbCdEfGhIjKlMnOpQrSt"),
-    ("aws-access-key", "AKIAIOSFODNN7EXAMPLE"),
-    ("aws-access-key", "session ASIAIOSFODNN7EXAMPLE"),
-    ("aws-secret-key", 'aws_secret_access_key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"'),
-    ("stripe-key", "sk_live_4eC39HqLyjWDarjtT1zdp7dc"),
-    ("stripe-key", "rk_live_4eC39HqLyjWDarjtT1zdp7dc"),
-    ("slack-token", "xoxb-1234567890-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx"),
+    ("github-token", "ghp_C3J27XDCG2LmlZGEONYlgCtjfIZ4SOcMz9CP"),
+    ("github-app-token", "server token ghs_VNPkNa1Hedcm4pMbXDuCL1mHoOsFaQfDPrAJ"),
+    ("github-oauth", "oauth gho_71fTquWoGsbeKXgzg2sye9b2Rann76dEyTzA"),
     (
-        "slack-webhook",
-        "post to https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
+        "github-fine-grained-pat",
+        "pat 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",
     ),
-    ("google-api-key", "AIzaSyDdI0hCZtE6vySjMm-WEfRq3CPzqKqqsHI"),
-    ("huggingface-token", "hf_AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEfGh"),
-    ("npm-token", "npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"),
-    ("pypi-token", "pypi-AgEIcHlwaS5vcmcCJDU0ZDNiNGE5LTUzYzAtNGI0My1hYTk1LWQ1YmYzNzc3ZGE2NwACKlszLCJlZmQ"),
-    ("sendgrid-key", "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"),
-    ("twilio-key", "SK0123456789abcdef0123456789abcdef"),
+    ("gitlab-pat", "glpat-MxxNDi9LE1Ki3ylOjt6o"),
+    ("aws-access-key", "AKIAPMK9MY4F0DGGC6QP"),
+    ("aws-access-token", "session ASIAQWB5PDKHX6PYGPAN"),
+    ("aws-secret-key", 'aws_secret_access_key = "VberACpdclsxHKifxi5CvQUSHL8iLc7bE6wSt9cb"'),
+    ("stripe-access-token", "sk_live_MOeEeUtuieeCIxVc57VVTiY9"),
+    ("stripe-access-token", "rk_live_6vwfRE5e32A8Yb3FKaNQyyLa"),
+    ("slack-bot-token", "xoxb-1234567890-1234567890123-MeffOhq4AUvy7VSLDCD1IfHW"),
+    (
+        "slack-webhook-url",
+        "post to https://hooks.slack.com/services/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",
+    ),
+    ("gcp-api-key", "AIzanyoL6uniiFw152cTe8r0khCEr7n1AyOHFRu"),
+    ("huggingface-access-token", "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"),
+    ("npm-access-token", "npm_CgOIPOZx9eRmm0EqlTaWEITclorXwIS8HGNW"),
+    ("pypi-upload-token", "pypi-AgEIcHlwaS5vcmckz2YS5ofA75UyiCDmO46ayJKP4GY08vDuPngU30ZP7Thnp5yftIY7uq6T2bw"),
+    ("sendgrid-api-token", "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"),
+    ("twilio-api-key", "SK6948f6d30c01c3f252edc87ff4adfa36"),
     (
         "jwt",
         "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
@@ -49,14 +53,19 @@ FAMILIES = [
     ("url-password", "DATABASE_URL=postgres://admin:s3cr3tpass@db.example.com:5432/app"),
     ("authorization-header", "Authorization: Basic dXNlcjpwYXNzd29yZA=="),
     ("bearer", "curl -H 'x: Bearer abcdef0123456789abcdef'"),
-    ("discord-bot-token", "NzkyNzE1NDU0MTk2MDg4ODQy.X-hvzA.Ovy4MCQywSkoMRRclStW4xAYK7I"),
-    ("telegram-bot-token", "bot 123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw0"),
-    ("mailchimp-key", "0123456789abcdef0123456789abcdef-us12"),
-    ("square-secret", "sq0csp-0123456789abcdefghijklmnopqrstuvwxyzABCDEFG"),
-    ("azure-storage-key", "AccountKey=" + "A" * 86 + "=="),
-    ("artifactory-token", "AKCp8jQ8tGhTzZ1kNvWqDf2Lb5Xy7RmUe3Vs9Pa"),
-    ("secret-assignment", "password: Tr0ub4dor&3"),
-    ("google-oauth-secret", "GOCSPX-AbCdEfGhIjKlMnOpQrStUvWxYz12"),
+    ("discord-api-token", "discord token: d0840164709ab7f3f386d0cd566647b5aa666347428c3dd46c036bb3a62f301f"),
+    ("telegram-bot-api-token", "telegram_bot_token = 123456789:AAArl63XykWZeiNNCiia3anXn9k3ksu9mI4"),
+    ("mailchimp-api-key", "mailchimp_key = 656c90bd5482a90a29b9fa5ff5180bc0-us12"),
+    ("square-access-token", "square EAAAtEga4wO5Ndor89QtvnQzKlIeyGFPnShWzKbhNgVpqCzGdWmPyagqqr5vJIGA"),
+    (
+        "azure-storage-key",
+        "AccountKey=9HK2gOCZPeJMQW9cy78kyEk2FINMdB8FAsHzMtxHsEPrJ7sQTVsbaXpLcOkAWRyd5uVzdLU8ueZ5oBUEqWpcHg==",
+    ),
+    ("artifactory-api-key", "AKCp7ZU6Dj90pMThdNADhn3dwHjhxCiQADMqOLRAxXVH0i8sUipEhG5tYGN2wrrNRUKSLmOrW"),
+    ("keyed-secret", "password: Tr0ub4dor&3xQ"),
+    ("keyed-secret", "GET /v1/items?access_token=Zq8W3kLmN7pR2tY5vB9xC4dF6gH1jK0s&page=2"),
+    ("generic-api-key", "X-Api-Key: OxEEwnvvFVi13eZhCZ0N1XXnCBVq"),
+    ("generic-api-key", 'clientSecret = "yZjxjP1MusJWV06lBPxLgD4ufIfBKK"'),
 ]
 
 

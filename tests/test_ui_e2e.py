@@ -187,11 +187,7 @@ def test_the_ui_end_to_end(servers: DagsterServers, screenshots: Path) -> None:
     # backend was given
     data = Path(servers.env["TRAINING_PIPELINE_DATA"])
     atropos = Path(servers.env["ATROPOS_DATA_DIR"])
-    stored = (
-        stored_text(servers.home, set())
-        | stored_text(data, set())
-        | stored_text(atropos, set())
-    )
+    stored = stored_text(servers.home, set()) | stored_text(data, set()) | stored_text(atropos, set())
     assert any(p.suffix == ".db" for p in stored) and any(
         p.parent.name == "compute_logs" or "compute_logs" in str(p) for p in stored
     )

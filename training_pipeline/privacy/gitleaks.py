@@ -9,12 +9,13 @@ vendor families (1Password to Zendesk), read from a pinned, vendored copy of its
 which validates the new file (every rule must translate and compile, in Python and in the Hyperscan
 gate) before it replaces the old one.
 
-Each rule keeps gitleaks' semantics: its regex (Go RE2, translated: mid-pattern `(?i)` becomes a scoped
-group, `\\z` becomes `\\Z`, `[[:alnum:]]` its class, and `\\w`, `\\b`, `\\d` stay ASCII as in RE2), its secret
-group (the configured one, else the first non-empty group, else the whole match), its entropy floor (a
-secret must have more Shannon entropy than that), and its allowlists and the global one (regexes on the
-secret, the match or the line; stop words in the secret). Path-only allowlists do not apply to text, and a
-rule that only matches file paths (`pkcs12-file`) is left out. The redaction label is the rule's id.
+Each rule keeps gitleaks' semantics: its regex (Go RE2, translated: a mid-pattern `(?i)` becomes a
+scoped group, `\\z` becomes `\\Z`, `[[:alnum:]]` its class, and `\\w`, `\\b`, `\\d` stay ASCII as in
+RE2); its keywords (a rule runs only on text that holds one); its secret group (the configured one, else
+the first non-empty group, else the whole match); its entropy floor (a secret must have more Shannon
+entropy than that); and its allowlists and the global one (regexes on the secret, the match or the
+line; stop words in the secret). Path-only allowlists do not apply to text, and a rule that only
+matches file paths (`pkcs12-file`) is left out. The redaction label is the rule's id.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from training_pipeline.privacy.rule import CredentialRule, is_placeholder, literal_first
+from training_pipeline.privacy.rule import CredentialRule, is_placeholder, literal_first, looks_fake
 
 FOLDER = Path(__file__).with_name("gitleaks")
 RULES_FILE = FOLDER / "gitleaks.toml"
@@ -118,8 +119,19 @@ class GitleaksRule(CredentialRule):
     allowlists: tuple[Allowlist, ...] = ()
     #: the rule's `secretGroup`; 0: the first non-empty group, or the whole match
     secret_group: int = 0
+    #: gitleaks runs a rule only on text holding one of these (lower case), which keeps broad shapes
+    #: (40 hex digits) to the texts that name their service
+    keywords: tuple[str, ...] = ()
+
+    def applies(self, text: str) -> bool:
+        if not self.keywords:
+            return True
+        lowered = text.lower()
+        return any(keyword in lowered for keyword in self.keywords)
 
     def redact(self, text: str) -> tuple[str, int]:
+        if not self.applies(text):
+            return text, 0
         placeholder = f"<REDACTED:{self.label}>"
         hits = 0
 
@@ -136,6 +148,8 @@ class GitleaksRule(CredentialRule):
 
     def secrets(self, text: str) -> list[str]:
         """What this rule alone redacts in `text`."""
+        if not self.applies(text):
+            return []
         return [
             text[a:b]
             for m in self.pattern.finditer(text)
@@ -147,8 +161,14 @@ class GitleaksRule(CredentialRule):
         """Where the secret of a match is, or None when gitleaks would not report it (low entropy,
         allowlisted, or already a placeholder)."""
         group = self._secret_group(match)
+        if group and len(match.group(group)) < 8:
+            group = 0  # a repeated part (a webhook's `([a-z0-9]{4}-){3}`), not the secret: all of it
         secret = match.group(group)
-        if is_placeholder(secret) or (self.entropy and shannon_entropy(secret) <= self.entropy):
+        if (
+            is_placeholder(secret)
+            or looks_fake(secret)
+            or (self.entropy and shannon_entropy(secret) <= self.entropy)
+        ):
             return None
         line = _line_of(text, match.start(), match.end())
         if any(a.allows(secret, match.group(), line) for a in (*GLOBAL_ALLOWLIST, *self.allowlists)):
@@ -158,6 +178,8 @@ class GitleaksRule(CredentialRule):
     def _secret_group(self, match: re.Match[str]) -> int:
         if self.secret_group:
             return self.secret_group
+        if match.re.groupindex:  # named groups label parts of a shape (`jwt-base64`): the secret is all of it
+            return 0
         for index in range(1, (match.re.groups or 0) + 1):
             if match.group(index):
                 return index
@@ -203,9 +225,11 @@ def load_rules(path: Path = RULES_FILE) -> tuple[GitleaksRule, ...]:
                 entropy=float(spec.get("entropy", 0.0)),
                 allowlists=allowlists,
                 secret_group=int(spec.get("secretGroup", 0)),
+                keywords=tuple(keyword.lower() for keyword in spec.get("keywords", ())),
             )
         )
-    return tuple(rules)
+    # the catch-all shapes last, so a vendor's own rule names its key
+    return tuple(sorted(rules, key=lambda rule: rule.label.startswith("generic-")))
 
 
 @functools.cache
@@ -218,9 +242,10 @@ def _global_allowlist(path: Path = RULES_FILE) -> tuple[Allowlist, ...]:
 GLOBAL_ALLOWLIST = _global_allowlist()
 
 
-def refresh(source: str) -> None:
+def refresh(source: str, target: Path = RULES_FILE) -> int:
     """Replace the vendored config with `source` (a path or URL) once every rule of it loads and
-    compiles into the gate."""
+    compiles into the gate; returns how many rules it holds. A config that does not is refused and the
+    old one stays."""
     import urllib.request
 
     from training_pipeline.privacy.prefilter import RuleGate
@@ -230,7 +255,7 @@ def refresh(source: str) -> None:
             text = answer.read().decode("utf-8")
     else:
         text = Path(source).read_text(encoding="utf-8")
-    candidate = RULES_FILE.with_suffix(".new")
+    candidate = target.with_suffix(".new")
     candidate.write_text(text, encoding="utf-8")
     try:
         rules = load_rules(candidate)
@@ -238,11 +263,12 @@ def refresh(source: str) -> None:
     except Exception:
         candidate.unlink()
         raise
-    candidate.replace(RULES_FILE)
-    print(f"{len(rules)} rules from {source}; update {FOLDER / 'SOURCE'} with its version")
+    candidate.replace(target)
+    return len(rules)
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] != ["refresh"]:
         raise SystemExit("usage: python -m training_pipeline.privacy.gitleaks refresh [PATH_OR_URL]")
-    refresh(sys.argv[2] if len(sys.argv) > 2 else UPSTREAM)
+    count = refresh(sys.argv[2] if len(sys.argv) > 2 else UPSTREAM)
+    print(f"{count} rules; now record the release and commit in {FOLDER / 'SOURCE'}")

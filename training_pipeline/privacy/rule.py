@@ -3,11 +3,22 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 
 _PLACEHOLDER = re.compile(r"<REDACTED:[a-z0-9-]+>")
 _A = re.ASCII  # JavaScript's \b and /i (without the u flag) are ASCII-only
+
+
+_FAKE = re.compile(
+    r"x{6,}|X{6,}|\*{4,}|#{4,}|0{12,}|EXAMPLE|\$\{|\{\{|<[a-z-]+>|^(?:changeme|password|secret)$", re.ASCII
+)
+
+
+def looks_fake(secret: str) -> bool:
+    """A documentation value, a template or a mask where a credential would be."""
+    return _FAKE.search(secret.strip("\"'`")) is not None
 
 
 def is_placeholder(text: str) -> bool:
@@ -21,6 +32,13 @@ class CredentialRule:
     pattern: re.Pattern[str]
     #: Redact only this group (e.g. the password of a URL), keeping the rest readable.
     group: int = 0
+    #: Leave values that are placeholders (`xxxx`, `EXAMPLE`, `${VAR}`) alone: the strict profile's
+    #: choice; elizaOS's own rules redact whatever their pattern matches.
+    skip_placeholders: bool = False
+
+    def strict(self) -> CredentialRule:
+        """This rule as the strict profile runs it."""
+        return dataclasses.replace(self, skip_placeholders=True)
 
     def redact(self, text: str) -> tuple[str, int]:
         """`text` with every match replaced by `<REDACTED:label>`, and how many there were."""
@@ -29,8 +47,9 @@ class CredentialRule:
 
         def replace(match: re.Match[str]) -> str:
             nonlocal hits
-            if is_placeholder(match.group(self.group)):
-                return match.group()  # redacted already: redaction is idempotent
+            secret = match.group(self.group)
+            if is_placeholder(secret) or (self.skip_placeholders and looks_fake(secret)):
+                return match.group()  # redacted already (redaction is idempotent), or not a credential
             hits += 1
             if self.group == 0:
                 return placeholder

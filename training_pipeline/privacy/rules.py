@@ -12,6 +12,7 @@ import re
 
 from training_pipeline.jscompat import JS_WS_CLASS
 from training_pipeline.privacy import gitleaks
+from training_pipeline.privacy.keyed import KEYED_SECRET
 from training_pipeline.privacy.prefilter import RuleGate
 from training_pipeline.privacy.rule import _A, CredentialRule, literal_first
 
@@ -22,6 +23,7 @@ _PEM_BODY = re.compile(
     r"(?:\r?\n(?:\r?\n)?(?:[A-Za-z][A-Za-z-]*: [^\r\n]*|[A-Za-z0-9+/=]+(?=\r?\n|\Z)))*", re.ASCII
 )
 _PEM_MAX_BODY = 65_536
+_PEM_MIN_BODY = 16
 
 
 class PrivateKeyBlocks(CredentialRule):
@@ -33,6 +35,9 @@ class PrivateKeyBlocks(CredentialRule):
 
     def __init__(self) -> None:
         super().__init__("private-key", _PEM_BEGIN)
+
+    def strict(self) -> CredentialRule:
+        return self
 
     def redact(self, text: str) -> tuple[str, int]:
         parts: list[str] = []
@@ -46,6 +51,8 @@ class PrivateKeyBlocks(CredentialRule):
                 end_match = None if begin.end() >= no_end_after else _PEM_END.search(text, begin.end())
                 if end_match is None:
                     no_end_after = min(no_end_after, begin.end())
+            if end_match is not None and end_match.start() - begin.end() < _PEM_MIN_BODY:
+                continue  # `BEGIN … anything … END`: a template, not a key
             if end_match is not None and end_match.start() - begin.end() <= _PEM_MAX_BODY:
                 stop = end_match.end()
             else:
@@ -76,9 +83,10 @@ _I = re.IGNORECASE
 _NOT_A_CALL = r"(?![A-Za-z0-9_.]*[(\[])"
 _AWS_PREFIXES = "A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA|ASCA"
 
-# The families gitleaks' and detect-secrets' default rules know. Order matters: multi-part and more
-# specific shapes first, so a key inside a URL or header gets its own label.
-_STRICT_EXTRA: tuple[CredentialRule, ...] = (
+# What gitleaks' rule set does not cover, or covers with an expensive pattern: PEM and PuTTY private
+# keys (a linear scan), passwords in URLs, AWS secret keys beside their name, npm's `_authToken`, Azure
+# storage account keys, and `Authorization`/`Bearer` values.
+_STRICT_OWN: tuple[CredentialRule, ...] = (
     PrivateKeyBlocks(),
     _rule("private-key", r"PuTTY-User-Key-File-\d:[^\n]*"),
     _rule(
@@ -87,68 +95,37 @@ _STRICT_EXTRA: tuple[CredentialRule, ...] = (
         group=1,
     ),
     _rule(
-        "slack-webhook",
-        r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/_-]{8,}",
-    ),
-    _rule("anthropic-key", r"\bsk-ant-[A-Za-z0-9_-]{16,}"),
-    _rule("openai-key", r"\bsk-[A-Za-z0-9_-]{16,}"),
-    _rule("github-token", r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9_]{20,}"),
-    _rule("github-token", r"\bgithub_pat_[A-Za-z0-9_]{22,}"),
-    _rule(
-        "gitlab-token",
-        r"\b(?:glpat|gldt|glft|glsoat|glrt|glcbt|glimt|glptt|glagent|gloas)-[A-Za-z0-9_-]{20,1024}",
-    ),
-    _rule("gitlab-token", r"\bGR1348941[A-Za-z0-9_-]{20,}"),
-    _rule("aws-access-key", rf"\b(?:{_AWS_PREFIXES})[0-9A-Z]{{16}}"),
-    _rule(
         "aws-secret-key",
         r"aws.{0,20}?(?:key|pwd|pw|password|pass|token|secret).{0,20}?['\"=: ]"
         r"([0-9a-zA-Z/+]{40})(?![0-9a-zA-Z/+])",
         _I,
         group=1,
     ),
-    _rule("stripe-key", r"\b(?:sk|rk)_(?:live|test)_[0-9a-zA-Z]{10,}"),
-    _rule("stripe-webhook-secret", r"\bwhsec_[A-Za-z0-9+/=]{24,}"),
-    _rule("slack-token", r"\bxox[abposre]-[A-Za-z0-9-]{10,}", _I),
-    _rule("slack-token", r"\bxapp-\d-[A-Za-z0-9-]{10,}"),
-    _rule("google-api-key", r"\bAIza[0-9A-Za-z_-]{35}"),
-    _rule("google-oauth-secret", r"\bGOCSPX-[A-Za-z0-9_-]{28}"),
-    _rule("huggingface-token", r"\b(?:hf_|api_org_)[A-Za-z0-9]{30,}"),
-    _rule("npm-token", r"\bnpm_[A-Za-z0-9]{36,}"),
-    _rule("npm-token", r":_authToken=[^\s\"']{8,}"),
-    _rule("pypi-token", r"\bpypi-AgE[A-Za-z0-9_-]{50,}"),
-    _rule("sendgrid-key", r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}"),
-    _rule("twilio-key", r"(?:AC|SK)[a-z0-9]{32}"),
-    _rule("jwt", r"\beyJ[A-Za-z0-9_=-]{4,}\.[A-Za-z0-9_=-]{4,}\.?[A-Za-z0-9_.+/=-]*"),
-    _rule("discord-bot-token", r"\b[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}"),
-    _rule("telegram-bot-token", r"\d{8,10}:[0-9A-Za-z_-]{35}"),
-    _rule("mailchimp-key", r"[0-9a-z]{32}-us[0-9]{1,2}"),
-    _rule("square-secret", r"\bsq0(?:csp|atp)-[0-9A-Za-z\\_-]{22,43}"),
-    _rule("azure-storage-key", r"AccountKey=[a-zA-Z0-9+/=]{88}"),
-    # not after a letter or digit; the lookbehind follows the literal so `re` can search for the literal
-    _rule("artifactory-token", r"AKC(?<![A-Za-z0-9]AKC)[a-zA-Z0-9]{10,}"),
-    _rule("artifactory-token", r"AP(?<![A-Za-z0-9]AP)[0-9A-F][a-zA-Z0-9]{8,}(?![A-Za-z0-9])"),
+    _rule("npm-token", r":_authToken=([^\s\"']{8,})", group=1),
+    _rule("azure-storage-key", r"AccountKey=([a-zA-Z0-9+/=]{88})", group=1),
     _rule(
         "authorization-header",
         rf"\b(?:proxy-)?authorization[\"']?[{JS_WS_CLASS}]*[:=][{JS_WS_CLASS}]*[\"']?"
-        rf"(?:(?:bearer|basic|token|digest|apikey)[{JS_WS_CLASS}]+)?{_NOT_A_CALL}([A-Za-z0-9._~+/=-]{{8,}})",
+        rf"(?:[A-Za-z][A-Za-z-]{{1,20}}[{JS_WS_CLASS}]+)?{_NOT_A_CALL}([A-Za-z0-9._~+/=-]{{8,}})",
         _I,
         group=1,
     ),
-    _rule("bearer", rf"\bBearer[{JS_WS_CLASS}]+[A-Za-z0-9._~+/-]{{16,}}=*", _I),
-    _rule(
-        "secret-assignment",
-        r"\b(?:api[_-]?key|apikey|secret[_-]?key|client[_-]?secret|access[_-]?token|auth[_-]?token"
-        r"|password|passwd|pwd)[\"']?[ \t]{0,4}[:=][ \t]{0,4}[\"']?"
-        rf"{_NOT_A_CALL}(?=[^\s\"',;<>()]*[0-9!@#$%^&*+=/?~])([^\s\"',;<>()]{{8,}})",
-        _I,
-        group=1,
-    ),
+    _rule("bearer", rf"\bBearer[{JS_WS_CLASS}]+([A-Za-z0-9._~+/-]{{16,}}=*)", _I, group=1),
 )
 
-#: The hand-kept families above (elizaOS's and the shapes they label precisely) first, then every family
-#: of gitleaks' maintained rule set, for what those miss.
-STRICT_RULES: tuple[CredentialRule, ...] = _STRICT_EXTRA + gitleaks.load_rules()
+#: The strict profile: elizaOS's five (so it redacts all the `elizaos` profile does), our own above,
+#: every family of gitleaks' maintained rule set, then any value whose key names a secret. The first
+#: rule to match a credential names it.
+STRICT_RULES: tuple[CredentialRule, ...] = (
+    # elizaOS checks `sk-` before `sk-ant-`; here the narrower shape goes first, so it names the key.
+    # elizaOS's five redact what they match, placeholders too, so strict redacts all `elizaos` does.
+    ELIZAOS_RULES[1],
+    ELIZAOS_RULES[0],
+    *ELIZAOS_RULES[2:],
+    *(rule.strict() for rule in _STRICT_OWN),
+    *gitleaks.load_rules(),
+    KEYED_SECRET,
+)
 
 #: No rule matches, and no environment secret is, fewer characters than this.
 MIN_SECRET_LENGTH = 8

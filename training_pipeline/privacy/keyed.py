@@ -1,0 +1,168 @@
+"""Secrets named by their key: `fooToken = "…"`, `FOO_TOKEN=…`, YAML `api_key: …`, JSON `"secret": "…"`,
+TOML, URL query strings (`?access_token=…&`) and HTTP headers (`X-Api-Key: …`), whatever the vendor.
+
+detect-secrets' keyword detector and gitleaks' generic rule look for the same thing; this one covers
+the forms both miss (a query string's `&`, a header) and redacts only the value. A value counts when
+its key names a secret (token, secret, password, api key, credential, private key, auth, in any case
+style: the key's last words decide, so `author`, `tokenizer`, `credentialsId` and `publicToken` do
+not), it is long and random enough to be a credential, and it is not a placeholder (`xxxx`,
+`<your-key>`, `EXAMPLE`, `${VAR}`, `{{ … }}`), a number, a code reference (`self.password`,
+`os.environ[...]`, a call) or a type.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from training_pipeline.privacy.gitleaks import GLOBAL_ALLOWLIST, shannon_entropy
+from training_pipeline.privacy.rule import CredentialRule, is_placeholder
+
+_WORDS = (
+    r"token|secret|passw(?:or)?d|passphrase|pwd|api[_.-]?key|apikey|access[_.-]?key|private[_.-]?key"
+    r"|credentials?|creds|auth(?:[_.-]?(?:key|token))?|client[_.-]?secret|signing[_.-]?key"
+)
+#: key, optional closing quote, separator, optional opening quote, value
+_PATTERN = re.compile(
+    rf"(?<![A-Za-z0-9])(?P<key>[A-Za-z0-9_.-]{{0,40}}?(?:{_WORDS})[A-Za-z0-9_.-]{{0,24}})[\"'`]?"
+    r"[ \t]{0,4}(?::=|=>|->|=|:)[ \t]{0,4}(?:(?:bearer|basic|token)[ \t]+)?[\"'`]?"
+    r"(?P<value>[^\s\"'`,;<>(){}\[\]\\]{8,256})",
+    re.IGNORECASE | re.ASCII,
+)
+#: the words of a key (`clientSecret`, `CLIENT_SECRET`, `client-secret`, `db.password`)
+_KEY_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
+_SECRET_WORDS = {
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "pwd",
+    "passphrase",
+    "apikey",
+    "credential",
+    "credentials",
+    "creds",
+    "auth",
+    "pass",
+    "privatekey",
+}
+_SECRET_PAIRS = {
+    ("api", "key"),
+    ("access", "key"),
+    ("private", "key"),
+    ("signing", "key"),
+    ("secret", "key"),
+    ("auth", "key"),
+    ("encryption", "key"),
+    ("master", "key"),
+}
+#: a key about a secret, not holding one (its id, name, URL, size...), or a public or anti-forgery value
+_NOT_SECRET_LAST = {
+    "id",
+    "ids",
+    "name",
+    "names",
+    "type",
+    "types",
+    "url",
+    "uri",
+    "path",
+    "file",
+    "length",
+    "size",
+    "count",
+    "version",
+    "hash",
+    "ttl",
+    "expiry",
+    "expires",
+    "expiration",
+    "endpoint",
+    "header",
+    "field",
+    "prefix",
+    "limit",
+    "usage",
+    "used",
+    "audience",
+    "format",
+    "policy",
+    "scope",
+    "scopes",
+    "provider",
+    "manager",
+    "store",
+    "storage",
+    "mode",
+}
+_NOT_SECRET_ANY = {"public", "csrf", "xsrf", "tokenizer", "tokens", "max", "num"}
+
+
+def secret_key(key: str) -> bool:
+    """Whether a key names a secret, by its words; the secret word must be one of its last two."""
+    words = [w.lower() for w in _KEY_WORD.findall(key)]
+    if not words or words[-1] in _NOT_SECRET_LAST or _NOT_SECRET_ANY.intersection(words):
+        return False
+    tail = words[-2:]
+    return bool(_SECRET_WORDS.intersection(tail)) or tuple(tail) in _SECRET_PAIRS
+
+
+_PLACEHOLDER = re.compile(
+    r"x{4,}|\*{3,}|#{4,}|\.{3}|example|your[_.-]|changeme|placeholder|dummy|redacted|^\$|^%|\{\{|<|^null$"
+    r"|^none$|^true$|^false$|^undefined$",
+    re.IGNORECASE,
+)
+#: `password_mgr`, `Proxy-Authorization`, `TestSourcePassword`: words, each of two letters or more
+_WORD = r"(?:[A-Z]?[a-z]{2,}|[A-Z]{2,}(?![a-z]))"
+_WORDS_ONLY = re.compile(rf"^{_WORD}(?:[-_.]?{_WORD})*$")
+#: `self.password`, `os.environ.get`, `settings.API_KEY`: references in code
+_REFERENCE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")
+
+
+@dataclass(frozen=True, slots=True)
+class KeyedSecretRule(CredentialRule):
+    """The value of a secret-named key; `CredentialRule.redact` with the checks above."""
+
+    def redact(self, text: str) -> tuple[str, int]:
+        placeholder = f"<REDACTED:{self.label}>"
+        hits = 0
+
+        def replace(match: re.Match[str]) -> str:
+            nonlocal hits
+            start, end = match.span("value")
+            if text[match.start() - 1 : match.start()] in ("?", "&"):  # a query string: `&` ends it
+                cut = text.find("&", start, end)
+                end = end if cut < 0 else cut
+            if not looks_like_credential(match.group("key"), text[start:end], text, end):
+                return match.group()
+            hits += 1
+            base = match.start()
+            return match.group()[: start - base] + placeholder + match.group()[end - base :]
+
+        return self.pattern.sub(replace, text), hits
+
+
+def is_reference(value: str) -> bool:
+    """`self.password`, `settings.API_KEY`, `win32api.RegEnumKey`: dotted names, short and with few
+    digits per part (a token with a dot in it, `s.ZC9Ecf4M5g9o34Q6`, or a JWT, is neither)."""
+    return _REFERENCE.match(value) is not None and all(
+        len(part) <= 32 and sum(c.isdigit() for c in part) <= 2 for part in value.split(".")
+    )
+
+
+def looks_like_credential(key: str, value: str, text: str, end: int) -> bool:
+    if len(value) < 10 or not secret_key(key) or is_placeholder(value) or _PLACEHOLDER.search(value):
+        return False
+    if value.isdigit() or is_reference(value) or text[end : end + 1] in ("(", "["):
+        return False
+    if any(allow.allows(value, value, value) for allow in GLOBAL_ALLOWLIST):
+        return False
+    if not any(c.isdigit() for c in value):
+        # letters only: words (`password_mgr`, `Proxy-Authorization`) unless long, mixed and random
+        if _WORDS_ONLY.match(value) or len(value) < 16:
+            return False
+        return shannon_entropy(value) >= 3.8
+    return shannon_entropy(value) >= (3.0 if len(value) >= 20 else 2.8)
+
+
+KEYED_SECRET = KeyedSecretRule("keyed-secret", _PATTERN, group=2)
