@@ -126,8 +126,7 @@ class GitleaksRule(CredentialRule):
     def applies(self, text: str) -> bool:
         if not self.keywords:
             return True
-        lowered = text.lower()
-        return any(keyword in lowered for keyword in self.keywords)
+        return any(keyword in _lowered(text) for keyword in self.keywords)
 
     def redact(self, text: str) -> tuple[str, int]:
         if not self.applies(text):
@@ -184,6 +183,20 @@ class GitleaksRule(CredentialRule):
             if match.group(index):
                 return index
         return 0
+
+
+#: The last text lowered, and its lower case: the rules a text's gate names check their keywords in turn.
+_LAST_LOWERED: tuple[str, str] = ("", "")
+
+
+def _lowered(text: str) -> str:
+    global _LAST_LOWERED
+    last = _LAST_LOWERED  # one read: another thread may replace it, never half of it
+    if last[0] is text:
+        return last[1]
+    lowered = text.lower()
+    _LAST_LOWERED = (text, lowered)
+    return lowered
 
 
 def _line_of(text: str, start: int, end: int) -> str:

@@ -149,7 +149,7 @@ class RuleSet:
         if self._gate is None:
             self._gate = RuleGate([rule.pattern for rule in self.rules])
         found = self._gate.candidates(text)
-        return [rule for index, rule in enumerate(self.rules) if index in found] if found else []
+        return [self.rules[index] for index in sorted(found)] if found else []
 
 
 PROFILES: dict[str, RuleSet] = {"elizaos": RuleSet(ELIZAOS_RULES), "strict": RuleSet(STRICT_RULES)}
