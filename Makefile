@@ -22,8 +22,13 @@ home:
 demo: install home
 	$(VENV)/bin/training-pipeline demo
 
+# The webserver and the daemon (schedules, sensors, the run queue) on loopback, stopped together. Run
+# as two processes rather than `dagster dev`, which this Dagster marks superseded and which warns about
+# the project's dagster.yaml beside $(DAGSTER_HOME).
 ui: install home
-	$(VENV)/bin/dagster dev -w workspace.yaml --host 127.0.0.1 --port 3000
+	@$(VENV)/bin/dagster-daemon run -w workspace.yaml & daemon=$$!; \
+	trap 'kill $$daemon 2>/dev/null' EXIT INT TERM; \
+	$(VENV)/bin/dagster-webserver -w workspace.yaml -h 127.0.0.1 -p 3000
 
 # The embedded LLM (SmolLM2-135M-Instruct on llama.cpp). llama-cpp-python builds from source: 8-15 min
 # on 2 cores the first time, seconds afterwards from pip's wheel cache.

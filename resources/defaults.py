@@ -29,15 +29,16 @@ from training_pipeline.resources.backends import (
     VertexBackend,
 )
 from training_pipeline.resources.llm import LLMResource
-from training_pipeline.resources.privacy import SAMPLE_ENTITIES, PrivacySettings
+from training_pipeline.resources.privacy import PrivacySettings
 from training_pipeline.resources.sources import (
-    SAMPLE_TRAJECTORIES,
     DatabaseTrajectorySource,
     FileTrajectorySource,
 )
 from training_pipeline.resources.storage import DataStore
 from training_pipeline.resources.tasks import TaskOverrides
 from training_pipeline.resources.training import TrainingSettings
+
+from training_pipeline import SAMPLE_ENTITIES, SAMPLE_TRAJECTORIES
 
 
 def default_resources(environ: Mapping[str, str] | None = None) -> dict[str, Any]:

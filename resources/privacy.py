@@ -8,12 +8,9 @@ from typing import Literal
 from dagster import ConfigurableResource
 from pydantic import Field
 
-from training_pipeline import SAMPLE_DATA
 from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.filter import PrivacyFilter, secret_env_values
 from training_pipeline.privacy.scan import SecretScanner
-
-SAMPLE_ENTITIES = SAMPLE_DATA / "entities.json"
 
 
 class PrivacySettings(ConfigurableResource):

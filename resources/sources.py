@@ -11,14 +11,12 @@ import sqlalchemy as sa
 from dagster import ConfigurableResource
 from pydantic import Field
 
-from training_pipeline import SAMPLE_DATA, jscompat
+from training_pipeline import jscompat
 from training_pipeline.atomic import atomic_open
 from training_pipeline.trajectories.database import read_table, write_trajectory
 from training_pipeline.trajectories.files import read_files
 from training_pipeline.trajectories.models import start_day
 from training_pipeline.trajectories.records import ParsedRecord
-
-SAMPLE_TRAJECTORIES = SAMPLE_DATA / "trajectories"
 
 
 class TrajectorySource(ConfigurableResource):

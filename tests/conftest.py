@@ -7,10 +7,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from training_pipeline.resources.privacy import SAMPLE_ENTITIES
-from training_pipeline.resources.sources import SAMPLE_TRAJECTORIES
 
 from tests.postgres_server import PostgresServer
+from training_pipeline import SAMPLE_ENTITIES, SAMPLE_TRAJECTORIES
 
 os.environ.setdefault("DAGSTER_DISABLE_TELEMETRY", "1")
 

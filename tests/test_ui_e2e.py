@@ -21,11 +21,10 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect, sync_playwright
-from training_pipeline.resources.privacy import SAMPLE_ENTITIES
-from training_pipeline.resources.sources import SAMPLE_TRAJECTORIES
 
 from tests.dagster_servers import DagsterServers, pipeline_free_env
 from tests.planted_secrets import IN_ENVIRONMENT, IN_TRAJECTORY, stored_text, write_planted_day
+from training_pipeline import SAMPLE_ENTITIES, SAMPLE_TRAJECTORIES
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")

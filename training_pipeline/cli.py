@@ -21,7 +21,12 @@ from training_pipeline.training.policy import BACKENDS
 
 
 def _build(args: argparse.Namespace) -> int:
-    directory = EntityDirectory.load(args.anonymizer) if args.anonymizer else None
+    from training_pipeline import SAMPLE_ENTITIES, SAMPLE_TRAJECTORIES
+
+    anonymizer = args.anonymizer
+    if anonymizer is None and args.input.resolve().is_relative_to(SAMPLE_TRAJECTORIES.resolve()):
+        anonymizer = SAMPLE_ENTITIES  # the bundled sample's people, as `make demo` uses them
+    directory = EntityDirectory.load(anonymizer) if anonymizer else None
     env_secrets = secret_env_values(args.privacy_profile, names=args.env_secrets)
     privacy = PrivacyFilter(args.privacy_profile, directory, env_secrets)
     result = build_datasets(args.input, args.out_dir, privacy, workers=args.workers)
@@ -69,7 +74,7 @@ def _materialize_days(days: list[str]) -> bool:
             result = execute_job(
                 job,
                 instance,
-                run_config={"loggers": {"console": {"config": {"log_level": "INFO"}}}},
+                run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
                 tags={"dagster/partition": day, "training_pipeline/launched_by": "cli"},
             )
             counts = {}
@@ -105,15 +110,35 @@ def _materialize(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    from training_pipeline import SAMPLE_TRAJECTORIES
     from training_pipeline.resources.defaults import default_resources
-    from training_pipeline.resources.sources import SAMPLE_TRAJECTORIES
 
     days = sorted(path.stem for path in SAMPLE_TRAJECTORIES.glob("*.jsonl"))
     ok = _materialize_days(days)
     store = default_resources()["store"]
     print(f"\nDatasets for {days[0]} .. {days[-1]}: {Path(store.root).resolve() / 'datasets'}/<day>/")
-    print("Open the UI with `make ui` (http://127.0.0.1:3000): asset graph, runs, metadata and checks.")
+    cli = _cli_path()
+    steps = [
+        ("make ui", "the UI: http://127.0.0.1:3000"),
+        (f"{cli} train --task response --dry-run", "a training run, recorded"),
+        (f"{cli} runs list", "the runs recorded so far"),
+    ]
+    width = max(len(command) for command, _ in steps)
+    print("Next, from this folder:")
+    for command, what in steps:
+        print(f"  {command:<{width}}  # {what}")
     return 0 if ok else 1
+
+
+def _cli_path() -> str:
+    """How to call this program from the current folder (`.venv/bin/training-pipeline` after `make`)."""
+    program = Path(sys.argv[0])
+    if program.name != "training-pipeline":
+        return "training-pipeline"
+    try:
+        return str(program.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(program)
 
 
 def _run_store():
@@ -359,8 +384,25 @@ def parser() -> argparse.ArgumentParser:
     return root
 
 
+def project_defaults(cwd: Path) -> None:
+    """Run from this project's folder (it holds `dagster.yaml` and `workspace.yaml`), every command finds
+    the instance and data `make demo` made (`var/dagster_home`, `var/data`) without exports. Variables
+    already set win. (They are set for the child processes Dagster starts, which read them.)"""
+    if not ((cwd / "dagster.yaml").is_file() and (cwd / "workspace.yaml").is_file()):
+        return
+    if not os.environ.get("DAGSTER_HOME"):
+        home = cwd / "var" / "dagster_home"
+        home.mkdir(parents=True, exist_ok=True)
+        if not (home / "dagster.yaml").exists():
+            (home / "dagster.yaml").symlink_to(cwd / "dagster.yaml")
+        os.environ["DAGSTER_HOME"] = str(home)
+    if not os.environ.get("TRAINING_PIPELINE_DATA"):
+        os.environ["TRAINING_PIPELINE_DATA"] = str(cwd / "var" / "data")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    project_defaults(Path.cwd())
     try:
         return args.run(args)
     except (FileNotFoundError, ValueError) as err:
