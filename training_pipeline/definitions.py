@@ -16,7 +16,9 @@ from training_pipeline.assets.training import training_job
 from training_pipeline.jobs.executors import executor_for
 from training_pipeline.jobs.tasks import task_jobs
 from training_pipeline.resources.defaults import default_resources
+from training_pipeline.sandbox import warn_if_unconfined
 
+warn_if_unconfined()  # task code unconfined is the deployment's choice, said out loud when it loads
 resources = default_resources()
 defs = Definitions(
     assets=[*ASSETS, *(SHARED_ASSETS if resources["store"].shared_url else [])],
