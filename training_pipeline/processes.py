@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
@@ -31,3 +32,8 @@ def stop_process_group(pid: int, grace_seconds: float = 5.0) -> bool:
     with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, 0)
     return True
+
+
+async def astop_process_group(pid: int) -> bool:
+    """`stop_process_group` off the event loop."""
+    return await asyncio.to_thread(stop_process_group, pid)

@@ -9,14 +9,13 @@ other. Services a step needs (the LLM, directories, env tokens) hang off `runtim
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from training_pipeline.llm.usage import Usage
-
-if TYPE_CHECKING:
-    from training_pipeline.tasks.runtime import StepRuntime
+from training_pipeline.tasks.envs.kinds import EnvClient
+from training_pipeline.tasks.services import StepServices
 
 LISTS = ("deployed_envs", "deployed_agents", "deployed_sandboxes", "prompt_responses")
 Ops = list[dict[str, Any]]
@@ -82,16 +81,20 @@ class TaskStepContext(BaseModel):
     prompt_responses: list[PromptResponse] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
-    _runtime: StepRuntime | None = PrivateAttr(default=None)
+    _runtime: StepServices | None = PrivateAttr(default=None)
 
     @property
-    def runtime(self) -> StepRuntime:
+    def runtime(self) -> StepServices:
         if self._runtime is None:
             raise RuntimeError("this context is not attached to a run")
         return self._runtime
 
     def env(self, name: str) -> DeployedEnv:
         return _named(self.deployed_envs, name, "env")
+
+    def env_client(self, name: str) -> EnvClient:
+        """A client to a deployed env, over its socket (close it, or use it in a `with`)."""
+        return EnvClient(self.env(name).url)
 
     def agent(self, name: str) -> DeployedAgent:
         return _named(self.deployed_agents, name, "agent")

@@ -32,14 +32,10 @@ from pydantic import ValidationError
 from training_pipeline.atomic import atomic_write_text
 from training_pipeline.privacy.scrub import scrub_folder
 from training_pipeline.privacy.stored import safe_text, safe_value
+from training_pipeline.processes import astop_process_group
 from training_pipeline.tasks.context import TaskStepContext, diff
 from training_pipeline.tasks.envs.kinds import start_env
-from training_pipeline.tasks.runtime import (
-    STORE_FILE_NAME,
-    StepRuntime,
-    TaskRun,
-    astop_process_group,
-)
+from training_pipeline.tasks.runtime import STORE_FILE_NAME, StepRuntime, TaskRun
 from training_pipeline.tasks.step import TaskStep
 from training_pipeline.tasks.store import PROCESS_FLAG, TERMINAL
 

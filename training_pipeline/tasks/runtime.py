@@ -3,20 +3,20 @@ trajectory sink and the log. Built by the Dagster op (or a test) around each ste
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from training_pipeline.llm.client import ChatClient
 from training_pipeline.llm.local import LocalModelServer
 from training_pipeline.privacy.stored import SafeLog, safe_value
-from training_pipeline.processes import stop_process_group
 from training_pipeline.tasks.store import PROCESS_FLAG, ContextStore
-from training_pipeline.tasks.task import Task
+
+if TYPE_CHECKING:
+    from training_pipeline.tasks.task import Task
 
 
 class LLMSettings(Protocol):
@@ -110,6 +110,16 @@ class StepRuntime:
         return self.run.run_id
 
     @property
+    def task_name(self) -> str:
+        return self.run.task.name
+
+    def env_dir(self, env_name: str, instance_id: str) -> Path:
+        return self.run.env_dir(env_name, instance_id)
+
+    def work_dir(self, step_id: str) -> Path:
+        return self.run.work_dir(step_id)
+
+    @property
     def base_dir(self) -> Path:
         """Where the task file's relative paths resolve."""
         return self.run.task.base_dir
@@ -130,7 +140,3 @@ class StepRuntime:
             return False
         self.run.write_trajectory(safe_value(trajectory))
         return True
-
-
-async def astop_process_group(pid: int) -> bool:
-    return await asyncio.to_thread(stop_process_group, pid)

@@ -14,7 +14,6 @@ from training_pipeline.llm.usage import capture_usage
 from training_pipeline.tasks.context import DeployedAgent, PromptResponse, TaskStepContext
 from training_pipeline.tasks.envs.kinds import EnvClient
 from training_pipeline.tasks.step import TaskStep
-from training_pipeline.tasks.steps.envs import env_client
 from training_pipeline.tasks.trajectory import LLMCallRecord, conversation_trajectory
 
 
@@ -61,7 +60,7 @@ class PromptAgentStep(TaskStep):
 
     async def execute(self, context: TaskStepContext) -> None:
         agent = context.agent(self.agent_name)
-        clients = {name: env_client(context, name) for name in agent.env_names}
+        clients = {name: context.env_client(name) for name in agent.env_names}
         try:
             routes, tools = await asyncio.to_thread(_tool_routes, clients)
             chat = context.runtime.chat_client()
@@ -120,7 +119,7 @@ class PromptAgentStep(TaskStep):
         final = messages[-1]
         trajectory = conversation_trajectory(
             run_id=runtime.run_id,
-            task_name=runtime.run.task.name,
+            task_name=runtime.task_name,
             step_id=self.id,
             attempt=runtime.attempt,
             agent_name=agent.name,

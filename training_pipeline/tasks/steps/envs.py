@@ -15,16 +15,11 @@ from pydantic import Field, field_validator
 
 from training_pipeline.atomic import atomic_write_text
 from training_pipeline.privacy.stored import safe_value
+from training_pipeline.processes import astop_process_group
 from training_pipeline.sandbox import Limits, Sandbox
 from training_pipeline.tasks.context import DeployedEnv, TaskStepContext
-from training_pipeline.tasks.envs.kinds import ENV_KINDS, ENV_LIMITS, EnvClient, start_env
-from training_pipeline.tasks.runtime import astop_process_group
+from training_pipeline.tasks.envs.kinds import ENV_KINDS, ENV_LIMITS, start_env
 from training_pipeline.tasks.step import RelativePath, TaskStep, resolve_inside
-
-
-def env_client(context: TaskStepContext, env_name: str) -> EnvClient:
-    env = context.env(env_name)
-    return EnvClient(env.url)
 
 
 class DeployEnvStep(TaskStep):
@@ -48,7 +43,7 @@ class DeployEnvStep(TaskStep):
     async def execute(self, context: TaskStepContext) -> None:
         runtime = context.runtime
         instance = uuid.uuid4().hex[:12]
-        workdir = runtime.run.env_dir(self.env_name, instance)
+        workdir = runtime.env_dir(self.env_name, instance)
         started = await asyncio.to_thread(start_env, self.env_type, workdir, self.options, self.limits)
         context.deployed_envs = [e for e in context.deployed_envs if e.name != self.env_name] + [
             DeployedEnv(
@@ -77,7 +72,7 @@ class LoadArtifactStep(TaskStep):
         data = json.loads(source.read_text(encoding="utf-8"))
         if not isinstance(data, dict):
             raise ValueError(f'{self.path}: an artifact is a JSON object, e.g. {{"emails": [...]}}')
-        with env_client(context, self.env_name) as client:
+        with context.env_client(self.env_name) as client:
             loaded = await asyncio.to_thread(client.load, data)
         context.metadata.setdefault("loaded_artifacts", {})[self.id] = {
             "env_name": self.env_name,
@@ -95,7 +90,7 @@ class SnapshotEnvStep(TaskStep):
 
     async def execute(self, context: TaskStepContext) -> None:
         runtime = context.runtime
-        with env_client(context, self.env_name) as client:
+        with context.env_client(self.env_name) as client:
             state = await asyncio.to_thread(client.state)
         relative = f"snapshots/{self.id}-{runtime.attempt}.json"
         atomic_write_text(runtime.artifacts_dir / relative, json.dumps(safe_value(state), indent=2))
@@ -124,7 +119,7 @@ class RunCodeStep(TaskStep):
         script = resolve_inside(runtime.base_dir, self.script)
         env = context.env(self.env_name)
         sandbox = Sandbox(
-            runtime.run.work_dir(self.id),
+            runtime.work_dir(self.id),
             self.limits,
             readonly=(runtime.base_dir.resolve(),),
             relay=Path(env.url.removeprefix("unix:")),

@@ -12,7 +12,6 @@ from training_pipeline.atomic import atomic_write_text
 from training_pipeline.privacy.stored import safe_value
 from training_pipeline.tasks.context import TaskStepContext
 from training_pipeline.tasks.step import TaskStep
-from training_pipeline.tasks.steps.envs import env_client
 
 
 class CollectArtifactsStep(TaskStep):
@@ -37,7 +36,7 @@ class CollectArtifactsStep(TaskStep):
         for env in context.deployed_envs:
             if env.stopped or (self.env_names is not None and env.name not in self.env_names):
                 continue
-            with env_client(context, env.name) as client:
+            with context.env_client(env.name) as client:
                 state = await asyncio.to_thread(client.state)
             atomic_write_text(folder / f"env-{env.name}.json", json.dumps(safe_value(state), indent=2))
             written.append(f"artifacts/{self.id}/env-{env.name}.json")

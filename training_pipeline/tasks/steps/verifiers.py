@@ -13,7 +13,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from training_pipeline.tasks.context import TaskStepContext
 from training_pipeline.tasks.envs.kinds import ENV_KINDS
 from training_pipeline.tasks.step import TaskStep
-from training_pipeline.tasks.steps.envs import env_client
 
 
 class VerifierStep(TaskStep):
@@ -95,7 +94,7 @@ class EnvOutcomeVerifier(VerifierStep):
 
     async def execute(self, context: TaskStepContext) -> None:
         kind = ENV_KINDS[context.env(self.env_name).env_type]
-        with env_client(context, self.env_name) as client:
+        with context.env_client(self.env_name) as client:
             state = await asyncio.to_thread(client.state)
         results, total, passed = [], 0.0, 0.0
         for item in self.checks:
