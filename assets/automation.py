@@ -20,7 +20,7 @@ from dagster import (
     schedule,
     sensor,
 )
-from training_pipeline.assets.training import TASK_TAG, training_job
+from training_pipeline.assets.training import PARTITION_TAG, training_job
 from training_pipeline.resources.training import TrainingSettings
 
 from training_pipeline.datasets.tasks import TASKS
@@ -98,7 +98,7 @@ def training_threshold_sensor(context: SensorEvaluationContext, training: Traini
             runs = instance.get_runs(RunsFilter(tags={"dagster/run_key": counter.fired_run_key}), limit=1)
             if runs and runs[0].is_finished:
                 state.reset(task)  # succeeded, skipped or failed: start counting again
-        task_filter = {"job_name": training_job.name, "tags": {TASK_TAG: task}}
+        task_filter = {"job_name": training_job.name, "tags": {PARTITION_TAG: task}}
         if instance.get_runs(RunsFilter(statuses=_IN_FLIGHT, **task_filter), limit=1):
             in_flight.add(task)
         finished = instance.get_run_records(RunsFilter(statuses=_FINISHED, **task_filter), limit=1)

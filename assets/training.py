@@ -33,11 +33,13 @@ from training_pipeline.optimizers.native import load_artifact
 from training_pipeline.privacy.stored import SafeLog, safe_text
 from training_pipeline.stages.records import StageRecord
 from training_pipeline.training.orchestrate import run_training
+from training_pipeline.training.policy import BACKENDS
 from training_pipeline.training.records import RunRecord, RunStore
 from training_pipeline.training.window import DayFiles, assemble_window
 
 task_partitions = StaticPartitionsDefinition(list(TASKS))
-TASK_TAG = "dagster/partition"
+#: A training run's task is its partition key (as `training_job` launches it)
+PARTITION_TAG = "dagster/partition"
 
 
 class TrainingRunConfig(Config):
@@ -78,10 +80,7 @@ def training_run(
                 record,
                 window,
                 policy,
-                {
-                    name: training_backends.get(name)
-                    for name in ("native", "atropos", "tinker", "openai", "vertex")
-                },
+                {name: training_backends.get(name) for name in BACKENDS},
                 privacy.scanner(),
                 explicit_backend=config.backend,
                 dry_run=config.dry_run,

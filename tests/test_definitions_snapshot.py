@@ -1,0 +1,68 @@
+"""The code location's surface, as the UI, schedules, sensors and saved launches name it: an accidental
+rename of an asset, check, job, sensor or schedule fails here first. Loaded in a fresh process with
+the default environment (no shared storage, no extra task folder)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+SNAPSHOT = {
+    "assets": [
+        "action_planner",
+        "context_routing",
+        "filtered_trajectories",
+        "media_description",
+        "optimized_prompt",
+        "response",
+        "should_respond",
+        "training_run",
+        "trajectories",
+        "tuned_model",
+    ],
+    "checks": [
+        *(
+            f"{task}:{check}"
+            for task in ("action_planner", "context_routing")
+            for check in ("counts_add_up", "no_credentials", "valid_jsonl")
+        ),
+        "filtered_trajectories:filtered_trajectories_counts",
+        *(
+            f"{task}:{check}"
+            for task in ("media_description", "response", "should_respond")
+            for check in ("counts_add_up", "no_credentials", "valid_jsonl")
+        ),
+        "trajectories:trajectories_counts",
+    ],
+    "jobs": ["__ASSET_JOB", "datasets_job", "task_inbox_triage", "task_reply_to_dana", "training_job"],
+    "sensors": ["training_threshold_sensor"],
+    "schedules": ["nightly_datasets_schedule"],
+}
+
+_READ = """
+import json
+from training_pipeline.definitions import defs
+repo = defs.get_repository_def()
+print(json.dumps({
+    "assets": sorted(k.to_user_string() for k in repo.asset_graph.get_all_asset_keys()),
+    "checks": sorted(f"{c.asset_key.to_user_string()}:{c.name}" for c in repo.asset_graph.asset_check_keys),
+    "jobs": sorted(j.name for j in repo.get_all_jobs()),
+    "sensors": sorted(s.name for s in repo.sensor_defs),
+    "schedules": sorted(s.name for s in repo.schedule_defs),
+}))
+"""
+
+
+def test_the_code_location_defines_what_it_always_has(tmp_path) -> None:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("TRAINING_PIPELINE_SHARED_URL", "TRAINING_PIPELINE_TASKS_DIR")
+    }
+    env["TRAINING_PIPELINE_DATA"] = str(tmp_path)
+    loaded = subprocess.run(
+        [sys.executable, "-c", _READ], env=env, capture_output=True, text=True, check=True
+    )
+    assert json.loads(loaded.stdout.strip().splitlines()[-1]) == {k: sorted(v) for k, v in SNAPSHOT.items()}
