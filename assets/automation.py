@@ -1,6 +1,5 @@
 """Jobs, the threshold sensor and the nightly schedule."""
 
-import os
 from datetime import UTC, datetime, timedelta
 
 from dagster import (
@@ -24,6 +23,7 @@ from training_pipeline.assets.training import PARTITION_TAG, training_job
 from training_pipeline.resources.training import TrainingSettings
 
 from training_pipeline.datasets.tasks import TASKS
+from training_pipeline.settings import settings
 from training_pipeline.training.trigger import TriggerState
 
 datasets_job = define_asset_job(
@@ -33,7 +33,7 @@ datasets_job = define_asset_job(
 )
 
 #: When the nightly schedule runs (UTC); override with TRAINING_PIPELINE_NIGHTLY_CRON.
-NIGHTLY_CRON = os.environ.get("TRAINING_PIPELINE_NIGHTLY_CRON", "0 2 * * *")
+NIGHTLY_CRON = settings().nightly_cron
 _IN_FLIGHT = [
     DagsterRunStatus.QUEUED,
     DagsterRunStatus.NOT_STARTED,
@@ -59,7 +59,7 @@ def nightly_datasets_schedule(context: ScheduleEvaluationContext) -> RunRequest:
 @sensor(
     job=training_job,
     # how often the daemon evaluates it; each tick only reads events after its cursor
-    minimum_interval_seconds=int(os.environ.get("TRAINING_PIPELINE_SENSOR_INTERVAL_SECONDS", "60")),
+    minimum_interval_seconds=settings().sensor_interval_seconds,
     default_status=DefaultSensorStatus.STOPPED,
 )
 def training_threshold_sensor(context: SensorEvaluationContext, training: TrainingSettings):

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import os
-
 from dagster import DailyPartitionsDefinition
 
+from training_pipeline.settings import settings
+
 #: First day with data; override with TRAINING_PIPELINE_START_DATE for older histories.
-START_DATE = os.environ.get("TRAINING_PIPELINE_START_DATE", "2025-01-01")
+START_DATE = settings().start_date
 
 daily_partitions = DailyPartitionsDefinition(start_date=START_DATE, timezone="UTC")

@@ -6,7 +6,6 @@ Each op calls the core `run_step`; this module only translates: resources in, ou
 a fatal failure to a failed op, an aborted run to a skipped op.
 """
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from dagster import (
 from training_pipeline.jobs.executors import executor_for
 
 from training_pipeline.privacy.stored import safe_text, safe_value
+from training_pipeline.settings import settings
 from training_pipeline.tasks import EXAMPLE_TASKS
 from training_pipeline.tasks.registry import StepRegistry, build_registry
 from training_pipeline.tasks.runner import StepOutcome, run_step
@@ -127,7 +127,7 @@ def task_job(
         dependencies=dependencies,
     )
     return graph.to_job(
-        executor_def=executor_def or executor_for(os.environ.get("TRAINING_PIPELINE_TASK_EXECUTOR", "async")),
+        executor_def=executor_def or executor_for(settings().task_executor),
         resource_defs=resource_defs,
         tags={TASK_TAG: task.name},
         metadata={"task": MetadataValue.json(task.to_list())},
@@ -143,7 +143,7 @@ def task_jobs(registry: StepRegistry | None = None, extra_dir: str | None = None
     """A job per task file of the tasks folders (the examples, then `TRAINING_PIPELINE_TASKS_DIR`).
     An invalid file stops the code location from loading, with every problem listed."""
     registry = registry or build_registry()
-    extra = extra_dir if extra_dir is not None else os.environ.get("TRAINING_PIPELINE_TASKS_DIR")
+    extra = extra_dir if extra_dir is not None else settings().tasks_dir
     jobs: dict[str, JobDefinition] = {}
     for file in task_files(extra):
         task = load_task(file, registry)

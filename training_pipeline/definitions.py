@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 from dagster import Definitions, JobDefinition
 
 from training_pipeline.assets import ASSET_CHECKS, ASSETS, SHARED_ASSETS
@@ -17,6 +15,7 @@ from training_pipeline.jobs.executors import executor_for
 from training_pipeline.jobs.tasks import task_jobs
 from training_pipeline.resources.defaults import default_resources
 from training_pipeline.sandbox import warn_if_unconfined
+from training_pipeline.settings import settings
 
 warn_if_unconfined()  # task code unconfined is the deployment's choice, said out loud when it loads
 resources = default_resources()
@@ -30,7 +29,7 @@ defs = Definitions(
     resources=resources,
     # in_process by default (5x faster than multiprocess on 2 cores for this graph's short steps);
     # `celery` in the distributed deployment (deploy/). Task jobs bring their own (async).
-    executor=executor_for(os.environ.get("TRAINING_PIPELINE_EXECUTOR", "in_process")),
+    executor=executor_for(settings().executor),
 )
 
 

@@ -1,7 +1,10 @@
-"""The deployment's settings: every `TRAINING_PIPELINE_*` variable, read from the environment once.
+"""The deployment's settings: the `TRAINING_PIPELINE_*` variables that shape the code location, read
+from the environment in one place.
 
-One typed model, loaded on first use and handed on, so a typo fails with the variable's name and no
-module reads the environment on its own. Tests build their own with `load_settings(environ)`.
+One typed model, so a typo fails with the variable's name: `settings()` is the process's, read once
+(partitions, schedules, sensors and executors are fixed when the code location loads); tests build
+their own with `load_settings(environ)`. What each run's resources are made of (`resources/defaults.py`)
+is read when the resources are built, from the same environment.
 """
 
 from __future__ import annotations
@@ -25,6 +28,19 @@ class Settings(BaseModel):
     sandbox: Literal["bwrap", "off"] = "bwrap"
     #: records bigger than this many bytes are quarantined by position and size, never held whole
     max_record_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
+    #: the first daily partition
+    start_date: str = Field(default="2025-01-01", pattern=r"^\d{4}-\d{2}-\d{2}$")
+    #: when the nightly schedule runs (UTC)
+    nightly_cron: str = "0 2 * * *"
+    #: how often the daemon evaluates the training threshold sensor
+    sensor_interval_seconds: int = Field(default=60, ge=1)
+    #: the executor of the asset jobs, and of task jobs (`async`, `in_process`, `multiprocess`, `celery`)
+    executor: str = "in_process"
+    task_executor: str = "async"
+    #: a folder of the user's task files (each becomes a job), besides the bundled examples
+    tasks_dir: str | None = None
+    #: a `training_pipeline.toml` naming extra step implementations
+    config: str | None = None
 
 
 _PREFIX = "TRAINING_PIPELINE_"

@@ -8,13 +8,13 @@ only name types, so loading one never imports anything that is not registered he
 from __future__ import annotations
 
 import importlib
-import os
 import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
 
+from training_pipeline.settings import settings
 from training_pipeline.tasks.step import TaskStep
 
 ENTRY_POINT_GROUP = "training_pipeline.task_steps"
@@ -96,7 +96,7 @@ def build_registry(config_file: Path | None = None) -> StepRegistry:
         except Exception as err:
             raise RegistryError(f"{origin}: cannot load: {err}") from err
         registry.register(cls, origin, expected_type=point.name)
-    config_file = config_file or Path(os.environ.get("TRAINING_PIPELINE_CONFIG", CONFIG_FILE))
+    config_file = config_file or Path(settings().config or CONFIG_FILE)
     for reference in config_impls(config_file):
         origin = f"[task_steps] impls {reference!r} in {config_file}"
         registry.register(_import(reference, origin), origin)
