@@ -19,7 +19,13 @@ from dagster import (
     schedule,
     sensor,
 )
-from training_pipeline.assets.training import PARTITION_TAG, training_job
+from training_pipeline.assets.training import (
+    PARTITION_TAG,
+    optimized_prompt,
+    training_job,
+    training_run,
+    tuned_model,
+)
 from training_pipeline.resources.training import TrainingSettings
 
 from training_pipeline.datasets.tasks import TASKS
@@ -28,7 +34,9 @@ from training_pipeline.training.trigger import TriggerState
 
 datasets_job = define_asset_job(
     "datasets_job",
-    selection=AssetSelection.groups("trajectories", "datasets"),
+    # the daily graph: everything but the task-partitioned training assets (the shared copy included
+    # where one is configured)
+    selection=AssetSelection.all() - AssetSelection.assets(training_run, tuned_model, optimized_prompt),
     description="One day: trajectories → filtered_trajectories → the five task datasets, with checks.",
 )
 

@@ -23,7 +23,7 @@ from dagster import (
     asset_check,
     multi_asset,
 )
-from training_pipeline.assets.partitions import daily_partitions
+from training_pipeline.assets.partitions import GROUP, daily_partitions
 from training_pipeline.assets.trajectories import filtered_trajectories, require_materialised
 from training_pipeline.resources.privacy import PrivacySettings
 from training_pipeline.resources.storage import DataStore
@@ -48,7 +48,7 @@ _DESCRIPTIONS: dict[Task, str] = {
         AssetSpec(
             task,
             deps=[filtered_trajectories],
-            group_name="datasets",
+            group_name=GROUP,
             kinds={"jsonl"},
             description=_DESCRIPTIONS[task],
         )
@@ -178,7 +178,7 @@ dataset_checks: list = [check for task in TASKS for check in _checks_for(task)]
 
 @asset(
     partitions_def=daily_partitions,
-    group_name="datasets",
+    group_name=GROUP,
     deps=[AssetKey(task) for task in TASKS],
     kinds={"jsonl"},
     description="The day's five datasets (with their trajectory-id sidecars) and summary, copied to the "

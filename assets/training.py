@@ -21,6 +21,7 @@ from dagster import (
     define_asset_job,
 )
 from pydantic import Field
+from training_pipeline.assets.partitions import GROUP
 from training_pipeline.resources.backends import TrainingBackends
 from training_pipeline.resources.privacy import PrivacySettings
 from training_pipeline.resources.storage import DataStore
@@ -51,7 +52,7 @@ class TrainingRunConfig(Config):
 @asset(
     partitions_def=task_partitions,
     deps=[AssetDep(AssetKey(task), partition_mapping=AllPartitionMapping()) for task in TASKS],
-    group_name="training",
+    group_name=GROUP,
     kinds={"python"},
     description="Train the task on its latest days of data with the policy's backend; the run record "
     "says what happened and why.",
@@ -131,7 +132,7 @@ def training_run(
 @asset(
     partitions_def=task_partitions,
     deps=[training_run],
-    group_name="training",
+    group_name=GROUP,
     kinds={"python"},
     output_required=False,
     description="The model a hosted tuning job produced: polls the job `training_run` created in the same "
@@ -191,7 +192,7 @@ def tuned_model(
 @asset(
     partitions_def=task_partitions,
     deps=[training_run],
-    group_name="training",
+    group_name=GROUP,
     kinds={"python"},
     output_required=False,
     description="The prompt the native backend optimised in this run: validation scores of the baseline and "

@@ -15,7 +15,7 @@ from dagster import (
     asset,
     asset_check,
 )
-from training_pipeline.assets.partitions import daily_partitions
+from training_pipeline.assets.partitions import GROUP, daily_partitions
 from training_pipeline.resources.privacy import PrivacySettings
 from training_pipeline.resources.sources import TrajectorySource
 from training_pipeline.resources.storage import DataStore
@@ -34,7 +34,7 @@ def require_materialised(path: Path, what: str, day: str) -> None:
 
 @asset(
     partitions_def=daily_partitions,
-    group_name="trajectories",
+    group_name=GROUP,
     kinds={"parquet"},
     description="The day's trajectories that parse and validate, stored with their credentials already "
     "redacted (by the privacy profile); the rest go to a quarantine file with the reason and where they "
@@ -110,7 +110,7 @@ def trajectories_counts(context: AssetCheckExecutionContext, store: DataStore) -
 @asset(
     deps=[trajectories],
     partitions_def=daily_partitions,
-    group_name="trajectories",
+    group_name=GROUP,
     kinds={"parquet"},
     description="Trajectories after the privacy filter: credentials redacted, handles anonymised, "
     "trajectories of private people dropped.",
