@@ -180,6 +180,10 @@ def _class_chars(items: list) -> list[str]:
     return sorted(chars) or ["x"]
 
 
+def _row(family: str, kind: str, context: str, text: str, secrets: list[str]) -> dict:
+    return {"family": family, "kind": kind, "context": context, "text": text, "secrets": secrets}
+
+
 def _plantable(secret: str) -> bool:
     """A value that is a credential on its own: not a toy (`TestSource-Password`, a documentation
     `EXAMPLE`), not an id (digits only), not a fragment that carries quotes or its key."""
@@ -219,39 +223,15 @@ def main() -> None:
             unmarked = [m.group() for m in rule.pattern.finditer(text)]
             if not secrets and any(looks_fake(m) for m in unmarked):
                 # a documentation value (`…EXAMPLE…`, `xxxx`): strict leaves it alone, so it is a negative
-                rows.append(
-                    {
-                        "family": rule.label,
-                        "kind": "negative",
-                        "context": "published",
-                        "text": text,
-                        "secrets": [],
-                    }
-                )
+                rows.append(_row(rule.label, "negative", "published", text, []))
             if secrets:
-                rows.append(
-                    {
-                        "family": rule.label,
-                        "kind": "positive",
-                        "context": "published",
-                        "text": text,
-                        "secrets": secrets,
-                    }
-                )
+                rows.append(_row(rule.label, "positive", "published", text, secrets))
                 planted += [s for s in secrets if s not in planted]
         if not planted:
             example = sampled(rule, rng)
             if example:
                 planted = secrets_in(rule, example)
-                rows.append(
-                    {
-                        "family": rule.label,
-                        "kind": "positive",
-                        "context": "sampled",
-                        "text": example,
-                        "secrets": planted,
-                    }
-                )
+                rows.append(_row(rule.label, "positive", "sampled", example, planted))
         if not planted:
             print(f"{rule.label}: no example found", file=sys.stderr)
             continue
@@ -269,31 +249,13 @@ def main() -> None:
         for secret in strongest:
             for context, template in CONTEXTS.items():
                 text = template.format(s=secret, **_names(keyword))
-                rows.append(
-                    {
-                        "family": rule.label,
-                        "kind": "positive",
-                        "context": context,
-                        "text": text,
-                        "secrets": [secret],
-                    }
-                )
+                rows.append(_row(rule.label, "positive", context, text, [secret]))
         for text in fps:
-            rows.append(
-                {
-                    "family": rule.label,
-                    "kind": "negative",
-                    "context": "published",
-                    "text": text,
-                    "secrets": [],
-                }
-            )
+            rows.append(_row(rule.label, "negative", "published", text, []))
     for placeholder in PLACEHOLDERS:
         for context, template in CONTEXTS.items():
             text = template.format(s=placeholder, **_names("api"))
-            rows.append(
-                {"family": "placeholder", "kind": "negative", "context": context, "text": text, "secrets": []}
-            )
+            rows.append(_row("placeholder", "negative", context, text, []))
     OUT.parent.mkdir(exist_ok=True)
     OUT.write_text("".join(json.dumps(row) + "\n" for row in rows))
     print(f"{len(rows)} samples, {covered} families with examples -> {OUT}")
