@@ -27,15 +27,15 @@ from training_pipeline.resources.privacy import PrivacySettings
 from training_pipeline.resources.storage import DataStore
 from training_pipeline.resources.training import TrainingSettings
 
-from training_pipeline.backends.base import BackendError
-from training_pipeline.backends.vertex import poll_tuning_job, tuned_endpoint
 from training_pipeline.datasets.tasks import TASKS
 from training_pipeline.optimizers.native import load_artifact
 from training_pipeline.privacy.stored import SafeLog, safe_text
 from training_pipeline.stages.records import StageRecord
+from training_pipeline.training.metadata import records_preview, score_chart
 from training_pipeline.training.orchestrate import run_training
 from training_pipeline.training.policy import BACKENDS
-from training_pipeline.training.records import RunRecord, RunStore
+from training_pipeline.training.records import RunRecord
+from training_pipeline.training.tuning import TuningFailed, follow_vertex_job, vertex_job_to_follow
 from training_pipeline.training.window import DayFiles, assemble_window
 
 task_partitions = StaticPartitionsDefinition(list(TASKS))
@@ -68,7 +68,7 @@ def training_run(
     task = context.partition_key
     days = sorted(context.instance.get_materialized_partitions(AssetKey(task)))[-training.window_days :]
     record = RunRecord(task=task, source=config.source, dagster_run_id=context.run.run_id)
-    runs = RunStore(store.state_dir(), store.shared())
+    runs = store.runs()
     window = assemble_window(
         task,
         [DayFiles(day, store.datasets(day), store.privacy_report(day)) for day in days],
@@ -141,10 +141,10 @@ def training_run(
 def tuned_model(
     context: AssetExecutionContext, training_backends: TrainingBackends, store: DataStore
 ) -> Iterator[Output[None]]:
-    runs = RunStore(store.state_dir(), store.shared())
+    runs = store.runs()
     record = runs.find(dagster_run_id=context.run.run_id, task=context.partition_key)
-    poll = (record.details.get("poll") if record else None) or {}
-    if record is None or record.status != "succeeded" or poll.get("service") != "vertex":
+    job_name = vertex_job_to_follow(record)
+    if record is None or job_name is None:
         context.log.info("no hosted tuning job to follow in this run")
         return
     vertex = training_backends.vertex
@@ -152,38 +152,24 @@ def tuned_model(
     if not token:
         raise Failure("no Google access token to poll the Vertex tuning job with")
     try:
-        job = poll_tuning_job(
+        job = follow_vertex_job(
+            record,
+            runs,
             vertex.target(),
             token,
-            poll["job"],
             vertex.poll_interval_seconds,
             vertex.timeout_seconds,
             SafeLog(context.log).info,
         )
-    except BackendError as err:
-        record.notes.append(f"polling failed: {err}")
-        runs.save(record.finish("failed", str(err)))
-        raise Failure(safe_text(f"training run {record.run_id}: {err}")) from None
-    record.details["state"] = job.get("state")
-    endpoint = tuned_endpoint(job)
-    if job.get("state") != "JOB_STATE_SUCCEEDED":
-        message = (job.get("error") or {}).get("message") or job.get("state")
-        runs.save(
-            record.finish("failed", f"Vertex tuning job {poll['job']} ended {job.get('state')}: {message}")
-        )
-        raise Failure(
-            safe_text(f"training run {record.run_id}: Vertex tuning job ended {job.get('state')}: {message}")
-        )
-    record.artifact_path = endpoint
-    record.notes.append(f"tuned model endpoint: {endpoint}")
-    runs.save(record)
+    except TuningFailed as err:
+        raise Failure(safe_text(str(err))) from None
     yield Output(
         None,
         metadata={
             "run_id": record.run_id,
-            "job": poll["job"],
+            "job": job_name,
             "state": job["state"],
-            "endpoint": endpoint or "",
+            "endpoint": record.artifact_path or "",
             "run_record": MetadataValue.path(str(runs.path(record))),
         },
     )
@@ -201,7 +187,7 @@ def tuned_model(
 def optimized_prompt(
     context: AssetExecutionContext, privacy: PrivacySettings, store: DataStore
 ) -> Iterator[Output[None]]:
-    record = RunStore(store.state_dir()).find(dagster_run_id=context.run.run_id, task=context.partition_key)
+    record = store.runs().find(dagster_run_id=context.run.run_id, task=context.partition_key)
     if record is None or record.backend != "native" or record.status != "succeeded" or record.dry_run:
         context.log.info("no native optimisation in this run")
         return
@@ -231,32 +217,6 @@ def optimized_prompt(
             **{f"records/{key}": value for key, value in tree.numeric_metrics().items()},
         },
     )
-
-
-def records_preview(tree: StageRecord) -> str:
-    """The top of the records tree as a small table: each top-level stage, its status and cost."""
-    rows = ["| stage | status | seconds | tokens |", "|---|---|---:|---:|"]
-    for stage in tree.substages[:30]:
-        status = "failed" if stage.failure else ("done" if stage.finished else "running")
-        tokens = (
-            stage.metrics.get("tokens", 0)
-            if isinstance(stage, StageRecord)
-            else stage.consumption.total_tokens
-        )
-        rows.append(f"| {stage.name} | {status} | {stage.elapsed_seconds or 0:.1f} | {tokens} |")
-    return "\n".join(rows)
-
-
-def score_chart(lineage: list[dict]) -> str:
-    """Best score of each round as a Markdown bar chart (train minibatches, then the final validation)."""
-    best: dict[str, tuple[str, float]] = {}
-    for entry in lineage:
-        key = f"{entry['round']} ({entry['split']})"
-        if key not in best or entry["score"] > best[key][1]:
-            best[key] = (entry.get("notes", ""), entry["score"])
-    rows = ["| round | best score | |", "|---|---:|---|"]
-    rows += [f"| {key} | {score:.3f} | {'█' * round(score * 20)} |" for key, (_, score) in best.items()]
-    return "\n".join(rows)
 
 
 training_job = define_asset_job(

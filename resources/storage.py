@@ -8,6 +8,7 @@ from dagster import ConfigurableResource
 from pydantic import Field
 
 from training_pipeline.shared_storage import SharedStorage
+from training_pipeline.training.records import RunStore
 
 
 class DataStore(ConfigurableResource):
@@ -38,6 +39,10 @@ class DataStore(ConfigurableResource):
 
     def datasets(self, day: str) -> Path:
         return self._path("datasets", day)
+
+    def runs(self) -> RunStore:
+        """The training run records, copied to the shared storage when there is one."""
+        return RunStore(self.state_dir(), self.shared())
 
     def state_dir(self) -> Path:
         """Run records and trainer state (`training/runs/<run id>.json`)."""

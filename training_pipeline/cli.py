@@ -143,9 +143,8 @@ def _cli_path() -> str:
 
 def _run_store():
     from training_pipeline.resources.defaults import default_resources
-    from training_pipeline.training.records import RunStore
 
-    return RunStore(default_resources()["store"].state_dir())
+    return default_resources()["store"].runs()
 
 
 def _runs_list(args: argparse.Namespace) -> int:

@@ -1,0 +1,31 @@
+"""Markdown renderings of a training run's results, for the UI's metadata panels."""
+
+from __future__ import annotations
+
+from training_pipeline.stages.records import StageRecord
+
+
+def records_preview(tree: StageRecord) -> str:
+    """The top of the records tree as a small table: each top-level stage, its status and cost."""
+    rows = ["| stage | status | seconds | tokens |", "|---|---|---:|---:|"]
+    for stage in tree.substages[:30]:
+        status = "failed" if stage.failure else ("done" if stage.finished else "running")
+        tokens = (
+            stage.metrics.get("tokens", 0)
+            if isinstance(stage, StageRecord)
+            else stage.consumption.total_tokens
+        )
+        rows.append(f"| {stage.name} | {status} | {stage.elapsed_seconds or 0:.1f} | {tokens} |")
+    return "\n".join(rows)
+
+
+def score_chart(lineage: list[dict]) -> str:
+    """Best score of each round as a Markdown bar chart (train minibatches, then the final validation)."""
+    best: dict[str, tuple[str, float]] = {}
+    for entry in lineage:
+        key = f"{entry['round']} ({entry['split']})"
+        if key not in best or entry["score"] > best[key][1]:
+            best[key] = (entry.get("notes", ""), entry["score"])
+    rows = ["| round | best score | |", "|---|---:|---|"]
+    rows += [f"| {key} | {score:.3f} | {'█' * round(score * 20)} |" for key, (_, score) in best.items()]
+    return "\n".join(rows)

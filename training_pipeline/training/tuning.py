@@ -1,0 +1,54 @@
+"""Following a hosted tuning job that a training run started, to its end, and writing the outcome on
+the run's record: the tuned model's endpoint, or the failure and its reason."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from training_pipeline.backends.base import BackendError
+from training_pipeline.backends.vertex import poll_tuning_job, tuned_endpoint
+from training_pipeline.training.records import RunRecord, RunStore
+
+
+class TuningFailed(RuntimeError):
+    """The job ended without a model, or could not be followed; the record says so already."""
+
+
+def vertex_job_to_follow(record: RunRecord | None) -> str | None:
+    """The Vertex tuning job a succeeded run left to follow, if any."""
+    poll = (record.details.get("poll") if record else None) or {}
+    if record is None or record.status != "succeeded" or poll.get("service") != "vertex":
+        return None
+    return poll["job"]
+
+
+def follow_vertex_job(
+    record: RunRecord,
+    runs: RunStore,
+    target: Any,
+    token: str,
+    interval_seconds: float,
+    timeout_seconds: float,
+    log: Callable[[str], None],
+) -> dict[str, Any]:
+    """Polls the run's Vertex tuning job to a terminal state and saves the record with the outcome;
+    returns the job. Raises `TuningFailed` (the record failed and saved first) when it ends otherwise."""
+    job_name = record.details["poll"]["job"]
+    try:
+        job = poll_tuning_job(target, token, job_name, interval_seconds, timeout_seconds, log)
+    except BackendError as err:
+        record.notes.append(f"polling failed: {err}")
+        runs.save(record.finish("failed", str(err)))
+        raise TuningFailed(f"training run {record.run_id}: {err}") from None
+    state = job.get("state")
+    record.details["state"] = state
+    if state != "JOB_STATE_SUCCEEDED":
+        message = (job.get("error") or {}).get("message") or state
+        runs.save(record.finish("failed", f"Vertex tuning job {job_name} ended {state}: {message}"))
+        raise TuningFailed(f"training run {record.run_id}: Vertex tuning job ended {state}: {message}")
+    endpoint = tuned_endpoint(job)
+    record.artifact_path = endpoint
+    record.notes.append(f"tuned model endpoint: {endpoint}")
+    runs.save(record)
+    return job
