@@ -41,6 +41,7 @@ attempt("home", lambda: os.listdir(os.path.expanduser(sys.argv[5])) or 1 / 0)
 attempt("write_outside", lambda: open(outside, "w").write("x"))
 attempt("write_tmp", lambda: open("/tmp/escaped", "w").write("x"))
 attempt("host_loopback", lambda: socket.create_connection(("127.0.0.1", host_port), timeout=2))
+attempt("env_database", lambda: open("/env/env.sqlite", "rb").read())  # only the env's socket is there
 with open("in-work-folder.txt", "w") as handle:
     handle.write("fine")
 # a grandchild in its own session, meant to outlive the step
@@ -94,6 +95,7 @@ def test_a_run_code_script_cannot_escape_its_sandbox(tmp_path: Path, monkeypatch
             "write_outside",
             "write_tmp",
             "host_loopback",
+            "env_database",
         )
     }
     assert not outside.exists() and not Path("/tmp/escaped").exists()

@@ -43,7 +43,7 @@ from training_pipeline.settings import settings
 
 Mode = Literal["bwrap", "off"]
 INSIDE = Path(__file__).with_name("inside.py")
-#: Where a relayed env's socket folder appears inside a sandbox (a short path: sockets allow 108 bytes).
+#: Where a relayed env's socket appears inside a sandbox (a short path: sockets allow 108 bytes).
 RELAY_MOUNT = Path("/env")
 #: The variables every sandboxed process gets besides the step's own.
 BASE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
@@ -119,8 +119,8 @@ class Sandbox:
             args += ["--ro-bind", str(path), str(path)]
         args += ["--proc", "/proc", "--dev", "/dev"]
         args += ["--bind", str(self.workdir), str(self.workdir), "--chdir", str(self.workdir)]
-        if self.relay is not None:
-            args += ["--bind", str(self.relay.parent), str(RELAY_MOUNT)]
+        if self.relay is not None:  # the env's socket alone: not its database, not its folder
+            args += ["--ro-bind", str(self.relay), str(RELAY_MOUNT / self.relay.name)]
         return [*args, "--remount-ro", "/"]
 
     def argv(self, command: list[str]) -> list[str]:
