@@ -13,7 +13,7 @@ import fnmatch
 import os
 import re
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -25,13 +25,9 @@ from training_pipeline.privacy.rules import (
     STRICT_SECRET_ENV_NAME,
     RuleSet,
 )
+from training_pipeline.trajectories.models import iter_llm_calls
 
 Profile = Literal["elizaos", "strict"]
-
-
-def iter_calls(trajectory: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    for step in trajectory.get("steps") or ():
-        yield from step.get("llmCalls") or ()
 
 
 HANDLE = re.compile(r"@[a-zA-Z0-9_.-]{2,}")
@@ -118,7 +114,7 @@ class PrivacyFilter:
         self.redact_credentials(trajectory)
         entities: set[str] = set()
         if self.directory is not None:
-            for call in iter_calls(trajectory):
+            for call in iter_llm_calls(trajectory):
                 for name in _TEXT_FIELDS:
                     value = call.get(name)
                     if isinstance(value, str):
@@ -142,7 +138,7 @@ class PrivacyFilter:
         credential once. Returns how many it redacted."""
         before = self.stats.redaction_count
         calls: set[int] = set()
-        for call in iter_calls(trajectory):
+        for call in iter_llm_calls(trajectory):
             calls.add(id(call))
             for name in _TEXT_FIELDS:
                 value = call.get(name)
