@@ -65,4 +65,4 @@ test: install lint system-packages
 
 # The README's screenshots, taken by the browser test against a real webserver and daemon.
 screenshots: install
-	TRAINING_PIPELINE_SCREENSHOTS=$(CURDIR)/docs/screenshots $(VENV)/bin/pytest -q tests/test_ui_e2e.py
+	TRAINING_PIPELINE_SCREENSHOTS=$(CURDIR)/docs/screenshots $(VENV)/bin/pytest -q tests/e2e/test_ui_e2e.py

@@ -14,8 +14,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from dagster import build_reconstructable_job, execute_job, instance_for_test
 
+from tests.helpers import run_task_file
 from tests.planted_secrets import IN_ENVIRONMENT
 from training_pipeline.sandbox import Limits, Sandbox, confine
 from training_pipeline.settings import settings
@@ -78,7 +78,7 @@ def test_a_run_code_script_cannot_escape_its_sandbox(tmp_path: Path, monkeypatch
             {"id": "escape", "type": "run_code", "env_name": "email", "script": "escape.py", "args": args},
         ]
         (tasks / "t.json").write_text(json.dumps(steps))
-        result = _execute(tasks / "t.json")
+        result, _, _ = run_task_file(tasks / "t.json")
     assert result.success
     context = json.loads((data / "task_runs" / result.run_id / "context.json").read_text())
     report = context["metadata"]["script_results"]["escape"]["output"]
@@ -113,14 +113,6 @@ def test_a_run_code_script_cannot_escape_its_sandbox(tmp_path: Path, monkeypatch
     work = data / "task_runs" / result.run_id / "work" / "escape"
     assert report["cwd"] == str(work) and (work / "in-work-folder.txt").read_text() == "fine"
     assert _processes_with(marker) == []  # the setsid grandchild died with the step
-
-
-def _execute(path: Path):
-    job = build_reconstructable_job(
-        "training_pipeline.jobs.tasks", "job_for_file", reconstructable_args=(str(path), "async")
-    )
-    with instance_for_test() as instance:
-        return execute_job(job, instance, raise_on_error=False)
 
 
 def _confined(tmp_path: Path, code: str, limits: Limits, timeout: float = 60) -> subprocess.CompletedProcess:
@@ -169,7 +161,7 @@ def test_a_script_over_its_time_is_stopped_with_everything_it_started(
     ]
     (tmp_path / "tasks" / "t.json").write_text(json.dumps(steps))
     monkeypatch.setenv("TRAINING_PIPELINE_DATA", str(tmp_path / "data"))
-    result = _execute(tmp_path / "tasks" / "t.json")
+    result, _, _ = run_task_file(tmp_path / "tasks" / "t.json")
     assert not result.success
     context = json.loads((tmp_path / "data" / "task_runs" / result.run_id / "context.json").read_text())
     assert "ran longer than 2.0s" in context["metadata"]["failed_steps"][0]["error"]

@@ -23,10 +23,10 @@ import pytest
 from playwright.sync_api import Page, expect, sync_playwright
 
 from tests.dagster_servers import DagsterServers, pipeline_free_env
+from tests.helpers import REPO
 from tests.planted_secrets import IN_ENVIRONMENT, IN_TRAJECTORY, stored_text, write_planted_day
 from training_pipeline import SAMPLE_ENTITIES, SAMPLE_TRAJECTORIES
 
-REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
 DAY = "2026-11-24"
 #: Chromium as root on a closed network: no sandbox, nothing phoning home.

@@ -13,12 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import REPO
 from training_pipeline.datasets.build import build_datasets
 from training_pipeline.datasets.tasks import SUMMARY_FILE_NAME, TASK_FILE_NAMES
 from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.filter import PrivacyFilter, secret_env_values
 
-CASES = sorted(p for p in (Path(__file__).parent / "reference" / "cases").iterdir() if p.is_dir())
+CASES = sorted(p for p in (REPO / "tests" / "reference" / "cases").iterdir() if p.is_dir())
 
 
 def _summary_without_timestamp(path: Path) -> dict:

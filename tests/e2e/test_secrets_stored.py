@@ -11,13 +11,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 from tests.fake_openai import FakeOpenAI
+from tests.helpers import REPO, cli
 from tests.planted_secrets import API_KEY, IN_ENVIRONMENT, IN_TRAJECTORY, stored_text, write_planted_day
 
-REPO = Path(__file__).resolve().parents[1]
 #: What the task script makes up and leaks: printed, written to its work folder, and mailed into its env.
 #: Built from halves so the script file itself (the user's input) does not hold it whole.
 SCRIPT_SECRET = "ghp_SCRIPTplantedAbCdEfGhIjKlMnOpQrStUv"
@@ -51,7 +50,6 @@ def test_no_planted_secret_is_stored_anywhere(tmp_path: Path) -> None:
         {"id": "snap", "type": "snapshot_env", "env_name": "email"},
     ]
     (tasks / "leak.json").write_text(json.dumps(steps))
-    cli = str(Path(sys.executable).parent / "training-pipeline")
     with FakeOpenAI(api_key=API_KEY) as openai:
         env = {
             **os.environ,
@@ -65,7 +63,7 @@ def test_no_planted_secret_is_stored_anywhere(tmp_path: Path) -> None:
         }
 
         def run(*args: str) -> subprocess.CompletedProcess:
-            done = subprocess.run([cli, *args], env=env, capture_output=True, text=True)
+            done = cli(env, *args)
             assert done.returncode == 0, done.stderr[-3000:]
             return done
 

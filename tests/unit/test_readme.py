@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import REPO
 from training_pipeline.cli import parser
 
-REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 _BLOCK = re.compile(r"```sh\n(.*?)```", re.DOTALL)
 

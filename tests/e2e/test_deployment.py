@@ -19,8 +19,8 @@ import pytest
 import sqlalchemy as sa
 
 from tests.dagster_servers import free_port, pipeline_free_env
+from tests.helpers import REPO, cli
 
-REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 DAY = "2026-11-24"
 BUCKET = "training-data"
@@ -149,16 +149,10 @@ def _wait_for_worker(broker: str, services: list[subprocess.Popen], log: Path, t
     raise AssertionError(f"no Celery worker answered within {timeout:.0f}s: {log.read_text()[-3000:]}")
 
 
-def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(BIN / "training-pipeline"), *args], env=env, capture_output=True, text=True, timeout=600
-    )
-
-
 def test_a_day_and_a_task_run_through_postgres_and_celery(
     deployment: dict[str, str], postgres, tmp_path: Path
 ) -> None:
-    day = _cli(deployment, "materialize", "--start", DAY)
+    day = cli(deployment, "materialize", "--start", DAY, timeout=600)
     assert day.returncode == 0, day.stdout[-2000:] + day.stderr[-3000:]
     task = tmp_path / "fan-out.json"
     task.write_text(
@@ -175,7 +169,7 @@ def test_a_day_and_a_task_run_through_postgres_and_celery(
             ]
         )
     )
-    run = _cli(deployment, "task", "run", str(task), "--executor", "celery")
+    run = cli(deployment, "task", "run", str(task), "--executor", "celery", timeout=600)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
 
     engine = sa.create_engine(postgres.url.rsplit("/", 1)[0] + "/dagster_deploy")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import time
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +21,12 @@ from dagster import (
 from training_pipeline.resources.sources import FileTrajectorySource
 
 from tests.fake_chat import FakeChatServer
+from tests.helpers import REPO, run_task_file
 from tests.scripted_agent import email_agent
 from training_pipeline.cli import main
 from training_pipeline.definitions import defs
 from training_pipeline.tasks import EXAMPLE_TASKS
 from training_pipeline.trajectories.models import validation_reason
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -37,18 +35,6 @@ def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("TRAINING_PIPELINE_DATA", str(folder))
     monkeypatch.delenv("LLM_BASE_URL", raising=False)
     return folder
-
-
-def _run(path: Path, run_config: dict | None = None, executor: str = "async"):
-    job = build_reconstructable_job(
-        "training_pipeline.jobs.tasks", "job_for_file", reconstructable_args=(str(path), executor)
-    )
-    with instance_for_test() as instance:
-        started = time.monotonic()
-        result = execute_job(job, instance, run_config=run_config or {}, raise_on_error=False)
-        elapsed = time.monotonic() - started
-        events = instance.all_logs(result.run_id)
-    return result, events, elapsed
 
 
 def _context(data: Path, run_id: str) -> dict[str, Any]:
@@ -87,7 +73,7 @@ def test_task_files_are_jobs_of_the_code_location_with_ops_aliased_by_step_id() 
 def test_reply_to_dana_end_to_end(data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with FakeChatServer(email_agent) as llm:
         monkeypatch.setenv("LLM_BASE_URL", llm.base_url)
-        result, events, _ = _run(EXAMPLE_TASKS / "reply-to-dana.json")
+        result, events, _ = run_task_file(EXAMPLE_TASKS / "reply-to-dana.json")
     assert result.success
     context = _context(data, result.run_id)
     assert context["metadata"]["verifications"]["check"]["score"] == 1.0
@@ -125,7 +111,7 @@ def test_reply_to_dana_end_to_end(data: Path, monkeypatch: pytest.MonkeyPatch) -
 
 def test_independent_steps_run_concurrently(data: Path, tmp_path: Path) -> None:
     steps = [{"id": f"w{i}", "type": "wait", "seconds": 1.0, "depends_on": []} for i in range(8)]
-    result, _, elapsed = _run(_write_task(tmp_path / "tasks", steps))
+    result, _, elapsed = run_task_file(_write_task(tmp_path / "tasks", steps))
     assert result.success
     assert elapsed < 5.0  # 8 s one after another; the benchmark measures the real overhead
 
@@ -162,7 +148,7 @@ def test_a_fatal_failure_starts_nothing_more_and_fails_the_run(
         {"id": "after_slow", "type": "wait", "seconds": 0, "depends_on": [{"task_step_id": "slow"}]},
         {"id": "after_bad", "type": "wait", "seconds": 0, "depends_on": [{"task_step_id": "bad"}]},
     ]
-    result, events, _ = _run(_write_task(scripts, steps))
+    result, events, _ = run_task_file(_write_task(scripts, steps))
     assert not result.success
     assert _steps(events, DagsterEventType.STEP_FAILURE) == {"bad"}
     assert "slow" in _steps(events, DagsterEventType.STEP_SUCCESS)  # running steps finish
@@ -187,7 +173,7 @@ def test_a_tolerated_failure_lets_dependants_run(data: Path, scripts: Path) -> N
         _run_code("bad", "fail.py", fail_task_on_error=False),
         {"id": "after_bad", "type": "wait", "seconds": 0},
     ]
-    result, events, _ = _run(_write_task(scripts, steps))
+    result, events, _ = run_task_file(_write_task(scripts, steps))
     assert result.success
     assert "after_bad" in _steps(events, DagsterEventType.STEP_SUCCESS)
     [failed] = _context(data, result.run_id)["metadata"]["failed_steps"]
@@ -204,7 +190,7 @@ def test_retry_rolls_back_and_reruns_on_a_fresh_env(data: Path, scripts: Path, t
             retry_config={"retry_from_step_id": "email", "max_retries": 1},
         ),
     ]
-    result, _, _ = _run(_write_task(scripts, steps))
+    result, _, _ = run_task_file(_write_task(scripts, steps))
     assert result.success
     run_dir = data / "task_runs" / result.run_id
     context = _context(data, result.run_id)
@@ -293,7 +279,7 @@ def test_retries_run_out_then_the_failure_is_fatal(data: Path, scripts: Path) ->
         *_email_steps(),
         _run_code("bad", "fail.py", retry_config={"retry_from_step_id": "bad", "max_retries": 2}),
     ]
-    result, _, _ = _run(_write_task(scripts, steps))
+    result, _, _ = run_task_file(_write_task(scripts, steps))
     assert not result.success
     metadata = _context(data, result.run_id)["metadata"]
     assert [r["rerun_steps"] for r in metadata["retry_resets"]] == [["bad"], ["bad"]]
@@ -309,7 +295,7 @@ def test_overrides_land_in_user_overrides_and_replace_step_fields(
             "values": {"experiment": 7},
             "step_params": {"reply": {"prompt": "Reply to Dana, briefly."}},
         }
-        result, _, _ = _run(
+        result, _, _ = run_task_file(
             EXAMPLE_TASKS / "reply-to-dana.json", {"resources": {"task_overrides": {"config": config}}}
         )
     assert result.success
@@ -326,7 +312,7 @@ def test_the_multiprocess_executor_shares_the_context_across_processes(data: Pat
         *_email_steps(),
         {"id": "look", "type": "snapshot_env", "env_name": "email"},
     ]
-    result, events, _ = _run(_write_task(folder, steps), executor="multiprocess")
+    result, events, _ = run_task_file(_write_task(folder, steps), executor="multiprocess")
     assert result.success
     pids = {
         e.dagster_event.pid

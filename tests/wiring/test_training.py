@@ -24,6 +24,7 @@ from training_pipeline.resources.storage import DataStore
 from training_pipeline.resources.training import TrainingSettings
 
 from tests.fake_openai import FakeOpenAI
+from tests.helpers import asset_metadata
 from tests.planted_secrets import write_stripe_leak_day
 from training_pipeline.training.policy import TrainingPolicy, resolve_backend, select_task
 from training_pipeline.training.records import RunStore
@@ -111,11 +112,6 @@ def _train(days_ready, task: str, run_config: dict | None = None, **backends):
     return result, record
 
 
-def _meta(result) -> dict:
-    [event] = result.get_asset_materialization_events()
-    return {k: v.value for k, v in event.materialization.metadata.items()}
-
-
 def test_dry_run_decides_everything_and_dispatches_nothing(days_ready) -> None:
     result, record = _train(days_ready, "response", {"dry_run": True, "backend": "atropos"})
     assert result.success
@@ -130,7 +126,7 @@ def test_dry_run_decides_everything_and_dispatches_nothing(days_ready) -> None:
     assert record.pulled_trajectories == 80 + 80 + 80 and record.filtered_trajectories == 70 + 70 + 75
     assert record.redaction_count > 0 and record.anonymization_count > 0
     assert not (days_ready[1] / "atropos").exists()
-    meta = _meta(result)
+    meta = asset_metadata(result)
     assert meta["status"] == "succeeded" and meta["dataset_size"] == record.dataset_size
     assert Path(meta["run_record"]).is_file()
 
@@ -261,7 +257,7 @@ def test_no_data_and_no_backend_are_skips(days_ready) -> None:
 def test_effective_policy_is_in_the_metadata(days_ready) -> None:
     settings = TrainingSettings(trigger_threshold=30, per_task_overrides={"response": {"backend": "atropos"}})
     result, _ = _train(days_ready, "response", {"dry_run": True}, training=settings)
-    policy = _meta(result)["effective_policy"]
+    policy = asset_metadata(result)["effective_policy"]
     assert policy["tasks"]["response"] == {
         "task": "response",
         "threshold": 30,

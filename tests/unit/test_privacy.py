@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import REPO
 from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.filter import PrivacyFilter, secret_env_values
 from training_pipeline.privacy.scan import SecretScanner
@@ -115,7 +116,7 @@ def test_ordinary_text_is_left_alone() -> None:
     """False positives: the strict profile changes nothing in ordinary chat and code (the full
     measurement over the standard library is `bench/false_positives.py`)."""
     privacy = PrivacyFilter("strict")
-    lines = (Path(__file__).parent / "data" / "ordinary_text.txt").read_text(encoding="utf-8").splitlines()
+    lines = (REPO / "tests" / "data" / "ordinary_text.txt").read_text(encoding="utf-8").splitlines()
     changed = [line for line in lines if privacy.redact(line) != line]
     assert changed == []
     assert len(lines) > 30

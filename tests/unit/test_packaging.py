@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import tomllib
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers import REPO
+
+ROOT = REPO
 
 
 def test_every_package_folder_is_listed_for_the_wheel() -> None:

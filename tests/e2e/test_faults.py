@@ -23,9 +23,9 @@ from training_pipeline.resources.sources import DatabaseTrajectorySource
 from training_pipeline.resources.storage import DataStore
 
 from tests.dagster_servers import WORKSPACE, DagsterServers, pipeline_free_env
+from tests.helpers import REPO
 from training_pipeline.samples import day_of_trajectories
 
-REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 
 

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import REPO
 from training_pipeline.privacy.filter import PrivacyFilter
 from training_pipeline.privacy.gitleaks import RULES_FILE, load_rules, refresh, to_python
 
-CORPUS = Path(__file__).resolve().parents[1] / "bench" / "data" / "credential_corpus.jsonl"
+CORPUS = REPO / "bench" / "data" / "credential_corpus.jsonl"
 
 
 def test_every_gitleaks_family_is_caught_and_near_misses_are_left_alone() -> None:

@@ -17,18 +17,12 @@ from training_pipeline.resources.privacy import PrivacySettings
 from training_pipeline.resources.sources import DatabaseTrajectorySource, FileTrajectorySource
 from training_pipeline.resources.storage import DataStore
 
+from tests.helpers import REPO, asset_metadata, cli
 from tests.planted_secrets import STRIPE_KEY, write_stripe_leak_day
 from training_pipeline.datasets.tasks import TASK_FILE_NAMES, TASKS
 from training_pipeline.definitions import datasets_job, defs
 
 DAY = "2026-11-24"
-REPO = Path(__file__).resolve().parents[1]
-
-
-def _cli(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """`training-pipeline ARGS` as a user runs it, in its own process."""
-    command = [str(Path(sys.executable).parent / "training-pipeline"), *args]
-    return subprocess.run(command, capture_output=True, text=True, env=env, cwd=cwd)
 
 
 @pytest.fixture
@@ -47,11 +41,6 @@ def _run(resources: dict, day: str = DAY, instance: DagsterInstance | None = Non
         instance=instance or DagsterInstance.ephemeral(),
         raise_on_error=False,
     )
-
-
-def _metadata(result, key: str) -> dict:
-    [event] = [e for e in result.get_asset_materialization_events() if e.asset_key == AssetKey(key)]
-    return {k: v.value for k, v in event.materialization.metadata.items()}
 
 
 def test_definitions_load_with_the_expected_graph() -> None:
@@ -97,15 +86,15 @@ def test_a_day_materialises_with_counts_that_add_up(tmp_path: Path) -> None:
     assert all(e.passed for e in result.get_asset_check_evaluations())
     assert len(result.get_asset_check_evaluations()) == 17
 
-    raw = _metadata(result, "trajectories")
+    raw = asset_metadata(result, "trajectories")
     assert raw["records_in"] == raw["kept"] + raw["quarantined"] and raw["quarantined"] == 3
-    filtered = _metadata(result, "filtered_trajectories")
+    filtered = asset_metadata(result, "filtered_trajectories")
     assert filtered["trajectories_in"] == raw["kept"] == filtered["kept"] + filtered["dropped_private"]
     assert filtered["dropped_private"] > 0 and filtered["redactions"] == sum(
         filtered["redactions_by_rule"].values()
     )
     for task in TASKS:
-        meta = _metadata(result, task)
+        meta = asset_metadata(result, task)
         path = Path(meta["path"])
         assert path == tmp_path / "datasets" / DAY / TASK_FILE_NAMES[task]
         assert len(path.read_text(encoding="utf-8").splitlines()) == meta["examples"]
@@ -171,7 +160,7 @@ def test_a_day_reaches_the_shared_storage_only_once_its_checks_pass(tmp_path: Pa
     assert {p.name: p.read_bytes() for p in copied.iterdir()} == {
         p.name: p.read_bytes() for p in local.iterdir()
     }
-    assert _metadata(result, "shared_datasets") == {"url": f"file://{copied}", "files": 11}  # + ids
+    assert asset_metadata(result, "shared_datasets") == {"url": f"file://{copied}", "files": 11}  # + ids
 
 
 def test_the_shared_copy_is_part_of_the_daily_job_only_when_configured(tmp_path: Path) -> None:
@@ -220,8 +209,8 @@ def test_a_database_source_feeds_the_same_graph(tmp_path: Path) -> None:
         }
     )
     assert result.success
-    assert _metadata(result, "response")["examples"] == 1
-    assert _metadata(result, "trajectories")["source"] == f"database:sqlite:///{db}/trajectories"
+    assert asset_metadata(result, "response")["examples"] == 1
+    assert asset_metadata(result, "trajectories")["source"] == f"database:sqlite:///{db}/trajectories"
 
 
 def test_missing_upstream_partition_is_a_clear_failure(tmp_path: Path) -> None:
@@ -240,20 +229,20 @@ def test_missing_upstream_partition_is_a_clear_failure(tmp_path: Path) -> None:
 
 def test_cli_backfills_a_range_into_the_instance(tmp_path: Path, dagster_home: Path) -> None:
     env = {**os.environ, "DAGSTER_HOME": str(dagster_home), "TRAINING_PIPELINE_DATA": str(tmp_path / "data")}
-    proc = _cli(env, tmp_path, "materialize", "--start", "2026-11-23", "--end", "2026-11-25")
+    proc = cli(env, "materialize", "--start", "2026-11-23", "--end", "2026-11-25", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     assert [line["day"] for line in lines] == ["2026-11-23", "2026-11-24", "2026-11-25"]
     assert all(line["status"] == "ok" for line in lines)
     assert (dagster_home / "storage").is_dir()  # the SQLite run/event storage of dagster.yaml
 
-    train = _cli(env, tmp_path, "train", "--task", "response", "--dry-run", "--backend", "atropos")
+    train = cli(env, "train", "--task", "response", "--dry-run", "--backend", "atropos", cwd=tmp_path)
     assert train.returncode == 0, train.stderr[-3000:]
     record = json.loads(train.stdout[train.stdout.index("{") :])
     assert (record["status"], record["reason"], record["source"]) == ("succeeded", "dry run", "manual")
     assert record["window"] == ["2026-11-23", "2026-11-24", "2026-11-25"]
     # without --task: the task with the most examples at or over the threshold (should_respond: 215)
-    chosen = _cli(env, tmp_path, "train", "--dry-run")
+    chosen = cli(env, "train", "--dry-run", cwd=tmp_path)
     assert chosen.returncode == 0, chosen.stderr[-3000:]
     assert json.loads(chosen.stdout[chosen.stdout.index("{") :])["task"] == "should_respond"
 

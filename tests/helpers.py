@@ -1,0 +1,44 @@
+"""What several test files need: the CLI as a user runs it, a task file run as a Dagster job, and a
+materialisation's metadata as plain values."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from dagster import AssetKey, build_reconstructable_job, execute_job, instance_for_test
+
+REPO = Path(__file__).resolve().parents[1]
+#: The installed console script, beside this interpreter.
+CLI = Path(sys.executable).parent / "training-pipeline"
+
+
+def cli(env: dict[str, str], *args: str, cwd: Path | None = None, timeout: float | None = None):
+    """`training-pipeline ARGS` in its own process, as a user runs it."""
+    return subprocess.run(
+        [str(CLI), *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def run_task_file(path: Path, run_config: dict | None = None, executor: str = "async"):
+    """A task file's job, reconstructable as the CLI builds it, on a fresh instance: (result, the run's
+    events, seconds)."""
+    job = build_reconstructable_job(
+        "training_pipeline.jobs.tasks", "job_for_file", reconstructable_args=(str(path), executor)
+    )
+    with instance_for_test() as instance:
+        started = time.monotonic()
+        result = execute_job(job, instance, run_config=run_config or {}, raise_on_error=False)
+        elapsed = time.monotonic() - started
+        events = instance.all_logs(result.run_id)
+    return result, events, elapsed
+
+
+def asset_metadata(result, key: str | None = None) -> dict[str, Any]:
+    """The metadata of the one materialisation of `key` (or the only one) in a run's result."""
+    events = result.get_asset_materialization_events()
+    [event] = [e for e in events if key is None or e.asset_key == AssetKey(key)]
+    return {k: v.value for k, v in event.materialization.metadata.items()}
