@@ -19,21 +19,25 @@ _SIDECARS = ("-wal", "-shm", "-journal")
 
 
 def scrub_folder(folder: Path) -> list[Path]:
-    """Redact every file under `folder` in place; returns the files that changed."""
-    changed = []
+    """Redact every file under `folder` in place; returns the files that changed. A file that cannot
+    be scrubbed does not stop the others; they are named in the `OSError` raised at the end."""
+    changed: list[Path] = []
+    failed: list[str] = []
     if not folder.is_dir():
         return changed
     files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
     databases = [p for p in files if _is_sqlite(p)]
-    for database in databases:
-        if _scrub_sqlite(database):
-            changed.append(database)
     sidecars = {Path(f"{db}{suffix}") for db in databases for suffix in _SIDECARS}
     for path in files:
-        if path in databases or path in sidecars or not path.exists():
+        if path in sidecars or not path.exists():
             continue
-        if _scrub_file(path):
-            changed.append(path)
+        try:
+            if _scrub_sqlite(path) if path in databases else _scrub_file(path):
+                changed.append(path)
+        except (OSError, sqlite3.Error) as err:
+            failed.append(f"{path}: {err}")
+    if failed:
+        raise OSError(f"{len(failed)} file(s) could not be scrubbed: {'; '.join(failed[:5])}")
     return changed
 
 

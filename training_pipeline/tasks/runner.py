@@ -332,7 +332,10 @@ async def _finish_run_if_done(run: TaskRun, force: bool) -> dict[str, Any] | Non
         if key.startswith(PROCESS_FLAG) and int(value) not in stopped:
             await astop_process_group(int(value))
     for folder in ("envs", "work", "artifacts"):  # what task code left behind, redacted in place
-        await asyncio.to_thread(scrub_folder, run.run_dir / folder)
+        try:
+            await asyncio.to_thread(scrub_folder, run.run_dir / folder)
+        except Exception as err:  # the run has ended; say so loudly rather than fail it now
+            run.log.warning(f"could not scrub {run.run_dir / folder}: {type(err).__name__}: {err}")
     final = safe_value({**state, "step_statuses": statuses})
     await asyncio.to_thread(
         atomic_write_text, run.run_dir / "context.json", json.dumps(final, indent=2, sort_keys=True)
