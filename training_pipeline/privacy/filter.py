@@ -28,8 +28,6 @@ from training_pipeline.privacy.rules import (
 from training_pipeline.trajectories.models import iter_llm_calls
 
 Profile = Literal["elizaos", "strict"]
-
-
 HANDLE = re.compile(r"@[a-zA-Z0-9_.-]{2,}")
 _TEXT_FIELDS = ("systemPrompt", "userPrompt", "response")
 ENV_SECRET_LABEL = "env-secret"

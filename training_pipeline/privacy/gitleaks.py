@@ -20,7 +20,6 @@ matches file paths (`pkcs12-file`) is left out. The redaction label is the rule'
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 import sys
@@ -30,7 +29,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from training_pipeline.privacy.rule import CredentialRule, is_placeholder, literal_first, looks_fake
+from training_pipeline.privacy.rule import (
+    REFERENCE,
+    CredentialRule,
+    is_placeholder,
+    literal_first,
+    looks_fake,
+    splice,
+)
 
 FOLDER = Path(__file__).with_name("gitleaks")
 RULES_FILE = FOLDER / "gitleaks.toml"
@@ -140,8 +146,7 @@ class GitleaksRule(CredentialRule):
             if span is None:
                 return match.group()
             hits += 1
-            whole, base = match.group(), match.start()
-            return whole[: span[0] - base] + placeholder + whole[span[1] - base :]
+            return splice(match, span, placeholder)
 
         return self.pattern.sub(replace, text), hits
 
@@ -219,12 +224,21 @@ def _allowlist(spec: dict[str, Any]) -> Allowlist | None:
 
 #: Ours, on top of gitleaks' own allowlists: in code, the value of `thing = module.attribute` is a
 #: reference, not a secret (the one line of the standard library gitleaks' generic rule flagged).
-_CODE_REFERENCE = Allowlist((re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+$"),), ())
+_CODE_REFERENCE = Allowlist((REFERENCE,), ())
 EXTRA_ALLOWLISTS: dict[str, tuple[Allowlist, ...]] = {"generic-api-key": (_CODE_REFERENCE,)}
 
 
-def load_rules(path: Path = RULES_FILE) -> tuple[GitleaksRule, ...]:
-    config = tomllib.loads(path.read_text(encoding="utf-8"))
+def _config(path: Path) -> dict[str, Any]:
+    return tomllib.loads(path.read_text(encoding="utf-8"))
+
+
+#: The vendored rule set, read once: its rules (`load_rules`) and its global allowlist come from it.
+_VENDORED = _config(RULES_FILE)
+
+
+def load_rules(path: Path | None = None) -> tuple[GitleaksRule, ...]:
+    """The rules of the vendored set, or of the config at `path` (a candidate `refresh` checks)."""
+    config = _VENDORED if path is None else _config(path)
     rules = []
     for spec in config["rules"]:
         if "regex" not in spec:
@@ -245,14 +259,12 @@ def load_rules(path: Path = RULES_FILE) -> tuple[GitleaksRule, ...]:
     return tuple(sorted(rules, key=lambda rule: rule.label.startswith("generic-")))
 
 
-@functools.cache
-def _global_allowlist(path: Path = RULES_FILE) -> tuple[Allowlist, ...]:
-    spec = tomllib.loads(path.read_text(encoding="utf-8")).get("allowlist") or {}
-    found = _allowlist(spec)
+def _global_allowlist(config: dict[str, Any]) -> tuple[Allowlist, ...]:
+    found = _allowlist(config.get("allowlist") or {})
     return (found,) if found else ()
 
 
-GLOBAL_ALLOWLIST = _global_allowlist()
+GLOBAL_ALLOWLIST = _global_allowlist(_VENDORED)
 
 
 def refresh(source: str, target: Path = RULES_FILE) -> int:

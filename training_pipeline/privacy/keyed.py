@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 
 from training_pipeline.privacy.gitleaks import GLOBAL_ALLOWLIST, shannon_entropy
-from training_pipeline.privacy.rule import CredentialRule, is_placeholder
+from training_pipeline.privacy.rule import REFERENCE, CredentialRule, is_placeholder, splice
 
 _WORDS = (
     r"token|secret|passw(?:or)?d|passphrase|pwd|api[_.-]?key|apikey|access[_.-]?key|private[_.-]?key"
@@ -115,8 +115,6 @@ _PLACEHOLDER = re.compile(
 #: `password_mgr`, `Proxy-Authorization`, `TestSourcePassword`: words, each of two letters or more
 _WORD = r"(?:[A-Z]?[a-z]{2,}|[A-Z]{2,}(?![a-z]))"
 _WORDS_ONLY = re.compile(rf"^{_WORD}(?:[-_.]?{_WORD})*$")
-#: `self.password`, `os.environ.get`, `settings.API_KEY`: references in code
-_REFERENCE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,8 +134,7 @@ class KeyedSecretRule(CredentialRule):
             if not looks_like_credential(match.group("key"), text[start:end], text, end):
                 return match.group()
             hits += 1
-            base = match.start()
-            return match.group()[: start - base] + placeholder + match.group()[end - base :]
+            return splice(match, (start, end), placeholder)
 
         return self.pattern.sub(replace, text), hits
 
@@ -145,7 +142,7 @@ class KeyedSecretRule(CredentialRule):
 def is_reference(value: str) -> bool:
     """`self.password`, `settings.API_KEY`, `win32api.RegEnumKey`: dotted names, short and with few
     digits per part (a token with a dot in it, `s.ZC9Ecf4M5g9o34Q6`, or a JWT, is neither)."""
-    return _REFERENCE.match(value) is not None and all(
+    return REFERENCE.match(value) is not None and all(
         len(part) <= 32 and sum(c.isdigit() for c in part) <= 2 for part in value.split(".")
     )
 

@@ -21,6 +21,16 @@ def looks_fake(secret: str) -> bool:
     return _FAKE.search(secret.strip("\"'`")) is not None
 
 
+#: `self.password`, `os.environ.get`, `win32api.RegEnumKey`: a dotted name, a reference in code
+REFERENCE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")
+
+
+def splice(match: re.Match[str], span: tuple[int, int], placeholder: str) -> str:
+    """The match with the part at `span` (positions in the searched text) replaced by `placeholder`."""
+    whole, base = match.group(), match.start()
+    return whole[: span[0] - base] + placeholder + whole[span[1] - base :]
+
+
 def is_placeholder(text: str) -> bool:
     """Already redacted: rules leave their own and each other's labels alone (redaction is idempotent)."""
     return _PLACEHOLDER.fullmatch(text) is not None
@@ -51,11 +61,7 @@ class CredentialRule:
             if is_placeholder(secret) or (self.skip_placeholders and looks_fake(secret)):
                 return match.group()  # redacted already (redaction is idempotent), or not a credential
             hits += 1
-            if self.group == 0:
-                return placeholder
-            start, end = match.span(self.group)
-            whole, base = match.group(), match.start()
-            return whole[: start - base] + placeholder + whole[end - base :]
+            return splice(match, match.span(self.group), placeholder)
 
         return self.pattern.sub(replace, text), hits
 

@@ -95,10 +95,7 @@ def _scrub_sqlite(path: Path) -> bool:
 
 def _scrub_file(path: Path) -> bool:
     data = path.read_bytes()
-    try:
-        clean = stored_filter().redact(data.decode("utf-8")).encode("utf-8")
-    except UnicodeDecodeError:
-        clean = safe_bytes(data)
+    clean = safe_bytes(data)
     if clean == data:
         return False
     mode = path.stat().st_mode & 0o777

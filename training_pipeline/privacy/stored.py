@@ -31,9 +31,13 @@ def safe_text(text: str) -> str:
 
 
 def safe_bytes(data: bytes) -> bytes:
-    """Bytes that are not UTF-8 (a quarantined record): redacted through Latin-1, which maps every
-    byte to one character and back, so ASCII credentials inside them are found and the rest is kept."""
-    return stored_filter().redact(data.decode("latin-1")).encode("latin-1")
+    """Bytes redacted: as UTF-8 text when they are, else through Latin-1 (a quarantined record that is
+    not UTF-8, a binary file), which maps every byte to one character and back, so ASCII credentials
+    inside them are found and the rest is kept."""
+    try:
+        return safe_text(data.decode("utf-8")).encode("utf-8")
+    except UnicodeDecodeError:
+        return stored_filter().redact(data.decode("latin-1")).encode("latin-1")
 
 
 def safe_value(value: Any, redactor: PrivacyFilter | None = None) -> Any:

@@ -35,7 +35,7 @@ from training_pipeline.privacy.stored import safe_text, safe_value
 from training_pipeline.processes import astop_process_group
 from training_pipeline.tasks.context import TaskStepContext, diff
 from training_pipeline.tasks.envs.kinds import start_env
-from training_pipeline.tasks.runtime import STORE_FILE_NAME, StepRuntime, TaskRun
+from training_pipeline.tasks.runtime import STEP_OUTPUT_FOLDERS, STORE_FILE_NAME, StepRuntime, TaskRun
 from training_pipeline.tasks.step import TaskStep
 from training_pipeline.tasks.store import PROCESS_FLAG, TERMINAL
 
@@ -98,7 +98,7 @@ async def _continue(run: TaskRun) -> None:
     if not await _store(store.continue_from, parent_db, rerun, continuation.parent_run_id):
         return  # another step of this run did it
     try:
-        for folder in ("envs", "artifacts", "work"):
+        for folder in STEP_OUTPUT_FOLDERS:
             if (continuation.parent_dir / folder).is_dir():
                 await asyncio.to_thread(
                     shutil.copytree,
@@ -331,7 +331,7 @@ async def _finish_run_if_done(run: TaskRun, force: bool) -> dict[str, Any] | Non
     for key, value in (await _store(run.store.flags)).items():
         if key.startswith(PROCESS_FLAG) and int(value) not in stopped:
             await astop_process_group(int(value))
-    for folder in ("envs", "work", "artifacts"):  # what task code left behind, redacted in place
+    for folder in STEP_OUTPUT_FOLDERS:  # what task code left behind, redacted in place
         try:
             await asyncio.to_thread(scrub_folder, run.run_dir / folder)
         except Exception as err:  # the run has ended; say so loudly rather than fail it now

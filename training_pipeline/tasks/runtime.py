@@ -34,6 +34,9 @@ class LLMSettings(Protocol):
 
 #: The run's store, in its folder (a continuation reads its parent's by this name).
 STORE_FILE_NAME = "context.db"
+#: The folders of a run that hold what its steps made (env state, artifacts, work folders): a
+#: continuation copies them, and the run's end scrubs them.
+STEP_OUTPUT_FOLDERS = ("envs", "artifacts", "work")
 
 
 @dataclass(frozen=True)
