@@ -1,21 +1,6 @@
-"""Dagster assets and checks: thin wiring around the core in `training_pipeline`."""
+"""The Dagster wiring, one sub-package per domain: `datasets` (the daily graph), `training` and `tasks`.
 
-from training_pipeline.assets.datasets import dataset_checks, shared_datasets, task_datasets
-from training_pipeline.assets.training import optimized_prompt, training_run, tuned_model
-from training_pipeline.assets.trajectories import (
-    filtered_trajectories,
-    filtered_trajectories_counts,
-    trajectories,
-    trajectories_counts,
-)
-
-#: The daily graph (one partition = one UTC day); `training_run` is partitioned by task instead.
-DATASET_ASSETS = [trajectories, filtered_trajectories, task_datasets]
-#: Partitioned by task: what `training_job` materialises.
-TRAINING_ASSETS = [training_run, tuned_model, optimized_prompt]
-ASSETS = [*DATASET_ASSETS, *TRAINING_ASSETS]
-ASSET_CHECKS = [trajectories_counts, filtered_trajectories_counts, *dataset_checks]
-#: Only where a shared storage is configured (TRAINING_PIPELINE_SHARED_URL): the day's copy there.
-SHARED_ASSETS = [shared_datasets]
-
-__all__ = ["ASSETS", "ASSET_CHECKS", "DATASET_ASSETS", "SHARED_ASSETS", "TRAINING_ASSETS"]
+Each domain's `definitions.py` gathers its assets, checks, jobs, schedule or sensor and the resources
+only it uses into one `Definitions`; `training_pipeline/definitions.py` merges them. The wiring is thin:
+the work is done by the core in `training_pipeline/`, which never imports from here.
+"""

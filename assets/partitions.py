@@ -1,16 +1,28 @@
-"""Partitions and the asset group, defined once: trajectories belong to the UTC day they started."""
+"""Partitions, the asset group and the run tags, defined once for every domain."""
 
 from __future__ import annotations
 
-from dagster import DailyPartitionsDefinition
+from dagster import DailyPartitionsDefinition, StaticPartitionsDefinition
 
-from training_pipeline.settings import settings
-
-#: First day with data; override with TRAINING_PIPELINE_START_DATE for older histories.
-START_DATE = settings().start_date
-
-daily_partitions = DailyPartitionsDefinition(start_date=START_DATE, timezone="UTC")
+from training_pipeline.datasets.tasks import TASKS
+from training_pipeline.settings import Settings
 
 #: One group for the whole graph: the UI opens a single group expanded, so a first look shows the
 #: lineage from trajectories to training (several groups would open collapsed).
 GROUP = "training_pipeline"
+
+#: Training is partitioned by dataset task: a run's task is its partition key.
+task_partitions = StaticPartitionsDefinition(list(TASKS))
+
+#: The tag Dagster puts a run's partition key in (the task of a training run, the day of a daily run).
+PARTITION_TAG = "dagster/partition"
+#: The tag naming the task file a task job runs.
+TASK_FILE_TAG = "training_pipeline/task"
+#: How a run was started: `schedule`, `threshold`, `manual`, `backfill`.
+SOURCE_TAG = "training_pipeline/source"
+
+
+def daily_partitions(settings: Settings) -> DailyPartitionsDefinition:
+    """Trajectories belong to the UTC day they started; the first day is the deployment's
+    (`TRAINING_PIPELINE_START_DATE`, for older histories)."""
+    return DailyPartitionsDefinition(start_date=settings.start_date, timezone="UTC")

@@ -16,12 +16,14 @@ import time
 from pathlib import Path
 
 from dagster import DagsterInstance, materialize
-from training_pipeline.assets import ASSET_CHECKS, DATASET_ASSETS
-from training_pipeline.resources.defaults import default_resources
 
+from assets.datasets.definitions import daily_graph
+from assets.partitions import daily_partitions
+from resources.defaults import default_resources
 from training_pipeline.datasets.build import build_datasets
 from training_pipeline.privacy.filter import PrivacyFilter
 from training_pipeline.samples import write_long_sample
+from training_pipeline.settings import load_settings
 
 
 def main(n: int) -> None:
@@ -35,13 +37,13 @@ def main(n: int) -> None:
     build_datasets(source, work / "core", PrivacyFilter("strict"), workers=1)
     core = time.perf_counter() - started
 
-    resources = default_resources(
-        {"TRAINING_PIPELINE_DATA": str(work / "data"), "TRAJECTORY_DIR": str(source)}
-    )
+    settings = load_settings({"TRAINING_PIPELINE_DATA": str(work / "data"), "TRAJECTORY_DIR": str(source)})
+    resources = default_resources(settings)
+    graph = daily_graph(daily_partitions(settings))
     runs = {}
     for name, selection in (
-        ("assets only", DATASET_ASSETS),
-        ("assets + checks", DATASET_ASSETS + ASSET_CHECKS),
+        ("assets only", graph.assets),
+        ("assets + checks", [*graph.assets, *graph.checks]),
     ):
         with DagsterInstance.ephemeral() as instance:
             started = time.perf_counter()

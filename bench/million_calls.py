@@ -42,15 +42,19 @@ def generate(path: Path, calls: int) -> tuple[int, int]:
 def materialise(source: Path, data: Path) -> None:
     """The child: one day of the dataset graph, its metadata counts printed as JSON."""
     from dagster import DagsterInstance, materialize
-    from training_pipeline.assets import ASSET_CHECKS, DATASET_ASSETS
-    from training_pipeline.resources.defaults import default_resources
 
-    resources = default_resources({"TRAINING_PIPELINE_DATA": str(data), "TRAJECTORY_DIR": str(source)})
+    from assets.datasets.definitions import daily_graph
+    from assets.partitions import daily_partitions
+    from resources.defaults import default_resources
+    from training_pipeline.settings import load_settings
+
+    settings = load_settings({"TRAINING_PIPELINE_DATA": str(data), "TRAJECTORY_DIR": str(source)})
+    graph = daily_graph(daily_partitions(settings))
     with DagsterInstance.ephemeral() as instance:
         result = materialize(
-            DATASET_ASSETS + ASSET_CHECKS,
+            [*graph.assets, *graph.checks],
             partition_key=DAY.isoformat(),
-            resources=resources,
+            resources=default_resources(settings),
             instance=instance,
         )
     counts = {}

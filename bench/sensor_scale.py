@@ -15,9 +15,9 @@ import time
 from datetime import date, timedelta
 
 from dagster import AssetKey, AssetMaterialization, DagsterInstance, build_sensor_context
-from training_pipeline.assets.automation import training_threshold_sensor
-from training_pipeline.resources.training import TrainingSettings
 
+from assets.training.automation import threshold_sensor
+from resources.training import TrainingSettings
 from training_pipeline.datasets.tasks import TASKS
 
 SETTINGS = TrainingSettings(trigger_threshold=10**9)  # count, never fire
@@ -33,7 +33,7 @@ def _report(instance: DagsterInstance, day: str) -> None:
 def _tick(instance: DagsterInstance, cursor: str | None) -> tuple[float, str | None]:
     context = build_sensor_context(instance=instance, cursor=cursor, resources={"training": SETTINGS})
     started = time.perf_counter()
-    result = training_threshold_sensor(context)
+    result = threshold_sensor(60)(context)
     return time.perf_counter() - started, getattr(result, "cursor", None) or context.cursor
 
 

@@ -44,7 +44,7 @@ def main() -> None:
     with DagsterInstance.get() as instance:
         for name, path, critical, steps in cases:
             job = build_reconstructable_job(
-                "training_pipeline.jobs.tasks",
+                "assets.tasks.jobs",
                 "job_for_file",
                 reconstructable_args=(str(path), args.executor),
             )

@@ -11,8 +11,8 @@ from typing import Literal
 
 from dagster import ConfigurableResource
 from pydantic import Field
-from training_pipeline.resources.llm import LLMResource
 
+from resources.llm import LLMResource
 from training_pipeline.backends.atropos import run_atropos
 from training_pipeline.backends.base import Backend, DispatchRequest, DispatchResult
 from training_pipeline.backends.http import ServiceClient

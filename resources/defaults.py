@@ -1,4 +1,5 @@
-"""The resources a deployment gets, chosen from the environment (never in asset code).
+"""The resources a deployment gets, built from its settings (`training_pipeline/settings.py`, never in
+asset code).
 
 - `TRAJECTORY_DB_URL` set: read elizaOS's `trajectories` table (the URL stays an `EnvVar`, so the
   password is never in run config); otherwise `TRAJECTORY_DIR` (default: the bundled sample days).
@@ -15,12 +16,12 @@ trajectory table (database source), so they feed the next day's datasets.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
 from typing import Any
 
 from dagster import EnvVar
-from training_pipeline.resources.backends import (
+from pydantic import SecretStr
+
+from resources.backends import (
     AtroposBackend,
     NativeBackend,
     OpenAIBackend,
@@ -28,83 +29,91 @@ from training_pipeline.resources.backends import (
     TrainingBackends,
     VertexBackend,
 )
-from training_pipeline.resources.llm import LLMResource
-from training_pipeline.resources.privacy import PrivacySettings
-from training_pipeline.resources.sources import (
+from resources.llm import LLMResource
+from resources.privacy import PrivacySettings
+from resources.sources import (
     DatabaseTrajectorySource,
     FileTrajectorySource,
 )
-from training_pipeline.resources.storage import DataStore
-from training_pipeline.resources.tasks import TaskOverrides
-from training_pipeline.resources.training import TrainingSettings
-
+from resources.storage import DataStore
+from resources.tasks import TaskOverrides
+from resources.training import TrainingSettings
 from training_pipeline import SAMPLE_ENTITIES, SAMPLE_TRAJECTORIES
+from training_pipeline.settings import Settings
 
 
-def default_resources(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
-    env = os.environ if environ is None else environ
-    data = env.get("TRAINING_PIPELINE_DATA", "data")
-    if env.get("TRAJECTORY_DB_URL"):
+def default_resources(settings: Settings) -> dict[str, Any]:
+    """Every resource: what the CLI and single-job callers bind (the code location binds each domain's
+    part in its own module: `shared_resources` at the top, the others beside their jobs)."""
+    shared = shared_resources(settings)
+    return {**shared, **training_resources(settings, shared["llm"]), **task_resources()}
+
+
+def shared_resources(settings: Settings) -> dict[str, Any]:
+    """The source, the privacy profile, the store and the LLM: used by more than one domain."""
+    data = settings.data
+    if settings.trajectory_db_url:
         source: Any = DatabaseTrajectorySource(
-            url=EnvVar("TRAJECTORY_DB_URL"), table=env.get("TRAJECTORY_DB_TABLE", "trajectories")
+            url=EnvVar("TRAJECTORY_DB_URL"), table=settings.trajectory_db_table
         )
-        entities = env.get("TRAINING_PIPELINE_ENTITIES")
+        entities = settings.entities
     else:
         source = FileTrajectorySource(
-            path=env.get("TRAJECTORY_DIR", str(SAMPLE_TRAJECTORIES)),
+            path=settings.trajectory_dir or str(SAMPLE_TRAJECTORIES),
             agent_runs_dir=f"{data}/agent_trajectories",
         )
-        entities = env.get("TRAINING_PIPELINE_ENTITIES") or (
-            None if env.get("TRAJECTORY_DIR") else str(SAMPLE_ENTITIES)
-        )
-    llm = LLMResource(
-        base_url=env.get("LLM_BASE_URL"),
-        model=env.get("LLM_MODEL", "default"),
-        api_key=_secret(env, "LLM_API_KEY"),
-        cache_dir=f"{data}/llm_cache",
-    )
+        entities = settings.entities or (None if settings.trajectory_dir else str(SAMPLE_ENTITIES))
     return {
         "trajectory_source": source,
-        "privacy": PrivacySettings(
-            profile=env.get("TRAINING_PIPELINE_PRIVACY_PROFILE", "strict"), entity_directory=entities
+        "privacy": PrivacySettings(profile=settings.privacy_profile, entity_directory=entities),
+        "store": DataStore(
+            root=data, shared_url=_secret(settings.shared_url, "TRAINING_PIPELINE_SHARED_URL")
         ),
-        "store": DataStore(root=data, shared_url=_secret(env, "TRAINING_PIPELINE_SHARED_URL")),
-        "training": _training(env),
-        "llm": llm,
-        "task_overrides": TaskOverrides(),
+        "llm": LLMResource(
+            base_url=settings.llm_base_url,
+            model=settings.llm_model,
+            api_key=_secret(settings.llm_api_key, "LLM_API_KEY"),
+            cache_dir=f"{data}/llm_cache",
+        ),
+    }
+
+
+def training_resources(settings: Settings, llm: LLMResource) -> dict[str, Any]:
+    """The training policy's deployment-wide values (per run: the launchpad) and the backends."""
+    policy: dict[str, Any] = {}
+    if settings.trigger_threshold:
+        policy["trigger_threshold"] = settings.trigger_threshold
+    if settings.backend_list():
+        policy["backends"] = settings.backend_list()
+    return {
+        "training": TrainingSettings(**policy),
         "training_backends": TrainingBackends(
             native=NativeBackend(llm=llm),
             atropos=AtroposBackend(
-                data_dir=env.get("ATROPOS_DATA_DIR", f"{data}/atropos"),
-                command=env["ATROPOS_COMMAND"].split() if env.get("ATROPOS_COMMAND") else None,
+                data_dir=settings.atropos_data_dir or f"{settings.data}/atropos",
+                command=settings.atropos_command.split() if settings.atropos_command else None,
             ),
-            tinker=TinkerBackend(api_key=_secret(env, "TINKER_API_KEY")),
+            tinker=TinkerBackend(api_key=_secret(settings.tinker_api_key, "TINKER_API_KEY")),
             openai=OpenAIBackend(
-                api_key=_secret(env, "OPENAI_API_KEY"),
-                base_url=env.get("OPENAI_BASE_URL", "https://api.openai.com/v1"),
-                poll_interval_seconds=float(env.get("OPENAI_POLL_INTERVAL_SECONDS", "30")),
+                api_key=_secret(settings.openai_api_key, "OPENAI_API_KEY"),
+                base_url=settings.openai_base_url,
+                poll_interval_seconds=settings.openai_poll_interval_seconds,
             ),
             vertex=VertexBackend(
-                project_id=env.get("VERTEX_PROJECT_ID"),
-                region=env.get("VERTEX_REGION", "us-central1"),
-                gcs_bucket=env.get("VERTEX_GCS_BUCKET"),
-                access_token=_secret(env, "VERTEX_ACCESS_TOKEN"),
+                project_id=settings.vertex_project_id,
+                region=settings.vertex_region,
+                gcs_bucket=settings.vertex_gcs_bucket,
+                access_token=_secret(settings.vertex_access_token, "VERTEX_ACCESS_TOKEN"),
             ),
         ),
     }
 
 
-def _training(env: Mapping[str, str]) -> TrainingSettings:
-    """The policy's deployment-wide values, when set in the environment (per run: the launchpad)."""
-    settings: dict[str, Any] = {}
-    if env.get("TRAINING_PIPELINE_TRIGGER_THRESHOLD"):
-        settings["trigger_threshold"] = int(env["TRAINING_PIPELINE_TRIGGER_THRESHOLD"])
-    if env.get("TRAINING_PIPELINE_BACKENDS"):
-        settings["backends"] = [b.strip() for b in env["TRAINING_PIPELINE_BACKENDS"].split(",") if b.strip()]
-    return TrainingSettings(**settings)
+def task_resources() -> dict[str, Any]:
+    return {"task_overrides": TaskOverrides()}
 
 
-def _secret(env: Mapping[str, str], name: str) -> Any:
-    """The value as an `EnvVar` (so run config shows its name, never its value: a key, or a URL that may
-    hold a password), or None when unset."""
-    return EnvVar(name) if env.get(name) else None
+def _secret(value: SecretStr | None, name: str) -> EnvVar | None:
+    """The variable as an `EnvVar` (run config shows its name, never its value: a key, or a URL that
+    may hold a password), or None when unset."""
+    return EnvVar(name) if value else None

@@ -1,5 +1,5 @@
-"""What several test files need: the CLI as a user runs it, a task file run as a Dagster job, and a
-materialisation's metadata as plain values."""
+"""What several test files need: the daily graph, the CLI as a user runs it, a task file run as a
+Dagster job, and a materialisation's metadata as plain values."""
 
 from __future__ import annotations
 
@@ -11,7 +11,14 @@ from typing import Any
 
 from dagster import AssetKey, build_reconstructable_job, execute_job, instance_for_test
 
+from assets.datasets.definitions import daily_graph
+from assets.partitions import daily_partitions
+from training_pipeline.settings import load_settings
+
 REPO = Path(__file__).resolve().parents[1]
+#: The daily graph on the default settings: what tests materialise.
+DAILY = daily_graph(daily_partitions(load_settings({})))
+DATASET_ASSETS, ASSET_CHECKS = DAILY.assets, DAILY.checks
 #: The installed console script, beside this interpreter.
 CLI = Path(sys.executable).parent / "training-pipeline"
 
@@ -27,7 +34,7 @@ def run_task_file(path: Path, run_config: dict | None = None, executor: str = "a
     """A task file's job, reconstructable as the CLI builds it, on a fresh instance: (result, the run's
     events, seconds)."""
     job = build_reconstructable_job(
-        "training_pipeline.jobs.tasks", "job_for_file", reconstructable_args=(str(path), executor)
+        "assets.tasks.jobs", "job_for_file", reconstructable_args=(str(path), executor)
     )
     with instance_for_test() as instance:
         started = time.monotonic()

@@ -17,6 +17,7 @@ from training_pipeline.datasets.tasks import TASKS
 from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.filter import PrivacyFilter, secret_env_values
 from training_pipeline.samples import day_of_trajectories
+from training_pipeline.settings import settings
 from training_pipeline.training.policy import BACKENDS
 
 
@@ -110,12 +111,12 @@ def _materialize(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    from resources.defaults import default_resources
     from training_pipeline import SAMPLE_TRAJECTORIES
-    from training_pipeline.resources.defaults import default_resources
 
     days = sorted(path.stem for path in SAMPLE_TRAJECTORIES.glob("*.jsonl"))
     ok = _materialize_days(days)
-    store = default_resources()["store"]
+    store = default_resources(settings())["store"]
     print(f"\nDatasets for {days[0]} .. {days[-1]}: {Path(store.root).resolve() / 'datasets'}/<day>/")
     cli = _cli_path()
     steps = [
@@ -142,9 +143,9 @@ def _cli_path() -> str:
 
 
 def _run_store():
-    from training_pipeline.resources.defaults import default_resources
+    from resources.defaults import default_resources
 
-    return default_resources()["store"].runs()
+    return default_resources(settings())["store"].runs()
 
 
 def _runs_list(args: argparse.Namespace) -> int:
@@ -256,7 +257,7 @@ def _task_run(args: argparse.Namespace) -> int:
     """Run a task file as a Dagster job on $DAGSTER_HOME (the run shows in the UI)."""
     from dagster import build_reconstructable_job, execute_job
 
-    from training_pipeline.resources.defaults import default_resources
+    from resources.defaults import default_resources
     from training_pipeline.tasks.registry import build_registry
     from training_pipeline.tasks.task import load_task
 
@@ -265,7 +266,7 @@ def _task_run(args: argparse.Namespace) -> int:
     fields = {step.id: set(type(step).model_fields) - {"id"} for step in task.steps}
     overrides = parse_overrides(args.override, fields)
     job = build_reconstructable_job(
-        "training_pipeline.jobs.tasks", "job_for_file", reconstructable_args=(str(path), args.executor)
+        "assets.tasks.jobs", "job_for_file", reconstructable_args=(str(path), args.executor)
     )
     with _instance() as instance:
         result = execute_job(
@@ -278,7 +279,7 @@ def _task_run(args: argparse.Namespace) -> int:
             tags={"training_pipeline/launched_by": "cli"},
         )
         run_id = result.run_id
-    context_file = default_resources()["store"].state_dir() / "task_runs" / run_id / "context.json"
+    context_file = default_resources(settings())["store"].state_dir() / "task_runs" / run_id / "context.json"
     final = json.loads(context_file.read_text()) if context_file.is_file() else {}
     metadata = final.get("metadata", {})
     summary = {

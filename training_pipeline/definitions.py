@@ -1,36 +1,39 @@
-"""The Dagster code location: `dagster dev -w workspace.yaml` (or `-m training_pipeline.definitions`)."""
+"""The code location: `dagster dev -w workspace.yaml` (or `-m training_pipeline.definitions`).
+
+The process's settings are read here (once: `settings()` caches them), and each domain builds its own
+`Definitions` from them; this module only merges them with the resources every domain shares.
+"""
 
 from __future__ import annotations
 
 from dagster import Definitions, JobDefinition
 
-from training_pipeline.assets import ASSET_CHECKS, ASSETS, SHARED_ASSETS
-from training_pipeline.assets.automation import (
-    datasets_job,
-    nightly_datasets_schedule,
-    training_threshold_sensor,
-)
-from training_pipeline.assets.training import training_job
-from training_pipeline.jobs.executors import executor_for
-from training_pipeline.jobs.tasks import task_jobs
-from training_pipeline.resources.defaults import default_resources
+from assets.datasets.definitions import datasets_definitions
+from assets.executors import executor_for
+from assets.tasks.definitions import tasks_definitions
+from assets.training.definitions import training_definitions
+from resources.defaults import shared_resources
 from training_pipeline.sandbox import warn_if_unconfined
-from training_pipeline.settings import settings
+from training_pipeline.settings import Settings, settings
 
-warn_if_unconfined()  # task code unconfined is the deployment's choice, said out loud when it loads
-resources = default_resources()
-defs = Definitions(
-    assets=[*ASSETS, *(SHARED_ASSETS if resources["store"].shared_url else [])],
-    asset_checks=ASSET_CHECKS,
-    # one job per task file: the bundled examples, then $TRAINING_PIPELINE_TASKS_DIR
-    jobs=[datasets_job, training_job, *task_jobs()],
-    schedules=[nightly_datasets_schedule],
-    sensors=[training_threshold_sensor],
-    resources=resources,
-    # in_process by default (5x faster than multiprocess on 2 cores for this graph's short steps);
-    # `celery` in the distributed deployment (deploy/). Task jobs bring their own (async).
-    executor=executor_for(settings().executor),
-)
+
+def build_definitions(settings: Settings) -> Definitions:
+    shared = shared_resources(settings)
+    return Definitions.merge(
+        datasets_definitions(settings),
+        training_definitions(settings, shared["llm"]),
+        tasks_definitions(settings),
+        Definitions(
+            resources=shared,
+            # in_process by default (5x faster than multiprocess on 2 cores for this graph's short
+            # steps); `celery` in the distributed deployment (deploy/). Task jobs bring their own.
+            executor=executor_for(settings.executor, settings),
+        ),
+    )
+
+
+warn_if_unconfined(settings())  # task code unconfined is the deployment's choice, said when it loads
+defs = build_definitions(settings())
 
 
 def resolve_job(name: str) -> JobDefinition:
@@ -39,4 +42,4 @@ def resolve_job(name: str) -> JobDefinition:
     return defs.resolve_job_def(name)
 
 
-__all__ = ["datasets_job", "defs", "resolve_job", "training_job"]
+__all__ = ["build_definitions", "defs", "resolve_job"]

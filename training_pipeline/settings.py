@@ -1,10 +1,12 @@
-"""The deployment's settings: the `TRAINING_PIPELINE_*` variables that shape the code location, read
-from the environment in one place.
+"""The deployment's settings: every environment variable that shapes the code location and its
+resources, read in one place into one typed model.
 
-One typed model, so a typo fails with the variable's name: `settings()` is the process's, read once
-(partitions, schedules, sensors and executors are fixed when the code location loads); tests build
-their own with `load_settings(environ)`. What each run's resources are made of (`resources/defaults.py`)
-is read when the resources are built, from the same environment.
+`definitions.py` loads them once (`load_settings()`) and hands them to the partitions, schedules,
+sensors, executors and resources it builds; nothing reads the environment at import. A typo fails
+with the variable's name. Secrets are kept as `SecretStr` only to know that they are set: resources
+get them as Dagster `EnvVar`s (resolved when a run starts), so run config shows a name, never a value.
+Core code that runs inside a step (the sandbox mode, the record-size cap, the step configuration file)
+reads the process's settings through `settings()`, which loads them once.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import os
 from collections.abc import Mapping
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 
 class SettingsError(ValueError):
@@ -22,43 +24,84 @@ class SettingsError(ValueError):
 
 
 class Settings(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
 
+    # --- the code location's shape (fixed when it loads) ---
     #: `bwrap` confines task code; `off` runs it as the pipeline (an explicit, logged choice)
-    sandbox: Literal["bwrap", "off"] = "bwrap"
+    sandbox: Literal["bwrap", "off"] = Field("bwrap", alias="TRAINING_PIPELINE_SANDBOX")
     #: records bigger than this many bytes are quarantined by position and size, never held whole
-    max_record_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
+    max_record_bytes: int = Field(8 * 1024 * 1024, alias="TRAINING_PIPELINE_MAX_RECORD_BYTES", ge=1024)
     #: the first daily partition
-    start_date: str = Field(default="2025-01-01", pattern=r"^\d{4}-\d{2}-\d{2}$")
+    start_date: str = Field(
+        "2025-01-01", alias="TRAINING_PIPELINE_START_DATE", pattern=r"^\d{4}-\d{2}-\d{2}$"
+    )
     #: when the nightly schedule runs (UTC)
-    nightly_cron: str = "0 2 * * *"
+    nightly_cron: str = Field("0 2 * * *", alias="TRAINING_PIPELINE_NIGHTLY_CRON")
     #: how often the daemon evaluates the training threshold sensor
-    sensor_interval_seconds: int = Field(default=60, ge=1)
+    sensor_interval_seconds: int = Field(60, alias="TRAINING_PIPELINE_SENSOR_INTERVAL_SECONDS", ge=1)
     #: the executor of the asset jobs, and of task jobs (`async`, `in_process`, `multiprocess`, `celery`)
-    executor: str = "in_process"
-    task_executor: str = "async"
+    executor: str = Field("in_process", alias="TRAINING_PIPELINE_EXECUTOR")
+    task_executor: str = Field("async", alias="TRAINING_PIPELINE_TASK_EXECUTOR")
+    #: the Celery broker and result backend of the `celery` executor
+    celery_broker_url: str | None = Field(None, alias="CELERY_BROKER_URL")
+    celery_backend_url: str | None = Field(None, alias="CELERY_BACKEND_URL")
     #: a folder of the user's task files (each becomes a job), besides the bundled examples
-    tasks_dir: str | None = None
+    tasks_dir: str | None = Field(None, alias="TRAINING_PIPELINE_TASKS_DIR")
     #: a `training_pipeline.toml` naming extra step implementations
-    config: str | None = None
+    config: str | None = Field(None, alias="TRAINING_PIPELINE_CONFIG")
+
+    # --- where trajectories come from and files go ---
+    #: where files go (datasets, run records, task runs, the LLM cache)
+    data: str = Field("data", alias="TRAINING_PIPELINE_DATA")
+    #: elizaOS's trajectory table; when set it is the source instead of a folder
+    trajectory_db_url: SecretStr | None = Field(None, alias="TRAJECTORY_DB_URL")
+    trajectory_db_table: str = Field("trajectories", alias="TRAJECTORY_DB_TABLE")
+    #: a folder of trajectory files (default: the bundled sample days)
+    trajectory_dir: str | None = Field(None, alias="TRAJECTORY_DIR")
+    #: the entity directory (default: the sample's, with the sample data)
+    entities: str | None = Field(None, alias="TRAINING_PIPELINE_ENTITIES")
+    privacy_profile: Literal["strict", "elizaos"] = Field("strict", alias="TRAINING_PIPELINE_PRIVACY_PROFILE")
+    #: an fsspec URL the day's datasets and the run records are copied to (may hold a password)
+    shared_url: SecretStr | None = Field(None, alias="TRAINING_PIPELINE_SHARED_URL")
+
+    # --- the LLM of the native backend, task agents and judges ---
+    llm_base_url: str | None = Field(None, alias="LLM_BASE_URL")
+    llm_model: str = Field("default", alias="LLM_MODEL")
+    llm_api_key: SecretStr | None = Field(None, alias="LLM_API_KEY")
+
+    # --- the training policy's deployment-wide values and the backends ---
+    trigger_threshold: int | None = Field(None, alias="TRAINING_PIPELINE_TRIGGER_THRESHOLD", ge=1)
+    #: comma-separated, in order of preference
+    backends: str | None = Field(None, alias="TRAINING_PIPELINE_BACKENDS")
+    atropos_data_dir: str | None = Field(None, alias="ATROPOS_DATA_DIR")
+    atropos_command: str | None = Field(None, alias="ATROPOS_COMMAND")
+    tinker_api_key: SecretStr | None = Field(None, alias="TINKER_API_KEY")
+    openai_api_key: SecretStr | None = Field(None, alias="OPENAI_API_KEY")
+    openai_base_url: str = Field("https://api.openai.com/v1", alias="OPENAI_BASE_URL")
+    openai_poll_interval_seconds: float = Field(30.0, alias="OPENAI_POLL_INTERVAL_SECONDS", gt=0)
+    vertex_project_id: str | None = Field(None, alias="VERTEX_PROJECT_ID")
+    vertex_region: str = Field("us-central1", alias="VERTEX_REGION")
+    vertex_gcs_bucket: str | None = Field(None, alias="VERTEX_GCS_BUCKET")
+    vertex_access_token: SecretStr | None = Field(None, alias="VERTEX_ACCESS_TOKEN")
+
+    def backend_list(self) -> list[str] | None:
+        if not self.backends:
+            return None
+        return [name.strip() for name in self.backends.split(",") if name.strip()]
 
 
-_PREFIX = "TRAINING_PIPELINE_"
+#: every variable the model reads (its aliases)
+VARIABLES = tuple(field.alias for field in Settings.model_fields.values() if field.alias)
 
 
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
+    """The settings of `environ` (default: the process's); an empty variable counts as unset."""
     environ = os.environ if environ is None else environ
-    values = {
-        name: environ[_PREFIX + name.upper()]
-        for name in Settings.model_fields
-        if environ.get(_PREFIX + name.upper())
-    }
+    values = {name: environ[name] for name in VARIABLES if environ.get(name)}
     try:
-        return Settings(**values)
+        return Settings.model_validate(values)
     except ValidationError as err:
-        problems = "; ".join(
-            f"{_PREFIX}{str(e['loc'][0]).upper()}: {e['msg']}" for e in err.errors(include_url=False)
-        )
+        problems = "; ".join(f"{e['loc'][0]}: {e['msg']}" for e in err.errors(include_url=False))
         raise SettingsError(problems) from None
 
 

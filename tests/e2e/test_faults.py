@@ -17,13 +17,12 @@ from pathlib import Path
 
 import sqlalchemy as sa
 from dagster import AssetKey, DagsterInstance, RunsFilter, materialize
-from training_pipeline.assets import ASSET_CHECKS, DATASET_ASSETS
-from training_pipeline.resources.privacy import PrivacySettings
-from training_pipeline.resources.sources import DatabaseTrajectorySource
-from training_pipeline.resources.storage import DataStore
 
+from resources.privacy import PrivacySettings
+from resources.sources import DatabaseTrajectorySource
+from resources.storage import DataStore
 from tests.dagster_servers import WORKSPACE, DagsterServers, pipeline_free_env
-from tests.helpers import REPO
+from tests.helpers import ASSET_CHECKS, DATASET_ASSETS, REPO
 from training_pipeline.samples import day_of_trajectories
 
 BIN = Path(sys.executable).parent

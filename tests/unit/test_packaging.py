@@ -1,32 +1,76 @@
-"""What `pip install` (not editable) would ship: every package, the sample data, the console script."""
+"""What `pip install` (not editable) ships, and that it loads: the wheel holds the three top-level
+packages exactly as the folders do, the data files the code reads, and a code location that loads from
+the installed copy alone (outside the repository)."""
 
 from __future__ import annotations
 
-import tomllib
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
 
 from tests.helpers import REPO
 
-ROOT = REPO
+PACKAGES = ("training_pipeline", "assets", "resources")
 
 
-def test_every_package_folder_is_listed_for_the_wheel() -> None:
-    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    mapping = config["package-dir"]
-    on_disk = set()
-    for name, folder in mapping.items():
-        for init in (ROOT / folder).rglob("__init__.py"):
-            relative = init.parent.relative_to(ROOT / folder).parts
-            on_disk.add(".".join((name, *relative)))
-    assert set(config["packages"]) == on_disk
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    dist = tmp_path_factory.mktemp("dist")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(dist), str(REPO)],
+        check=True,
+        capture_output=True,
+    )
+    return next(dist.glob("*.whl"))
 
 
-def test_sample_data_ships_with_the_package() -> None:
-    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
-    patterns = config["training_pipeline"]
-    shipped = {p for pattern in patterns for p in (ROOT / "training_pipeline").glob(pattern)}
-    assert {p.name for p in shipped} >= {
-        "entities.json",
-        "2026-11-23.jsonl",
-        "2026-11-24.jsonl",
-        "2026-11-25.jsonl",
+def test_the_wheel_holds_every_package_folder_and_no_other(wheel: Path) -> None:
+    names = zipfile.ZipFile(wheel).namelist()
+    shipped = {n.rsplit("/", 1)[0].replace("/", ".") for n in names if n.endswith("/__init__.py")}
+    on_disk = {
+        ".".join(init.parent.relative_to(REPO).parts)
+        for package in PACKAGES
+        for init in (REPO / package).rglob("__init__.py")
     }
+    assert shipped == on_disk
+
+
+def test_the_wheel_ships_the_files_the_code_reads(wheel: Path) -> None:
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for relative in (
+        "training_pipeline/sample_data/entities.json",
+        "training_pipeline/sample_data/trajectories/2026-11-25.jsonl",
+        "training_pipeline/tasks/examples/inbox-triage.json",
+        "training_pipeline/tasks/examples/artifacts/dana_email.json",
+        "training_pipeline/privacy/gitleaks/gitleaks.toml",
+        "training_pipeline/privacy/gitleaks/LICENSE",
+    ):
+        assert relative in names
+
+
+def test_the_installed_wheel_loads_the_code_location_on_its_own(wheel: Path, tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(site), str(wheel)],
+        check=True,
+        capture_output=True,
+    )
+    load = (
+        "import assets, resources, training_pipeline, training_pipeline.definitions as d; "
+        "print(assets.__file__); print(resources.__file__); print(training_pipeline.__file__); "
+        "print(len(d.defs.resolve_all_job_defs()))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", load],
+        cwd=tmp_path,  # not the repository: nothing can be found there
+        env={"PYTHONPATH": str(site), "TRAINING_PIPELINE_DATA": str(tmp_path / "data"), "PATH": "/usr/bin"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    *files, jobs = loaded.stdout.strip().splitlines()
+    assert all(Path(f).is_relative_to(site) for f in files), files
+    assert int(jobs) >= 4

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from training_pipeline.intake.ingest import ingest_records
 from training_pipeline.trajectories.database import SourceUnavailable, read_table
 from training_pipeline.trajectories.files import read_files
-from training_pipeline.trajectories.ingest import ingest_records
 from training_pipeline.trajectories.store import iter_trajectories
 
 DAY = date(2026, 11, 24)
@@ -166,7 +166,7 @@ def test_a_crash_mid_write_leaves_no_partial_file_and_keeps_the_old_one(tmp_path
 def test_task_runs_write_trajectories_the_database_source_reads_back(
     backend, tmp_path: Path, request
 ) -> None:
-    from training_pipeline.resources.sources import DatabaseTrajectorySource
+    from resources.sources import DatabaseTrajectorySource
 
     url = (
         f"sqlite:///{tmp_path / 'eliza.db'}"

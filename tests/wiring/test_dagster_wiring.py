@@ -11,16 +11,16 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 from dagster import AssetKey, DagsterInstance, RunsFilter, materialize
-from training_pipeline.assets import ASSET_CHECKS, DATASET_ASSETS, SHARED_ASSETS
-from training_pipeline.resources.defaults import default_resources
-from training_pipeline.resources.privacy import PrivacySettings
-from training_pipeline.resources.sources import DatabaseTrajectorySource, FileTrajectorySource
-from training_pipeline.resources.storage import DataStore
 
-from tests.helpers import REPO, asset_metadata, cli
+from resources.defaults import default_resources
+from resources.privacy import PrivacySettings
+from resources.sources import DatabaseTrajectorySource, FileTrajectorySource
+from resources.storage import DataStore
+from tests.helpers import ASSET_CHECKS, DAILY, DATASET_ASSETS, REPO, asset_metadata, cli
 from tests.planted_secrets import STRIPE_KEY, write_stripe_leak_day
 from training_pipeline.datasets.tasks import TASK_FILE_NAMES, TASKS
-from training_pipeline.definitions import datasets_job, defs
+from training_pipeline.definitions import defs
+from training_pipeline.settings import load_settings
 
 DAY = "2026-11-24"
 
@@ -80,7 +80,7 @@ def test_dagster_definitions_validate_accepts_the_code_location(dagster_home: Pa
 
 
 def test_a_day_materialises_with_counts_that_add_up(tmp_path: Path) -> None:
-    resources = default_resources({"TRAINING_PIPELINE_DATA": str(tmp_path)})
+    resources = default_resources(load_settings({"TRAINING_PIPELINE_DATA": str(tmp_path)}))
     result = _run(resources)
     assert result.success
     assert all(e.passed for e in result.get_asset_check_evaluations())
@@ -104,7 +104,7 @@ def test_a_day_materialises_with_counts_that_add_up(tmp_path: Path) -> None:
 
 
 def test_rematerialising_replaces_the_partition_it_never_appends(tmp_path: Path) -> None:
-    resources = default_resources({"TRAINING_PIPELINE_DATA": str(tmp_path)})
+    resources = default_resources(load_settings({"TRAINING_PIPELINE_DATA": str(tmp_path)}))
     instance = DagsterInstance.ephemeral()
     _run(resources, instance=instance)
     first = {p.name: p.read_bytes() for p in (tmp_path / "datasets" / DAY).glob("*.jsonl")}
@@ -148,7 +148,7 @@ def test_a_day_reaches_the_shared_storage_only_once_its_checks_pass(tmp_path: Pa
         "privacy": PrivacySettings(profile="elizaos", env_secrets="NONE"),
         "store": DataStore(root=str(tmp_path / "data"), shared_url=f"file://{shared}"),
     }
-    assets = DATASET_ASSETS + SHARED_ASSETS + ASSET_CHECKS
+    assets = [*DATASET_ASSETS, DAILY.shared, *ASSET_CHECKS]
     leaked = materialize(assets, partition_key=DAY, resources=resources, raise_on_error=False)
     assert not leaked.success
     assert not shared.exists()  # the blocking check stopped the copy: the secret never left the machine
@@ -218,7 +218,7 @@ def test_missing_upstream_partition_is_a_clear_failure(tmp_path: Path) -> None:
         [*DATASET_ASSETS],
         selection="filtered_trajectories",
         partition_key=DAY,
-        resources=default_resources({"TRAINING_PIPELINE_DATA": str(tmp_path)}),
+        resources=default_resources(load_settings({"TRAINING_PIPELINE_DATA": str(tmp_path)})),
         instance=DagsterInstance.ephemeral(),
         raise_on_error=False,
     )
@@ -249,7 +249,7 @@ def test_cli_backfills_a_range_into_the_instance(tmp_path: Path, dagster_home: P
     os.environ["DAGSTER_HOME"] = str(dagster_home)
     try:
         with DagsterInstance.get() as instance:
-            runs = instance.get_runs(RunsFilter(job_name=datasets_job.name))
+            runs = instance.get_runs(RunsFilter(job_name="datasets_job"))
             assert sorted(r.tags["dagster/partition"] for r in runs) == [
                 "2026-11-23",
                 "2026-11-24",

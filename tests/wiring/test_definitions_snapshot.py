@@ -66,3 +66,42 @@ def test_the_code_location_defines_what_it_always_has(tmp_path) -> None:
         [sys.executable, "-c", _READ], env=env, capture_output=True, text=True, check=True
     )
     assert json.loads(loaded.stdout.strip().splitlines()[-1]) == {k: sorted(v) for k, v in SNAPSHOT.items()}
+
+
+def test_settings_reach_every_domain(tmp_path) -> None:
+    """One settings object shapes the whole code location: partitions, schedule, sensor, executors,
+    the extra task folder and the resources all follow it."""
+    from training_pipeline.definitions import build_definitions
+    from training_pipeline.settings import load_settings
+
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    (tasks / "mine.json").write_text(
+        json.dumps([{"id": "pause", "type": "wait", "seconds": 0}]),
+        encoding="utf-8",
+    )
+    defs = build_definitions(
+        load_settings(
+            {
+                "TRAINING_PIPELINE_START_DATE": "2023-06-01",
+                "TRAINING_PIPELINE_NIGHTLY_CRON": "30 3 * * *",
+                "TRAINING_PIPELINE_SENSOR_INTERVAL_SECONDS": "300",
+                "TRAINING_PIPELINE_EXECUTOR": "multiprocess",
+                "TRAINING_PIPELINE_TASK_EXECUTOR": "in_process",
+                "TRAINING_PIPELINE_TASKS_DIR": str(tasks),
+                "TRAINING_PIPELINE_DATA": str(tmp_path / "data"),
+                "TRAINING_PIPELINE_SHARED_URL": f"file://{tmp_path / 'shared'}",
+                "TRAINING_PIPELINE_TRIGGER_THRESHOLD": "7",
+            }
+        )
+    )
+    daily = defs.resolve_assets_def("trajectories").partitions_def
+    assert daily.get_first_partition_key() == "2023-06-01"
+    assert defs.resolve_schedule_def("nightly_datasets_schedule").cron_schedule == "30 3 * * *"
+    assert defs.resolve_sensor_def("training_threshold_sensor").minimum_interval_seconds == 300
+    assert defs.resolve_job_def("datasets_job").executor_def.name == "multiprocess"
+    assert defs.resolve_job_def("task_mine").executor_def.name == "in_process"
+    assert "shared_datasets" in {k.to_user_string() for k in defs.resolve_all_asset_keys()}
+    resources = defs.resources or {}
+    assert resources["store"].root == str(tmp_path / "data")
+    assert resources["training"].trigger_threshold == 7

@@ -15,16 +15,16 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 from dagster import materialize
-from training_pipeline.assets.trajectories import filtered_trajectories, trajectories
-from training_pipeline.resources.privacy import PrivacySettings
-from training_pipeline.resources.sources import DatabaseTrajectorySource
-from training_pipeline.resources.storage import DataStore
 
+from resources.privacy import PrivacySettings
+from resources.sources import DatabaseTrajectorySource
+from resources.storage import DataStore
+from tests.helpers import DATASET_ASSETS
 from tests.planted_secrets import IN_TRAJECTORY
 from training_pipeline.atomic import TempFile, atomic_write_text
+from training_pipeline.intake.ingest import ingest_records
 from training_pipeline.trajectories.database import read_table
 from training_pipeline.trajectories.files import read_files
-from training_pipeline.trajectories.ingest import ingest_records
 
 DAY = date(2026, 11, 24)
 T = 1_795_478_500_000  # 2026-11-24
@@ -154,7 +154,7 @@ def test_a_postgresql_day_with_poison_rows_still_materialises(
     settings.cache_clear()
     try:
         result = materialize(
-            [trajectories, filtered_trajectories],
+            DATASET_ASSETS[:2],
             partition_key=DAY.isoformat(),
             resources={
                 "trajectory_source": DatabaseTrajectorySource(url=postgres.url, table="poison"),

@@ -18,8 +18,8 @@ from dagster import (
     execute_job,
     instance_for_test,
 )
-from training_pipeline.resources.sources import FileTrajectorySource
 
+from resources.sources import FileTrajectorySource
 from tests.fake_chat import FakeChatServer
 from tests.helpers import REPO, run_task_file
 from tests.scripted_agent import email_agent
@@ -220,7 +220,7 @@ def test_re_executing_from_failure_continues_the_run_on_its_envs(
         {"id": "snap", "type": "snapshot_env", "env_name": "email"},
     ]
     job = build_reconstructable_job(
-        "training_pipeline.jobs.tasks",
+        "assets.tasks.jobs",
         "job_for_file",
         reconstructable_args=(str(_write_task(scripts, steps)), "async"),
     )
@@ -260,9 +260,7 @@ def test_a_re_executed_selection_ends_its_run_and_stops_the_envs(
         {"id": "snap", "type": "snapshot_env", "env_name": "email"},
     ]
     path = str(_write_task(scripts, steps))
-    job = build_reconstructable_job(
-        "training_pipeline.jobs.tasks", "job_for_file", reconstructable_args=(path, "async")
-    )
+    job = build_reconstructable_job("assets.tasks.jobs", "job_for_file", reconstructable_args=(path, "async"))
     with instance_for_test() as instance:
         first = execute_job(job, instance, raise_on_error=False)
         only_flaky = ReexecutionOptions(parent_run_id=first.run_id, step_selection=["flaky"])

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 from dagster import AssetKey, DagsterInstance, materialize
-from training_pipeline.assets import ASSET_CHECKS, DATASET_ASSETS, TRAINING_ASSETS
-from training_pipeline.assets.training import training_run
-from training_pipeline.resources.backends import (
+
+from assets.training.assets import optimized_prompt, training_run, tuned_model
+from resources.backends import (
     AtroposBackend,
     NativeBackend,
     OpenAIBackend,
@@ -18,14 +18,14 @@ from training_pipeline.resources.backends import (
     TrainingBackends,
     VertexBackend,
 )
-from training_pipeline.resources.defaults import default_resources
-from training_pipeline.resources.llm import LLMResource
-from training_pipeline.resources.storage import DataStore
-from training_pipeline.resources.training import TrainingSettings
-
+from resources.defaults import default_resources
+from resources.llm import LLMResource
+from resources.storage import DataStore
+from resources.training import TrainingSettings
 from tests.fake_openai import FakeOpenAI
-from tests.helpers import asset_metadata
+from tests.helpers import ASSET_CHECKS, DATASET_ASSETS, asset_metadata
 from tests.planted_secrets import write_stripe_leak_day
+from training_pipeline.settings import load_settings
 from training_pipeline.training.policy import TrainingPolicy, resolve_backend, select_task
 from training_pipeline.training.records import RunStore
 
@@ -79,7 +79,7 @@ def days_ready(tmp_path_factory: pytest.TempPathFactory) -> tuple[DagsterInstanc
     """Three sample days materialised into one ephemeral instance."""
     data = tmp_path_factory.mktemp("data")
     instance = DagsterInstance.ephemeral()
-    resources = default_resources({"TRAINING_PIPELINE_DATA": str(data)})
+    resources = default_resources(load_settings({"TRAINING_PIPELINE_DATA": str(data)}))
     for day in DAYS:
         assert materialize(
             DATASET_ASSETS + ASSET_CHECKS, partition_key=day, resources=resources, instance=instance
@@ -89,7 +89,7 @@ def days_ready(tmp_path_factory: pytest.TempPathFactory) -> tuple[DagsterInstanc
 
 def _train(days_ready, task: str, run_config: dict | None = None, **backends):
     instance, data = days_ready
-    resources = default_resources({"TRAINING_PIPELINE_DATA": str(data)})
+    resources = default_resources(load_settings({"TRAINING_PIPELINE_DATA": str(data)}))
     resources["training_backends"] = TrainingBackends(
         native=backends.get("native", NativeBackend(llm=LLMResource(local_model=False))),
         atropos=backends.get("atropos", AtroposBackend(data_dir=str(data / "atropos"))),
@@ -247,7 +247,7 @@ def test_no_data_and_no_backend_are_skips(days_ready) -> None:
         [training_run],
         partition_key="response",
         instance=instance,
-        resources=default_resources({"TRAINING_PIPELINE_DATA": str(empty)}),
+        resources=default_resources(load_settings({"TRAINING_PIPELINE_DATA": str(empty)})),
     )
     assert result.success
     assert RunStore(empty).list()[0].reason == "no response examples in the window"
@@ -270,12 +270,12 @@ def test_effective_policy_is_in_the_metadata(days_ready) -> None:
 def test_a_dataset_with_a_leaked_secret_is_never_dispatched(tmp_path: Path) -> None:
     """The elizaos profile misses a Stripe key; the day's blocking check fails, and a later training
     run re-scans its window and refuses to dispatch it."""
-    from training_pipeline.resources.privacy import PrivacySettings
-    from training_pipeline.resources.sources import FileTrajectorySource
+    from resources.privacy import PrivacySettings
+    from resources.sources import FileTrajectorySource
 
     source = write_stripe_leak_day(tmp_path / "in")
     instance = DagsterInstance.ephemeral()
-    resources = default_resources({"TRAINING_PIPELINE_DATA": str(tmp_path / "data")})
+    resources = default_resources(load_settings({"TRAINING_PIPELINE_DATA": str(tmp_path / "data")}))
     resources["trajectory_source"] = FileTrajectorySource(path=str(source))
     resources["privacy"] = PrivacySettings(profile="elizaos", env_secrets="NONE")
     day = materialize(
@@ -339,10 +339,11 @@ def test_a_second_dispatch_for_the_same_task_is_skipped_with_a_reason(days_ready
 def _vertex_job(days_ready, backend, task: str = "response", settings: TrainingSettings | None = None):
     """training_job's two assets in one run, as the UI or the sensor launches it."""
     from dagster import Definitions
-    from training_pipeline.assets.training import training_job
+
+    from assets.training.automation import training_job
 
     instance, data = days_ready
-    resources = default_resources({"TRAINING_PIPELINE_DATA": str(data)})
+    resources = default_resources(load_settings({"TRAINING_PIPELINE_DATA": str(data)}))
     resources["training_backends"] = TrainingBackends(
         native=NativeBackend(llm=LLMResource(local_model=False)),
         atropos=AtroposBackend(data_dir=str(data / "atropos")),
@@ -352,9 +353,9 @@ def _vertex_job(days_ready, backend, task: str = "response", settings: TrainingS
     )
     if settings is not None:
         resources["training"] = settings
-    job = Definitions(assets=TRAINING_ASSETS, jobs=[training_job], resources=resources).resolve_job_def(
-        "training_job"
-    )
+    job = Definitions(
+        assets=[training_run, tuned_model, optimized_prompt], jobs=[training_job], resources=resources
+    ).resolve_job_def("training_job")
     result = job.execute_in_process(
         partition_key=task,
         instance=instance,
@@ -439,10 +440,11 @@ def test_vertex_failures_are_clear(days_ready) -> None:
 
 def _native_job(days_ready, backend: NativeBackend, task: str = "response"):
     from dagster import Definitions
-    from training_pipeline.assets.training import training_job
+
+    from assets.training.automation import training_job
 
     instance, data = days_ready
-    resources = default_resources({"TRAINING_PIPELINE_DATA": str(data)})
+    resources = default_resources(load_settings({"TRAINING_PIPELINE_DATA": str(data)}))
     resources["training_backends"] = TrainingBackends(
         native=backend,
         atropos=AtroposBackend(data_dir=str(data / "atropos")),
@@ -450,7 +452,9 @@ def _native_job(days_ready, backend: NativeBackend, task: str = "response"):
         openai=OpenAIBackend(),
         vertex=VertexBackend(),
     )
-    defs = Definitions(assets=TRAINING_ASSETS, jobs=[training_job], resources=resources)
+    defs = Definitions(
+        assets=[training_run, tuned_model, optimized_prompt], jobs=[training_job], resources=resources
+    )
     result = defs.resolve_job_def("training_job").execute_in_process(
         partition_key=task,
         instance=instance,

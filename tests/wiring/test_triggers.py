@@ -15,14 +15,16 @@ from dagster import (
     materialize,
 )
 from dagster._core.test_utils import create_run_for_test
-from training_pipeline.assets import ASSET_CHECKS, DATASET_ASSETS, TRAINING_ASSETS
-from training_pipeline.assets.automation import nightly_datasets_schedule, training_threshold_sensor
-from training_pipeline.assets.training import training_job
-from training_pipeline.resources.backends import NativeBackend
-from training_pipeline.resources.defaults import default_resources
-from training_pipeline.resources.llm import LLMResource
-from training_pipeline.resources.training import TrainingSettings
 
+from assets.datasets.automation import datasets_job, nightly_schedule
+from assets.training.assets import optimized_prompt, training_run, tuned_model
+from assets.training.automation import threshold_sensor, training_job
+from resources.backends import NativeBackend
+from resources.defaults import default_resources
+from resources.llm import LLMResource
+from resources.training import TrainingSettings
+from tests.helpers import ASSET_CHECKS, DATASET_ASSETS
+from training_pipeline.settings import load_settings
 from training_pipeline.training.trigger import TriggerState
 
 # examples per sample day: should_respond 70/70/75, action_planner and response 47/45/54
@@ -32,7 +34,7 @@ DAYS = ["2026-11-23", "2026-11-24", "2026-11-25"]
 @pytest.fixture
 def env(tmp_path: Path):
     instance = DagsterInstance.ephemeral()
-    resources = default_resources({"TRAINING_PIPELINE_DATA": str(tmp_path)})
+    resources = default_resources(load_settings({"TRAINING_PIPELINE_DATA": str(tmp_path)}))
     # these tests are about when runs fire, not what they train: the native backend skips at once
     backends = resources["training_backends"]
     resources["training_backends"] = backends.model_copy(
@@ -54,7 +56,7 @@ def _tick(instance, cursor, **settings):
     context = build_sensor_context(
         instance=instance, cursor=cursor, resources={"training": TrainingSettings(**settings)}
     )
-    result = training_threshold_sensor(context)
+    result = threshold_sensor(60)(context)
     return result, result.cursor
 
 
@@ -93,9 +95,9 @@ def test_counter_resets_when_its_run_finishes_and_cooldown_holds(env) -> None:
     day(DAYS[1])
     result, cursor = _tick(instance, None)
     [request] = result.run_requests
-    job = Definitions(assets=TRAINING_ASSETS, jobs=[training_job], resources=resources).resolve_job_def(
-        "training_job"
-    )
+    job = Definitions(
+        assets=[training_run, tuned_model, optimized_prompt], jobs=[training_job], resources=resources
+    ).resolve_job_def("training_job")
     run = job.execute_in_process(
         partition_key="should_respond",
         instance=instance,
@@ -137,6 +139,5 @@ def test_auto_train_off_stops_firing(env) -> None:
 
 def test_nightly_schedule_materialises_yesterday() -> None:
     context = build_schedule_context(scheduled_execution_time=datetime(2026, 11, 26, 2, 0, tzinfo=UTC))
-    request = nightly_datasets_schedule(context)
+    request = nightly_schedule(datasets_job(DATASET_ASSETS), "0 2 * * *")(context)
     assert request.partition_key == "2026-11-25" and request.run_key == "2026-11-25"
-    assert nightly_datasets_schedule.cron_schedule == "0 2 * * *"

@@ -17,6 +17,7 @@ from typing import Any
 
 from training_pipeline.atomic import atomic_write_text
 from training_pipeline.datasets.export import DatasetWriter, Prepared, prepare
+from training_pipeline.intake.quarantine import QuarantineWriter, quarantine_line
 from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.filter import FilterStats, PrivacyFilter, Profile
 from training_pipeline.trajectories.files import (
@@ -26,7 +27,6 @@ from training_pipeline.trajectories.files import (
     iter_file_records,
     line_spans,
 )
-from training_pipeline.trajectories.quarantine import QuarantineWriter, quarantine_line
 from training_pipeline.trajectories.records import RawRecord, parse_record
 
 QUARANTINE_FILE_NAME = "quarantine.jsonl"

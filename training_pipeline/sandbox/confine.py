@@ -39,7 +39,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from training_pipeline.settings import settings
+from training_pipeline.settings import Settings, settings
 
 Mode = Literal["bwrap", "off"]
 INSIDE = Path(__file__).with_name("inside.py")
@@ -165,9 +165,9 @@ def sandbox_mode() -> Mode:
     return settings().sandbox
 
 
-def warn_if_unconfined() -> None:
+def warn_if_unconfined(current: Settings) -> None:
     """Logged when the code location loads: unconfined task code is the deployment's explicit choice."""
-    if sandbox_mode() == "off":
+    if current.sandbox == "off":
         _log.warning(
             "TRAINING_PIPELINE_SANDBOX=off: task code (run_code scripts, env servers) runs UNCONFINED, "
             "as the pipeline's own user, with its view of the file system and network"

@@ -13,15 +13,13 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextvars import copy_context
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
+from training_pipeline.stages.host import StageHost
 from training_pipeline.stages.records import AgentRunRecord, PromptExecutionRecord, StageRecord
 from training_pipeline.stages.retry import RetryPolicy
-
-if TYPE_CHECKING:
-    from training_pipeline.stages.session import TrainingSession
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
@@ -60,7 +58,7 @@ class Result(Generic[T]):
 
 
 class StageScope:
-    def __init__(self, session: TrainingSession, record: StageRecord, path: tuple[StageRecord, ...]) -> None:
+    def __init__(self, session: StageHost, record: StageRecord, path: tuple[StageRecord, ...]) -> None:
         self._session = session
         self.record = record
         self._path = path  # root .. this stage
@@ -87,7 +85,8 @@ class StageScope:
         record = StageRecord(
             name=name, started_at=time.time(), substages_total=substages_total, is_dataset=is_dataset
         )
-        return self._run_in(self._session.open_stage(self._path, record), block)
+        self._session.open_stage(self._path, record)
+        return self._run_in(StageScope(self._session, record, (*self._path, record)), block)
 
     def _run_in(self, child: StageScope, block: Callable[[StageScope], T]) -> Result[T]:
         """Run `block` in the already-appended stage `child`; record its end, success or failure."""

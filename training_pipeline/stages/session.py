@@ -25,13 +25,11 @@ from training_pipeline.stages.records import (
     Attempt,
     Consumption,
     FailureInfo,
-    PromptExecutionRecord,
+    LeafRecord,
     StageRecord,
 )
 from training_pipeline.stages.retry import FailureAnalyser, RetryPolicy, default_analyser
 from training_pipeline.stages.scope import SpendCapExceeded, StageScope
-
-Leaf = AgentRunRecord | PromptExecutionRecord
 
 
 @dataclass(frozen=True)
@@ -117,9 +115,7 @@ class TrainingSession:
                 self._rerender_running(child)
 
     # -- stages -----------------------------------------------------------------------------------------
-    def open_stage(
-        self, path: tuple[StageRecord, ...], record: StageRecord, announce: bool = True
-    ) -> StageScope:
+    def open_stage(self, path: tuple[StageRecord, ...], record: StageRecord, announce: bool = True) -> None:
         with self._lock:
             path[-1].substages.append(record)
             self._accs[id(record)] = Accumulator()
@@ -127,7 +123,6 @@ class TrainingSession:
         if announce:
             self._log(f"▶ {' / '.join(s.name for s in (*path[1:], record))}")
         self._maybe_flush()
-        return StageScope(self, record, (*path, record))
 
     def close_stage(
         self,
@@ -166,7 +161,11 @@ class TrainingSession:
 
     # -- leaves -----------------------------------------------------------------------------------------
     def run_leaf(
-        self, path: tuple[StageRecord, ...], leaf: Leaf, call: Callable[[], Any], retry: RetryPolicy | None
+        self,
+        path: tuple[StageRecord, ...],
+        leaf: LeafRecord,
+        call: Callable[[], Any],
+        retry: RetryPolicy | None,
     ) -> tuple[Any, BaseException | None]:
         self.check_budget()
         with self._lock:
@@ -198,7 +197,9 @@ class TrainingSession:
             error._recorded_by_leaf = True  # type: ignore[attr-defined]
             return None, error
 
-    def finish_leaf(self, path: tuple[StageRecord, ...], leaf: Leaf, error: BaseException | None) -> None:
+    def finish_leaf(
+        self, path: tuple[StageRecord, ...], leaf: LeafRecord, error: BaseException | None
+    ) -> None:
         with self._lock:
             leaf.finished = True
             leaf.elapsed_seconds = time.time() - leaf.started_at

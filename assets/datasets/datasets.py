@@ -12,22 +12,25 @@ from typing import Any
 from dagster import (
     AssetCheckExecutionContext,
     AssetCheckResult,
+    AssetChecksDefinition,
     AssetCheckSeverity,
     AssetExecutionContext,
     AssetKey,
+    AssetsDefinition,
     AssetSpec,
     Failure,
     MaterializeResult,
     MetadataValue,
+    PartitionsDefinition,
     asset,
     asset_check,
     multi_asset,
 )
-from training_pipeline.assets.partitions import GROUP, daily_partitions
-from training_pipeline.assets.trajectories import filtered_trajectories, require_materialised
-from training_pipeline.resources.privacy import PrivacySettings
-from training_pipeline.resources.storage import DataStore
 
+from assets.datasets.trajectories import require_materialised
+from assets.partitions import GROUP
+from resources.privacy import PrivacySettings
+from resources.storage import DataStore
 from training_pipeline.datasets.export import export_store
 from training_pipeline.datasets.tasks import SUMMARY_FILE_NAME, TASK_FILE_NAMES, TASKS, Task
 from training_pipeline.datasets.validate import message_texts, validate_dataset_file
@@ -41,47 +44,6 @@ _DESCRIPTIONS: dict[Task, str] = {
     "response": "The agent's replies.",
     "media_description": "Descriptions of images, audio and video.",
 }
-
-
-@multi_asset(
-    specs=[
-        AssetSpec(
-            task,
-            deps=[filtered_trajectories],
-            group_name=GROUP,
-            kinds={"jsonl"},
-            description=_DESCRIPTIONS[task],
-        )
-        for task in TASKS
-    ],
-    partitions_def=daily_partitions,
-    can_subset=False,
-)
-def task_datasets(
-    context: AssetExecutionContext, privacy: PrivacySettings, store: DataStore
-) -> Iterator[MaterializeResult]:
-    day = context.partition_key
-    require_materialised(store.filtered(day), "filtered_trajectories", day)
-    out_dir = store.datasets(day)
-    writer = export_store(store.filtered(day), out_dir)
-    summary = writer.last_summary or {}
-    context.log.info(f"{day}: {summary['llmCallCount']} LLM calls → {json.dumps(summary['counts'])}")
-    scanner = privacy.scanner()
-    for task in TASKS:
-        metrics = summary["taskMetrics"][task]
-        yield MaterializeResult(
-            asset_key=AssetKey(task),
-            metadata={
-                "examples": metrics["exampleCount"],
-                "source_calls": metrics["sourceCallCount"],
-                "source_trajectories": metrics["sourceTrajectoryCount"],
-                "trajectories": summary["trajectoryCount"],
-                "llm_calls": summary["llmCallCount"],
-                "preview": MetadataValue.json(_preview(writer.previews[task], scanner)),
-                "path": MetadataValue.path(str(out_dir / TASK_FILE_NAMES[task])),
-                "summary_path": MetadataValue.path(str(out_dir / SUMMARY_FILE_NAME)),
-            },
-        )
 
 
 def _preview(examples: list[dict[str, Any]], scanner: SecretScanner) -> list[dict[str, str]]:
@@ -102,7 +64,7 @@ def _dataset_file(store: DataStore, day: str, task: Task) -> Path:
     return store.datasets(day) / TASK_FILE_NAMES[task]
 
 
-def _checks_for(task: Task) -> list:
+def _checks_for(task: Task, daily_partitions: PartitionsDefinition) -> list[AssetChecksDefinition]:
     @asset_check(
         asset=AssetKey(task),
         name="no_credentials",
@@ -173,24 +135,69 @@ def _checks_for(task: Task) -> list:
     return [no_credentials, valid_jsonl, counts_add_up]
 
 
-dataset_checks: list = [check for task in TASKS for check in _checks_for(task)]
+def dataset_assets(
+    daily_partitions: PartitionsDefinition,
+) -> tuple[AssetsDefinition, list[AssetChecksDefinition], AssetsDefinition]:
+    """The five datasets (one multi-asset) with their checks, and the day's copy on shared storage."""
 
+    @multi_asset(
+        specs=[
+            AssetSpec(
+                task,
+                deps=["filtered_trajectories"],
+                group_name=GROUP,
+                kinds={"jsonl"},
+                description=_DESCRIPTIONS[task],
+            )
+            for task in TASKS
+        ],
+        partitions_def=daily_partitions,
+        can_subset=False,
+    )
+    def task_datasets(
+        context: AssetExecutionContext, privacy: PrivacySettings, store: DataStore
+    ) -> Iterator[MaterializeResult]:
+        day = context.partition_key
+        require_materialised(store.filtered(day), "filtered_trajectories", day)
+        out_dir = store.datasets(day)
+        writer = export_store(store.filtered(day), out_dir)
+        summary = writer.last_summary or {}
+        context.log.info(f"{day}: {summary['llmCallCount']} LLM calls → {json.dumps(summary['counts'])}")
+        scanner = privacy.scanner()
+        for task in TASKS:
+            metrics = summary["taskMetrics"][task]
+            yield MaterializeResult(
+                asset_key=AssetKey(task),
+                metadata={
+                    "examples": metrics["exampleCount"],
+                    "source_calls": metrics["sourceCallCount"],
+                    "source_trajectories": metrics["sourceTrajectoryCount"],
+                    "trajectories": summary["trajectoryCount"],
+                    "llm_calls": summary["llmCallCount"],
+                    "preview": MetadataValue.json(_preview(writer.previews[task], scanner)),
+                    "path": MetadataValue.path(str(out_dir / TASK_FILE_NAMES[task])),
+                    "summary_path": MetadataValue.path(str(out_dir / SUMMARY_FILE_NAME)),
+                },
+            )
 
-@asset(
-    partitions_def=daily_partitions,
-    group_name=GROUP,
-    deps=[AssetKey(task) for task in TASKS],
-    kinds={"jsonl"},
-    description="The day's five datasets (with their trajectory-id sidecars) and summary, copied to the "
-    "shared storage (TRAINING_PIPELINE_SHARED_URL) once the datasets' blocking checks have passed; "
-    "the summary goes last, so a reader that finds it finds the whole day.",
-)
-def shared_datasets(context: AssetExecutionContext, store: DataStore) -> MaterializeResult:
-    shared = store.shared()
-    if shared is None:
-        raise Failure("the store has no shared_url: set TRAINING_PIPELINE_SHARED_URL to an fsspec URL")
-    day = context.partition_key
-    urls = shared.put_folder(store.datasets(day), "datasets", day, last=SUMMARY_FILE_NAME)
-    location = shared.location("datasets", day)
-    context.log.info(f"{day}: {len(urls)} files published to {location}")
-    return MaterializeResult(metadata={"url": MetadataValue.url(location), "files": len(urls)})
+    @asset(
+        partitions_def=daily_partitions,
+        group_name=GROUP,
+        deps=[AssetKey(task) for task in TASKS],
+        kinds={"jsonl"},
+        description="The day's five datasets (with their trajectory-id sidecars) and summary, copied to the "
+        "shared storage (TRAINING_PIPELINE_SHARED_URL) once the datasets' blocking checks have passed; "
+        "the summary goes last, so a reader that finds it finds the whole day.",
+    )
+    def shared_datasets(context: AssetExecutionContext, store: DataStore) -> MaterializeResult:
+        shared = store.shared()
+        if shared is None:
+            raise Failure("the store has no shared_url: set TRAINING_PIPELINE_SHARED_URL to an fsspec URL")
+        day = context.partition_key
+        urls = shared.put_folder(store.datasets(day), "datasets", day, last=SUMMARY_FILE_NAME)
+        location = shared.location("datasets", day)
+        context.log.info(f"{day}: {len(urls)} files published to {location}")
+        return MaterializeResult(metadata={"url": MetadataValue.url(location), "files": len(urls)})
+
+    checks = [check for task in TASKS for check in _checks_for(task, daily_partitions)]
+    return task_datasets, checks, shared_datasets

@@ -25,17 +25,17 @@ from dagster import (
     Output,
     op,
 )
-from training_pipeline.jobs.executors import executor_for
 
+from assets.executors import executor_for
+from assets.partitions import TASK_FILE_TAG
 from training_pipeline.privacy.stored import safe_text, safe_value
-from training_pipeline.settings import settings
+from training_pipeline.settings import Settings, settings
 from training_pipeline.tasks import EXAMPLE_TASKS
 from training_pipeline.tasks.registry import StepRegistry, build_registry
 from training_pipeline.tasks.runner import StepOutcome, run_step
 from training_pipeline.tasks.runtime import Continuation, TaskRun
 from training_pipeline.tasks.task import Task, TaskError, load_task
 
-TASK_TAG = "training_pipeline/task"
 RESOURCE_KEYS = {"store", "llm", "trajectory_source", "task_overrides"}
 
 
@@ -110,9 +110,7 @@ def step_op(task: Task, step_id: str) -> OpDefinition:
 
 
 def task_job(
-    task: Task,
-    executor_def: ExecutorDefinition | None = None,
-    resource_defs: dict[str, Any] | None = None,
+    task: Task, executor_def: ExecutorDefinition, resource_defs: dict[str, Any] | None = None
 ) -> JobDefinition:
     dependencies = {
         NodeInvocation(f"{task.job_name}__{step.id}", alias=step.id): {
@@ -127,9 +125,9 @@ def task_job(
         dependencies=dependencies,
     )
     return graph.to_job(
-        executor_def=executor_def or executor_for(settings().task_executor),
+        executor_def=executor_def,
         resource_defs=resource_defs,
-        tags={TASK_TAG: task.name},
+        tags={TASK_FILE_TAG: task.name},
         metadata={"task": MetadataValue.json(task.to_list())},
     )
 
@@ -139,24 +137,25 @@ def task_files(extra_dir: str | None = None) -> list[Path]:
     return [file for folder in folders if folder.is_dir() for file in sorted(folder.glob("*.json"))]
 
 
-def task_jobs(registry: StepRegistry | None = None, extra_dir: str | None = None) -> list[JobDefinition]:
-    """A job per task file of the tasks folders (the examples, then `TRAINING_PIPELINE_TASKS_DIR`).
-    An invalid file stops the code location from loading, with every problem listed."""
-    registry = registry or build_registry()
-    extra = extra_dir if extra_dir is not None else settings().tasks_dir
+def task_jobs(settings: Settings, registry: StepRegistry | None = None) -> list[JobDefinition]:
+    """A job per task file of the tasks folders (the examples, then `TRAINING_PIPELINE_TASKS_DIR`), on
+    the task executor. An invalid file stops the code location from loading, with every problem listed."""
+    registry = registry or build_registry(Path(settings.config) if settings.config else None)
+    executor = executor_for(settings.task_executor, settings)
     jobs: dict[str, JobDefinition] = {}
-    for file in task_files(extra):
+    for file in task_files(settings.tasks_dir):
         task = load_task(file, registry)
         if task.job_name in jobs:
             raise TaskError(str(file), [f"a task named {task.name!r} is already loaded"])
-        jobs[task.job_name] = task_job(task)
+        jobs[task.job_name] = task_job(task, executor)
     return list(jobs.values())
 
 
 def job_for_file(path: str, executor: str = "async") -> JobDefinition:
     """The job of one task file with the default resources, rebuilt in every process of a run
     (`training-pipeline task run FILE`)."""
-    from training_pipeline.resources.defaults import default_resources
+    from resources.defaults import default_resources
 
     task = load_task(Path(path), build_registry())
-    return task_job(task, executor_for(executor), resource_defs=default_resources())
+    current = settings()
+    return task_job(task, executor_for(executor, current), resource_defs=default_resources(current))

@@ -9,8 +9,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from training_pipeline.atomic import atomic_write_text
+from training_pipeline.intake.quarantine import QuarantineWriter
 from training_pipeline.privacy.filter import PrivacyFilter
-from training_pipeline.trajectories.quarantine import QuarantineWriter
 from training_pipeline.trajectories.records import ParsedRecord
 from training_pipeline.trajectories.store import TrajectoryParquetWriter
 

@@ -1,5 +1,5 @@
 """`training_run`: one training run for one task (the partition), recorded as asset metadata and as a
-run record file; `training_job` launches it (by hand, from the sensor, or from the CLI)."""
+run record file; `tuned_model` and `optimized_prompt`: what the run produced."""
 
 from collections.abc import Iterator
 from dataclasses import asdict
@@ -16,17 +16,15 @@ from dagster import (
     MaterializeResult,
     MetadataValue,
     Output,
-    StaticPartitionsDefinition,
     asset,
-    define_asset_job,
 )
 from pydantic import Field
-from training_pipeline.assets.partitions import GROUP
-from training_pipeline.resources.backends import TrainingBackends
-from training_pipeline.resources.privacy import PrivacySettings
-from training_pipeline.resources.storage import DataStore
-from training_pipeline.resources.training import TrainingSettings
 
+from assets.partitions import GROUP, task_partitions
+from resources.backends import TrainingBackends
+from resources.privacy import PrivacySettings
+from resources.storage import DataStore
+from resources.training import TrainingSettings
 from training_pipeline.datasets.tasks import TASKS
 from training_pipeline.optimizers.native import load_artifact
 from training_pipeline.privacy.stored import SafeLog, safe_text
@@ -37,10 +35,6 @@ from training_pipeline.training.policy import BACKENDS
 from training_pipeline.training.records import RunRecord
 from training_pipeline.training.tuning import TuningFailed, follow_vertex_job, vertex_job_to_follow
 from training_pipeline.training.window import DayFiles, assemble_window
-
-task_partitions = StaticPartitionsDefinition(list(TASKS))
-#: A training run's task is its partition key (as `training_job` launches it)
-PARTITION_TAG = "dagster/partition"
 
 
 class TrainingRunConfig(Config):
@@ -217,11 +211,3 @@ def optimized_prompt(
             **{f"records/{key}": value for key, value in tree.numeric_metrics().items()},
         },
     )
-
-
-training_job = define_asset_job(
-    "training_job",
-    selection=[training_run, tuned_model, optimized_prompt],
-    tags={"training_pipeline/kind": "training"},
-    description="Train one task (the partition). Launch config: backend, dry_run, source.",
-)

@@ -1,47 +1,37 @@
-"""Jobs, the threshold sensor and the nightly schedule."""
+"""`training_job` and the sensor that launches it when a task's new examples pass its threshold."""
 
-from datetime import UTC, datetime, timedelta
+from __future__ import annotations
+
+from datetime import UTC, datetime
 
 from dagster import (
     AssetKey,
     AssetRecordsFilter,
-    AssetSelection,
     DagsterRunStatus,
-    DefaultScheduleStatus,
     DefaultSensorStatus,
     RunRequest,
     RunsFilter,
-    ScheduleEvaluationContext,
+    SensorDefinition,
     SensorEvaluationContext,
     SensorResult,
     SkipReason,
     define_asset_job,
-    schedule,
     sensor,
 )
-from training_pipeline.assets.training import (
-    PARTITION_TAG,
-    optimized_prompt,
-    training_job,
-    training_run,
-    tuned_model,
-)
-from training_pipeline.resources.training import TrainingSettings
 
+from assets.partitions import PARTITION_TAG, SOURCE_TAG
+from assets.training.assets import optimized_prompt, training_run, tuned_model
+from resources.training import TrainingSettings
 from training_pipeline.datasets.tasks import TASKS
-from training_pipeline.settings import settings
 from training_pipeline.training.trigger import TriggerState
 
-datasets_job = define_asset_job(
-    "datasets_job",
-    # the daily graph: everything but the task-partitioned training assets (the shared copy included
-    # where one is configured)
-    selection=AssetSelection.all() - AssetSelection.assets(training_run, tuned_model, optimized_prompt),
-    description="One day: trajectories → filtered_trajectories → the five task datasets, with checks.",
+training_job = define_asset_job(
+    "training_job",
+    selection=[training_run, tuned_model, optimized_prompt],
+    tags={"training_pipeline/kind": "training"},
+    description="Train one task (the partition). Launch config: backend, dry_run, source.",
 )
 
-#: When the nightly schedule runs (UTC); override with TRAINING_PIPELINE_NIGHTLY_CRON.
-NIGHTLY_CRON = settings().nightly_cron
 _IN_FLIGHT = [
     DagsterRunStatus.QUEUED,
     DagsterRunStatus.NOT_STARTED,
@@ -52,25 +42,7 @@ _FINISHED = [DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatu
 _PAGE = 500
 
 
-@schedule(
-    job=datasets_job,
-    cron_schedule=NIGHTLY_CRON,
-    execution_timezone="UTC",
-    default_status=DefaultScheduleStatus.STOPPED,
-)
-def nightly_datasets_schedule(context: ScheduleEvaluationContext) -> RunRequest:
-    """Yesterday's partition of the dataset graph."""
-    day = (context.scheduled_execution_time.astimezone(UTC) - timedelta(days=1)).date().isoformat()
-    return RunRequest(run_key=day, partition_key=day, tags={"training_pipeline/source": "schedule"})
-
-
-@sensor(
-    job=training_job,
-    # how often the daemon evaluates it; each tick only reads events after its cursor
-    minimum_interval_seconds=settings().sensor_interval_seconds,
-    default_status=DefaultSensorStatus.STOPPED,
-)
-def training_threshold_sensor(context: SensorEvaluationContext, training: TrainingSettings):
+def fire_ready_tasks(context: SensorEvaluationContext, training: TrainingSettings) -> SensorResult:
     """Counts new examples per task from the dataset assets' materialisations (each tick reads only
     events after the cursor) and fires `training_job` for a task once its count since its last
     threshold run reaches the threshold, its cooldown has passed and no run for it is in flight."""
@@ -125,7 +97,7 @@ def training_threshold_sensor(context: SensorEvaluationContext, training: Traini
                     run_key=counter.fired_run_key,
                     partition_key=task,
                     run_config={"ops": {"training_run": {"config": {"source": "threshold"}}}},
-                    tags={"training_pipeline/source": "threshold"},
+                    tags={SOURCE_TAG: "threshold"},
                 )
             )
     counts = ", ".join(f"{t}={c.count}" for t, c in state.tasks.items())
@@ -133,3 +105,14 @@ def training_threshold_sensor(context: SensorEvaluationContext, training: Traini
         return SensorResult(run_requests=requests, cursor=state.to_cursor())
     reason = "auto_train is off" if not policy.auto_train else f"no task ready ({counts})"
     return SensorResult(skip_reason=SkipReason(reason), cursor=state.to_cursor())
+
+
+def threshold_sensor(interval_seconds: int) -> SensorDefinition:
+    """`fire_ready_tasks`, evaluated by the daemon every `interval_seconds`
+    (`TRAINING_PIPELINE_SENSOR_INTERVAL_SECONDS`); each tick reads only events after its cursor."""
+    return sensor(
+        name="training_threshold_sensor",
+        job=training_job,
+        minimum_interval_seconds=interval_seconds,
+        default_status=DefaultSensorStatus.STOPPED,
+    )(fire_ready_tasks)

@@ -8,17 +8,15 @@
   `dagster-celery` workers (the `deploy` extra; see README, "Production deployment").
 """
 
-import os
-from collections.abc import Mapping
-
 from dagster import ExecutorDefinition, in_process_executor, multiprocess_executor
 from dagster_async_executor import async_executor
+
+from training_pipeline.settings import Settings
 
 EXECUTOR_NAMES = ("async", "in_process", "multiprocess", "celery")
 
 
-def executor_for(name: str, environ: Mapping[str, str] | None = None) -> ExecutorDefinition:
-    env = os.environ if environ is None else environ
+def executor_for(name: str, settings: Settings) -> ExecutorDefinition:
     if name == "async":
         return async_executor
     if name == "in_process":
@@ -26,7 +24,7 @@ def executor_for(name: str, environ: Mapping[str, str] | None = None) -> Executo
     if name == "multiprocess":
         return multiprocess_executor
     if name == "celery":
-        broker = env.get("CELERY_BROKER_URL")
+        broker = settings.celery_broker_url
         if not broker:
             raise ValueError("the celery executor needs CELERY_BROKER_URL, e.g. redis://10.0.0.5:6379/0")
         try:
@@ -35,6 +33,6 @@ def executor_for(name: str, environ: Mapping[str, str] | None = None) -> Executo
             raise ValueError(
                 "the celery executor needs the deploy extra: pip install 'training-pipeline[deploy]'"
             ) from err
-        backend = env.get("CELERY_BACKEND_URL", broker)
+        backend = settings.celery_backend_url or broker
         return celery_executor.configured({"broker": broker, "backend": backend}, name="celery_executor")
     raise ValueError(f"unknown executor {name!r}; choose one of {', '.join(EXECUTOR_NAMES)}")

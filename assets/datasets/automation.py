@@ -1,0 +1,47 @@
+"""The daily job and the nightly schedule that launches it for yesterday."""
+
+from __future__ import annotations
+
+from datetime import UTC, timedelta
+from typing import TYPE_CHECKING
+
+from dagster import (
+    AssetsDefinition,
+    DefaultScheduleStatus,
+    RunRequest,
+    ScheduleDefinition,
+    ScheduleEvaluationContext,
+    define_asset_job,
+    schedule,
+)
+
+from assets.partitions import SOURCE_TAG
+
+if TYPE_CHECKING:  # what define_asset_job returns; dagster does not export its name
+    from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
+
+
+def datasets_job(assets: list[AssetsDefinition]) -> UnresolvedAssetJobDefinition:
+    """One day of the daily graph, checks included (and the shared copy where one is configured)."""
+    return define_asset_job(
+        "datasets_job",
+        selection=assets,
+        description="One day: trajectories → filtered_trajectories → the five task datasets, with checks.",
+    )
+
+
+def yesterday(context: ScheduleEvaluationContext) -> RunRequest:
+    """Yesterday's partition (UTC) of the dataset graph; the day is the run key, so a tick runs once."""
+    day = (context.scheduled_execution_time.astimezone(UTC) - timedelta(days=1)).date().isoformat()
+    return RunRequest(run_key=day, partition_key=day, tags={SOURCE_TAG: "schedule"})
+
+
+def nightly_schedule(job: UnresolvedAssetJobDefinition, cron: str) -> ScheduleDefinition:
+    """`yesterday`, at `cron` (UTC; `TRAINING_PIPELINE_NIGHTLY_CRON`)."""
+    return schedule(
+        name="nightly_datasets_schedule",
+        job=job,
+        cron_schedule=cron,
+        execution_timezone="UTC",
+        default_status=DefaultScheduleStatus.STOPPED,
+    )(yesterday)

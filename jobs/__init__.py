@@ -1,1 +1,0 @@
-"""Jobs that are not asset jobs: each task file becomes one (see `tasks`)."""
