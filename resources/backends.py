@@ -37,6 +37,7 @@ class NativeBackend(ConfigurableResource):
     population: int = 6
     generations: int = 3
     k: int = 4
+    answer_tokens: int = Field(default=512, description="longest answer a prompt may produce when scored")
     max_calls: int | None = Field(default=2000, description="spend cap: LLM calls per run")
     max_tokens: int | None = Field(default=None, description="spend cap: tokens per run")
     max_usd: float | None = Field(default=None, description="spend cap: USD per run (needs llm.prices)")
@@ -58,6 +59,7 @@ class NativeBackend(ConfigurableResource):
             population=self.population,
             generations=self.generations,
             k=self.k,
+            max_tokens=self.answer_tokens,
         )
         with self.llm.open(cache_all_temperatures=True) as client:  # seeded samples replay after a crash
             return run_native(request, client, cfg, Budget(self.max_tokens, self.max_usd, self.max_calls))

@@ -23,7 +23,9 @@ class DataStore(ConfigurableResource):
         return SharedStorage(self.shared_url) if self.shared_url else None
 
     def _path(self, *parts: str) -> Path:
-        return Path(self.root).expanduser().joinpath(*parts)
+        # absolute: task code runs in a sandbox whose bind mounts need absolute paths, and a run's
+        # subprocesses may not share its working directory
+        return Path(self.root).expanduser().absolute().joinpath(*parts)
 
     def trajectories(self, day: str) -> Path:
         return self._path("trajectories", f"{day}.parquet")
@@ -43,6 +45,10 @@ class DataStore(ConfigurableResource):
     def runs(self) -> RunStore:
         """The training run records, copied to the shared storage when there is one."""
         return RunStore(self.state_dir(), self.shared())
+
+    def prompts(self) -> Path:
+        """Each task's promoted prompt (`prompts/<task>.json`), published by the promotion gate."""
+        return self._path("prompts")
 
     def state_dir(self) -> Path:
         """Run records and trainer state (`training/runs/<run id>.json`)."""

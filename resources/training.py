@@ -8,6 +8,7 @@ from dagster import ConfigurableResource
 from pydantic import Field
 
 from training_pipeline.training.policy import TrainingPolicy
+from training_pipeline.training.promotion import PromotionPolicy
 
 
 class TrainingSettings(ConfigurableResource):
@@ -25,6 +26,33 @@ class TrainingSettings(ConfigurableResource):
     window_days: int = Field(
         default=7, description="how many of the latest materialised days a run trains on"
     )
+    # -- the promotion gate and the evaluation of promoted prompts (ours, not elizaOS's) --
+    promotion_margin: float = Field(
+        default=0.0, description="a candidate is promoted when its gain's lower bound is above this"
+    )
+    promotion_confidence: float = Field(default=0.95, description="of the paired bootstrap interval")
+    promotion_min_examples: int = Field(
+        default=10, description="fewer held-out examples than this are rejected outright"
+    )
+    scorers: dict[str, str] = Field(
+        default_factory=dict,
+        description="per task: token_overlap, action_match, exact_match, json_fields or llm_judge, e.g. "
+        '{"context_routing": "json_fields"} (default: elizaOS\'s choice)',
+    )
+    evaluation_tasks: dict[str, str] = Field(
+        default_factory=dict,
+        description="per task: the task file that evaluates its promoted prompt (default: the bundled "
+        "example tasks)",
+    )
+
+    def promotion(self) -> PromotionPolicy:
+        return PromotionPolicy(
+            margin=self.promotion_margin,
+            confidence=self.promotion_confidence,
+            min_examples=self.promotion_min_examples,
+            scorers=dict(self.scorers),
+            evaluation_tasks=dict(self.evaluation_tasks),
+        )
 
     def policy(self) -> TrainingPolicy:
         return TrainingPolicy.model_validate(

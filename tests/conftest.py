@@ -33,3 +33,14 @@ def sample_trajectories() -> Path:
 @pytest.fixture
 def sample_entities() -> Path:
     return SAMPLE_ENTITIES
+
+
+@pytest.fixture(autouse=True)
+def _fresh_settings() -> Iterator[None]:
+    """Each test is a fresh process as far as settings go: the process's settings are read once and
+    cached, and tests change the environment (monkeypatch) between them."""
+    from training_pipeline.settings import settings
+
+    settings.cache_clear()
+    yield
+    settings.cache_clear()

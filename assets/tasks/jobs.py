@@ -29,7 +29,7 @@ from dagster import (
 from assets.executors import executor_for
 from assets.partitions import TASK_FILE_TAG
 from training_pipeline.privacy.stored import safe_text, safe_value
-from training_pipeline.settings import Settings, settings
+from training_pipeline.settings import Settings, load_settings
 from training_pipeline.tasks import EXAMPLE_TASKS
 from training_pipeline.tasks.registry import StepRegistry, build_registry
 from training_pipeline.tasks.runner import StepOutcome, run_step
@@ -157,5 +157,5 @@ def job_for_file(path: str, executor: str = "async") -> JobDefinition:
     from resources.defaults import default_resources
 
     task = load_task(Path(path), build_registry())
-    current = settings()
+    current = load_settings()  # this process's environment, as the CLI set it for the run
     return task_job(task, executor_for(executor, current), resource_defs=default_resources(current))

@@ -8,6 +8,9 @@ from typing import Literal
 
 from dagster import (
     AllPartitionMapping,
+    AssetCheckExecutionContext,
+    AssetCheckResult,
+    AssetCheckSeverity,
     AssetDep,
     AssetExecutionContext,
     AssetKey,
@@ -17,6 +20,7 @@ from dagster import (
     MetadataValue,
     Output,
     asset,
+    asset_check,
 )
 from pydantic import Field
 
@@ -29,9 +33,10 @@ from training_pipeline.datasets.tasks import TASKS
 from training_pipeline.optimizers.native import load_artifact
 from training_pipeline.privacy.stored import SafeLog, safe_text
 from training_pipeline.stages.records import StageRecord
-from training_pipeline.training.metadata import records_preview, score_chart
+from training_pipeline.training.metadata import gate_table, records_preview, score_chart
 from training_pipeline.training.orchestrate import run_training
 from training_pipeline.training.policy import BACKENDS
+from training_pipeline.training.promotion import judge_artifact, native_candidate, promote, read_published
 from training_pipeline.training.records import RunRecord
 from training_pipeline.training.tuning import TuningFailed, follow_vertex_job, vertex_job_to_follow
 from training_pipeline.training.window import DayFiles, assemble_window
@@ -175,17 +180,21 @@ def tuned_model(
     group_name=GROUP,
     kinds={"python"},
     output_required=False,
-    description="The prompt the native backend optimised in this run: validation scores of the baseline and "
-    "the winner (same examples), the score by round, every variant's lineage, and the records tree.",
+    description="The prompt the native backend optimised in this run and the promotion gate's verdict: "
+    "the paired held-out gain over the baseline with its bootstrap interval, promoted (published as the "
+    "task's prompt) or rejected; the score by round, every variant's lineage, and the records tree.",
 )
 def optimized_prompt(
-    context: AssetExecutionContext, privacy: PrivacySettings, store: DataStore
+    context: AssetExecutionContext, training: TrainingSettings, privacy: PrivacySettings, store: DataStore
 ) -> Iterator[Output[None]]:
-    record = store.runs().find(dagster_run_id=context.run.run_id, task=context.partition_key)
-    if record is None or record.backend != "native" or record.status != "succeeded" or record.dry_run:
+    runs = store.runs()
+    record = native_candidate(runs, context.run.run_id, context.partition_key)
+    if record is None:
         context.log.info("no native optimisation in this run")
         return
     artifact = load_artifact(Path(record.artifact_path or ""))
+    verdict = promote(record, artifact, runs, store.prompts(), training.promotion())
+    context.log.info(record.notes[-1])
     tree = StageRecord.model_validate_json(Path(artifact["records"]).read_text(encoding="utf-8"))
     scanner = privacy.scanner()
     prompt = artifact["prompt"]
@@ -194,6 +203,13 @@ def optimized_prompt(
         None,
         metadata={
             "run_id": record.run_id,
+            "promoted": verdict.promoted,
+            "gain": verdict.gain,
+            "gain_low": verdict.low,
+            "gain_high": verdict.high,
+            "held_out_examples": verdict.n,
+            "gate": MetadataValue.md(gate_table(verdict)),
+            "scorer": verdict.scorer,
             "optimizer": artifact["optimizer"],
             "baseline_score": float(artifact["baseline_score"]),
             "score": float(artifact["score"]),
@@ -211,3 +227,38 @@ def optimized_prompt(
             **{f"records/{key}": value for key, value in tree.numeric_metrics().items()},
         },
     )
+
+
+@asset_check(
+    asset=optimized_prompt,
+    blocking=True,
+    description="The candidate's promotion agrees with the gate, recomputed from its per-example held-out "
+    "scores under today's policy: promoted and published, or rejected (a warning) and not published. A "
+    "published prompt the gate rejects fails with ERROR and blocks what evaluates it.",
+)
+def promotion_gate(
+    context: AssetCheckExecutionContext, training: TrainingSettings, store: DataStore
+) -> AssetCheckResult:
+    runs = store.runs()
+    record = native_candidate(runs, context.run.run_id, context.partition_key)
+    if record is None:
+        return AssetCheckResult(passed=True, metadata={"candidate": "none in this run"})
+    verdict = judge_artifact(load_artifact(Path(record.artifact_path or "")), training.promotion())
+    published = read_published(store.prompts(), context.partition_key)
+    is_published = published is not None and published.get("run_id") == record.run_id
+    metadata = {
+        "run_id": record.run_id,
+        "promoted": verdict.promoted,
+        "published": is_published,
+        "gain": verdict.gain,
+        "gain_low": verdict.low,
+        "held_out_examples": verdict.n,
+        "reason": verdict.reason,
+    }
+    if verdict.promoted == is_published:
+        return AssetCheckResult(
+            passed=verdict.promoted,
+            severity=AssetCheckSeverity.WARN,  # a rejected candidate is an outcome, not a fault
+            metadata=metadata,
+        )
+    return AssetCheckResult(passed=False, severity=AssetCheckSeverity.ERROR, metadata=metadata)

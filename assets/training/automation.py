@@ -21,6 +21,7 @@ from dagster import (
 
 from assets.partitions import PARTITION_TAG, SOURCE_TAG
 from assets.training.assets import optimized_prompt, training_run, tuned_model
+from assets.training.evaluation import prompt_evaluation
 from resources.training import TrainingSettings
 from training_pipeline.datasets.tasks import TASKS
 from training_pipeline.training.trigger import TriggerState
@@ -30,6 +31,13 @@ training_job = define_asset_job(
     selection=[training_run, tuned_model, optimized_prompt],
     tags={"training_pipeline/kind": "training"},
     description="Train one task (the partition). Launch config: backend, dry_run, source.",
+)
+
+evaluation_job = define_asset_job(
+    "evaluation_job",
+    selection=[prompt_evaluation],
+    tags={"training_pipeline/kind": "evaluation"},
+    description="Evaluate one task's promoted prompt (the partition) against its baseline with task runs.",
 )
 
 _IN_FLIGHT = [
@@ -116,3 +124,47 @@ def threshold_sensor(interval_seconds: int) -> SensorDefinition:
         minimum_interval_seconds=interval_seconds,
         default_status=DefaultSensorStatus.STOPPED,
     )(fire_ready_tasks)
+
+
+def launch_evaluations(context: SensorEvaluationContext) -> SensorResult:
+    """One `evaluation_job` run per promoted candidate: reads the `optimized_prompt` materialisations
+    after its cursor and requests an evaluation of each task whose candidate the gate promoted."""
+    after = int(context.cursor) if context.cursor else None
+    requests = []
+    while True:
+        page = context.instance.fetch_materializations(
+            AssetRecordsFilter(asset_key=optimized_prompt.key, after_storage_id=after),
+            limit=_PAGE,
+            ascending=True,
+        )
+        for record in page.records:
+            after = record.storage_id
+            materialization = record.asset_materialization
+            metadata = materialization.metadata if materialization else {}
+            promoted = metadata.get("promoted")
+            if promoted is None or not promoted.value or record.partition_key is None:
+                continue
+            run_id = metadata["run_id"].value
+            requests.append(
+                RunRequest(
+                    run_key=f"evaluate:{run_id}",
+                    partition_key=record.partition_key,
+                    tags={SOURCE_TAG: "promotion", "training_pipeline/training_run": str(run_id)},
+                )
+            )
+        if not page.has_more:
+            break
+    cursor = str(after) if after is not None else None
+    if requests:
+        return SensorResult(run_requests=requests, cursor=cursor)
+    return SensorResult(skip_reason=SkipReason("no newly promoted prompt"), cursor=cursor)
+
+
+def evaluation_sensor(interval_seconds: int) -> SensorDefinition:
+    """`launch_evaluations`, on by default: the loop from a promotion to its evaluation needs no hand."""
+    return sensor(
+        name="evaluation_sensor",
+        job=evaluation_job,
+        minimum_interval_seconds=interval_seconds,
+        default_status=DefaultSensorStatus.RUNNING,
+    )(launch_evaluations)

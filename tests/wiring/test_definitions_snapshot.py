@@ -16,6 +16,7 @@ SNAPSHOT = {
         "filtered_trajectories",
         "media_description",
         "optimized_prompt",
+        "prompt_evaluation",
         "response",
         "should_respond",
         "training_run",
@@ -29,6 +30,7 @@ SNAPSHOT = {
             for check in ("counts_add_up", "no_credentials", "valid_jsonl")
         ),
         "filtered_trajectories:filtered_trajectories_counts",
+        "optimized_prompt:promotion_gate",
         *(
             f"{task}:{check}"
             for task in ("media_description", "response", "should_respond")
@@ -36,8 +38,15 @@ SNAPSHOT = {
         ),
         "trajectories:trajectories_counts",
     ],
-    "jobs": ["__ASSET_JOB", "datasets_job", "task_inbox_triage", "task_reply_to_dana", "training_job"],
-    "sensors": ["training_threshold_sensor"],
+    "jobs": [
+        "__ASSET_JOB",
+        "datasets_job",
+        "evaluation_job",
+        "task_inbox_triage",
+        "task_reply_to_dana",
+        "training_job",
+    ],
+    "sensors": ["evaluation_sensor", "training_threshold_sensor"],
     "schedules": ["nightly_datasets_schedule"],
 }
 

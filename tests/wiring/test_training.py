@@ -6,7 +6,6 @@ import json
 import sys
 from pathlib import Path
 
-import pytest
 from dagster import AssetKey, DagsterInstance, materialize
 
 from assets.training.assets import optimized_prompt, training_run, tuned_model
@@ -72,19 +71,6 @@ def test_select_task_and_backend_resolution() -> None:
     assert select_task(policy, "media_description", {}) == "media_description"
     assert resolve_backend(policy, "response", "openai") == "openai"
     assert resolve_backend(policy, "response", None) == "native"
-
-
-@pytest.fixture(scope="module")
-def days_ready(tmp_path_factory: pytest.TempPathFactory) -> tuple[DagsterInstance, Path]:
-    """Three sample days materialised into one ephemeral instance."""
-    data = tmp_path_factory.mktemp("data")
-    instance = DagsterInstance.ephemeral()
-    resources = default_resources(load_settings({"TRAINING_PIPELINE_DATA": str(data)}))
-    for day in DAYS:
-        assert materialize(
-            DATASET_ASSETS + ASSET_CHECKS, partition_key=day, resources=resources, instance=instance
-        ).success
-    return instance, data
 
 
 def _train(days_ready, task: str, run_config: dict | None = None, **backends):

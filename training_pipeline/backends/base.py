@@ -19,6 +19,8 @@ class DispatchRequest:
     work_dir: Path  # a folder of this run's own for converted files and logs
     run_id: str
     log: Callable[[str], None] = print
+    #: the scorer the task is judged by (`optimizers.scoring`), for backends that score (native)
+    scorer: str | None = None
 
 
 @dataclass

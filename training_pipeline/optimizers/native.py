@@ -13,7 +13,7 @@ from training_pipeline.atomic import atomic_write_text
 from training_pipeline.backends.base import BackendError, DispatchRequest, DispatchResult
 from training_pipeline.optimizers.examples import load_examples, split_by_trajectory
 from training_pipeline.optimizers.programs import PROGRAMS, Checkpoint, OptimiserConfig
-from training_pipeline.optimizers.scoring import scorer_for
+from training_pipeline.optimizers.scoring import default_scorer, scorer_named
 from training_pipeline.stages.scope import SpendCapExceeded
 from training_pipeline.stages.session import Budget, TrainingSession
 from training_pipeline.training.window import ids_path
@@ -46,6 +46,7 @@ def run_native(
         f"{cfg.optimizer} {request.task}", records_path=records, llm=llm, budget=budget, log=request.log
     )
     program = PROGRAMS[cfg.optimizer]
+    scorer = request.scorer or default_scorer(request.task)
     try:
         with session as root:
             root.set_additional_data({"train": len(train), "validation": len(validation), "seed": cfg.seed})
@@ -54,14 +55,14 @@ def run_native(
                 baseline,
                 train,
                 validation,
-                scorer_for(request.task),
+                scorer_named(scorer),
                 cfg,
                 random.Random(cfg.seed),
                 checkpoint=Checkpoint(request.work_dir / "checkpoint.json", config_key),
             )
     except SpendCapExceeded as err:
         raise BackendError(f"{err}; partial records in {records}") from err
-    result.train_size, result.validation_size = len(train), len(validation)
+    result.train_size, result.validation_size, result.scorer = len(train), len(validation), scorer
     artifact = request.work_dir / ARTIFACT_NAME
     atomic_write_text(
         artifact,
@@ -77,13 +78,14 @@ def run_native(
         True,
         artifact_path=str(artifact),
         notes=[
-            f"{cfg.optimizer}: validation score {result.baseline_score:.3f} → {result.score:.3f} "
+            f"{cfg.optimizer}: validation score ({scorer}) {result.baseline_score:.3f} → {result.score:.3f} "
             f"({len(train)} train / {len(validation)} validation examples, split by trajectory)"
         ],
         details={
             "optimizer": cfg.optimizer,
             "baseline_score": result.baseline_score,
             "score": result.score,
+            "scorer": scorer,
             "records": str(records),
             "llm_calls": root_metrics.get("llm_calls", 0),
             "tokens": root_metrics.get("tokens", 0),

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from training_pipeline.atomic import atomic_write_text
 from training_pipeline.optimizers.examples import Example
-from training_pipeline.optimizers.scoring import Scorer
+from training_pipeline.optimizers.scoring import LLMJudge, Scorer
 from training_pipeline.stages.scope import StageScope
 
 Optimizer = Literal["instruction-search", "prompt-evolution", "bootstrap-fewshot"]
@@ -65,6 +65,13 @@ class OptimisationResult:
     lineage: list[dict[str, Any]] = field(default_factory=list)
     train_size: int = 0
     validation_size: int = 0
+    #: the held-out examples and each one's score for the baseline and the candidate, in the same
+    #: order: what the promotion gate pairs
+    validation_ids: list[str] = field(default_factory=list)
+    baseline_scores: list[float] = field(default_factory=list)
+    scores: list[float] = field(default_factory=list)
+    #: which scorer produced every score above
+    scorer: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -74,22 +81,45 @@ def prompt_id(prompt: str) -> str:
     return hashlib.sha256(prompt.encode()).hexdigest()[:12]
 
 
-def evaluate(
+def evaluate_each(
     scope: StageScope, name: str, prompt: str, examples: list[Example], scorer: Scorer, max_tokens: int
-) -> float:
-    """Mean score of `prompt` over `examples`, each answered at temperature 0; a failed answer scores 0."""
+) -> list[float]:
+    """The score of `prompt` on each of `examples` (in their order), each answered at temperature 0; a
+    failed answer scores 0. An LLM judge grades in a prompt execution of its own."""
 
     def one(stage: StageScope, example: Example) -> float:
         messages = [{"role": "system", "content": prompt}, {"role": "user", "content": example.user}]
         answer = stage.execute_prompt(messages, name="answer", temperature=0.0, max_tokens=max_tokens)
-        score = scorer(answer.value.content or "", example.expected) if answer.ok else 0.0
+        text = (answer.value.content or "") if answer.ok else None
+        if text is None:
+            score = 0.0
+        elif isinstance(scorer, LLMJudge):
+            grade = stage.execute_prompt(
+                scorer.messages(text, example.expected),
+                name="judge",
+                temperature=0.0,
+                max_tokens=scorer.max_tokens,
+            )
+            score = scorer.parse(grade.value.content) if grade.ok else 0.0
+        else:
+            score = scorer(text, example.expected)
         stage.record_custom_metric("score", score)
         return score
 
     scores = scope.map_iterable_stage(name, examples, one, item_name=lambda e: e.id).get_or_raise()
-    mean = fmean(scores) if scores else 0.0
-    scope.record.substages[-1].additional_data = {"prompt_id": prompt_id(prompt), "score": mean}
-    return mean
+    scope.record.substages[-1].additional_data = {
+        "prompt_id": prompt_id(prompt),
+        "score": fmean(scores) if scores else 0.0,
+    }
+    return scores
+
+
+def evaluate(
+    scope: StageScope, name: str, prompt: str, examples: list[Example], scorer: Scorer, max_tokens: int
+) -> float:
+    """Mean score of `prompt` over `examples` (`evaluate_each`)."""
+    scores = evaluate_each(scope, name, prompt, examples, scorer, max_tokens)
+    return fmean(scores) if scores else 0.0
 
 
 def _sample(
@@ -133,35 +163,19 @@ def bootstrap_fewshot(
 
     demos = root.run_stage_or_raise("rank demonstrations", rank, substages_total=len(pool))
     optimised = with_demonstrations(baseline, demos)
-    base_score = evaluate(root, "validation: baseline", baseline, validation, scorer, cfg.max_tokens)
-    score = evaluate(root, "validation: with demonstrations", optimised, validation, scorer, cfg.max_tokens)
-    lineage = [
-        {
-            "round": 0,
-            "variant": 0,
-            "split": "validation",
-            "score": base_score,
-            "notes": "baseline",
-            "prompt_id": prompt_id(baseline),
-        },
-        {
-            "round": 1,
-            "variant": 1,
-            "split": "validation",
-            "score": score,
-            "notes": f"{len(demos)} demonstrations",
-            "prompt_id": prompt_id(optimised),
-        },
-    ]
-    return OptimisationResult(
+    result = _final(
+        root,
         "bootstrap-fewshot",
         baseline,
         optimised,
-        base_score,
-        score,
-        [{"user": d.user, "expected": d.expected} for d in demos],
-        lineage,
+        validation,
+        scorer,
+        cfg,
+        [],
+        notes=f"{len(demos)} demonstrations",
     )
+    result.few_shot_examples = [{"user": d.user, "expected": d.expected} for d in demos]
+    return result
 
 
 class Checkpoint:
@@ -341,13 +355,16 @@ def _final(
     scorer: Scorer,
     cfg: OptimiserConfig,
     lineage: list[dict[str, Any]],
+    notes: str = "optimised",
 ) -> OptimisationResult:
-    base_score = evaluate(root, "validation: baseline", baseline, validation, scorer, cfg.max_tokens)
-    score = (
-        base_score
+    """Baseline and candidate scored on the same held-out examples, example by example."""
+    base_scores = evaluate_each(root, "validation: baseline", baseline, validation, scorer, cfg.max_tokens)
+    scores = (
+        base_scores
         if best == baseline
-        else evaluate(root, "validation: optimised", best, validation, scorer, cfg.max_tokens)
+        else evaluate_each(root, f"validation: {notes}", best, validation, scorer, cfg.max_tokens)
     )
+    base_score, score = (fmean(base_scores) if base_scores else 0.0), (fmean(scores) if scores else 0.0)
     lineage = [
         *lineage,
         {
@@ -363,11 +380,22 @@ def _final(
             "variant": 1,
             "split": "validation",
             "score": score,
-            "notes": "optimised",
+            "notes": notes,
             "prompt_id": prompt_id(best),
         },
     ]
-    return OptimisationResult(optimizer, baseline, best, base_score, score, [], lineage)
+    return OptimisationResult(
+        optimizer,
+        baseline,
+        best,
+        base_score,
+        score,
+        [],
+        lineage,
+        validation_ids=[e.id for e in validation],
+        baseline_scores=base_scores,
+        scores=scores,
+    )
 
 
 def _rng_json(state: tuple) -> list:

@@ -1,20 +1,37 @@
-"""How close an answer is to the expected one: elizaOS's scorers, behind one interface.
+"""How close an answer is to the expected one: the scorers an optimiser can be judged by, by name.
 
-`agreement`: Jaccard overlap of lower-cased word tokens. `planner_action`: 1 when the action the answer
-names is the expected one (from `<name>`, `<action>`, or the first UPPER_CASE word), else 0.
+- `token_overlap` (elizaOS's `agreement`): Jaccard overlap of lower-cased word tokens.
+- `action_match` (elizaOS's planner scorer): 1 when the action the answer names is the expected one
+  (from `<name>`, `<action>`, or the first UPPER_CASE word), else 0.
+- `exact_match`: 1 when the answers are equal once whitespace is collapsed, else 0.
+- `json_fields`: the share of the expected answer's fields the answer agrees on, for structured
+  answers such as `context_routing`'s (`primaryContext`, `secondaryContexts`, `evidenceTurnIds`),
+  written as a JSON object, `key: value` lines or `<key>value</key>` tags; lists compare as sets.
+- `llm_judge`: an LLM grades the answer against the expected one from 0 to 10 (run by the optimiser as
+  a recorded prompt execution, so its calls and tokens count against the budget).
+
+elizaOS uses `action_match` for `action_planner` and `token_overlap` for every other task; the training
+policy can choose another per task (`scorers`), and every score says which scorer produced it.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
-Scorer = Callable[[str, str], float]
+from training_pipeline.datasets.tasks import Task
 
 _NON_TOKEN = re.compile(r"[^a-z0-9\s_-]+")
 _NESTED_NAME = re.compile(r"<name>\s*([A-Z0-9_]+)\s*</name>", re.IGNORECASE)
 _FLAT_ACTION = re.compile(r"<action>\s*([A-Z0-9_]+)\s*</action>", re.IGNORECASE)
 _UPPER_WORD = re.compile(r"\b([A-Z][A-Z0-9_]{2,})\b")
+_KEY_LINE = re.compile(r"^\s*([A-Za-z][\w-]*)\s*:\s*(.*?)\s*$", re.MULTILINE)
+#: a tag that holds text only (the innermost of nested tags)
+_TAG = re.compile(r"<([A-Za-z][\w-]*)>\s*([^<]*?)\s*</\1>")
+_JUDGE_SCORE = re.compile(r"\b(10|[0-9])(?:\.\d+)?\s*(?:/\s*10)?\b")
 
 
 def _tokens(text: str) -> set[str]:
@@ -47,6 +64,113 @@ def action_match(actual: str, expected: str) -> float:
     return 1.0 if want is not None and planner_action(actual) == want else 0.0
 
 
-def scorer_for(task: str) -> Scorer:
-    """elizaOS's choice: action-name match for the planner, token agreement for everything else."""
-    return action_match if task == "action_planner" else agreement
+def exact_match(actual: str, expected: str) -> float:
+    return 1.0 if " ".join(actual.split()) == " ".join(expected.split()) else 0.0
+
+
+def answer_fields(text: str) -> dict[str, Any]:
+    """The named fields of a structured answer: a JSON object (the first `{...}` in the text), else
+    `key: value` lines and `<key>value</key>` tags that hold no further tags. Keys compare
+    case-insensitively."""
+    start, end = text.find("{"), text.rfind("}")
+    if 0 <= start < end:
+        try:
+            parsed = json.loads(text[start : end + 1])
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict):
+            return {str(k).lower(): v for k, v in parsed.items()}
+    fields: dict[str, Any] = {}
+    for key, value in _TAG.findall(text):
+        fields[key.lower()] = value
+    for key, value in _KEY_LINE.findall(text):
+        fields.setdefault(key.lower(), value)
+    return fields
+
+
+def _normalise(value: Any) -> Any:
+    if isinstance(value, str):
+        text = value.strip()
+        if text[:1] == "[" and text[-1:] == "]":
+            try:
+                value = json.loads(text)
+            except ValueError:
+                value = [part for part in text[1:-1].split(",") if part.strip()]
+        else:
+            return text.strip("\"'").lower()
+    if isinstance(value, list | tuple | set):
+        return frozenset(_normalise(v) if not isinstance(v, list | dict) else json.dumps(v) for v in value)
+    if isinstance(value, bool | int | float):
+        return str(value).lower()
+    return json.dumps(value, sort_keys=True) if isinstance(value, dict) else value
+
+
+def json_fields(actual: str, expected: str) -> float:
+    """Share of the expected answer's fields that the answer has with an equal value; an expected
+    answer with no fields is scored by `token_overlap`."""
+    want = answer_fields(expected)
+    if not want:
+        return agreement(actual, expected)
+    got = answer_fields(actual)
+    same = sum(1 for key, value in want.items() if key in got and _normalise(got[key]) == _normalise(value))
+    return same / len(want)
+
+
+@dataclass(frozen=True)
+class LLMJudge:
+    """Asks an LLM for a 0-10 grade of an answer against the expected one; the score is grade / 10.
+    It is not a plain function: the optimiser sends `messages()` as a recorded prompt execution and
+    reads the grade with `parse()`, so the judge's calls are counted and cached like the others."""
+
+    name: str = "llm_judge"
+    max_tokens: int = 64
+
+    def messages(self, actual: str, expected: str) -> list[dict[str, str]]:
+        return [
+            {
+                "role": "system",
+                "content": "You grade an answer against a reference answer. Judge whether it says the "
+                "same thing and would serve the same purpose; wording does not matter. Reply with a JSON "
+                'object only: {"score": N} where N is an integer from 0 (wrong) to 10 (equivalent).',
+            },
+            {"role": "user", "content": f"Reference answer:\n{expected}\n\nAnswer to grade:\n{actual}"},
+        ]
+
+    @staticmethod
+    def parse(reply: str | None) -> float:
+        """The grade / 10, from `{"score": N}` or else the first number 0-10 in the reply; 0 when none."""
+        if not reply:
+            return 0.0
+        fields = answer_fields(reply)
+        grade: Any = fields.get("score")
+        if grade is None:
+            match = _JUDGE_SCORE.search(reply)
+            grade = match[1] if match else None
+        try:
+            value = float(grade)
+        except (TypeError, ValueError):
+            return 0.0
+        return min(max(value, 0.0), 10.0) / 10.0
+
+
+Scorer = Callable[[str, str], float] | LLMJudge
+
+SCORERS: dict[str, Scorer] = {
+    "token_overlap": agreement,
+    "action_match": action_match,
+    "exact_match": exact_match,
+    "json_fields": json_fields,
+    "llm_judge": LLMJudge(),
+}
+
+
+def default_scorer(task: Task | str) -> str:
+    """elizaOS's choice: action-name match for the planner, token overlap for everything else."""
+    return "action_match" if task == "action_planner" else "token_overlap"
+
+
+def scorer_named(name: str) -> Scorer:
+    try:
+        return SCORERS[name]
+    except KeyError:
+        raise ValueError(f"unknown scorer {name!r}; choose one of {', '.join(SCORERS)}") from None

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from training_pipeline.stages.records import StageRecord
+from training_pipeline.training.promotion import Verdict
 
 
 def records_preview(tree: StageRecord) -> str:
@@ -28,4 +31,29 @@ def score_chart(lineage: list[dict]) -> str:
             best[key] = (entry.get("notes", ""), entry["score"])
     rows = ["| round | best score | |", "|---|---:|---|"]
     rows += [f"| {key} | {score:.3f} | {'█' * round(score * 20)} |" for key, (_, score) in best.items()]
+    return "\n".join(rows)
+
+
+def gate_table(verdict: Verdict) -> str:
+    """The promotion gate's numbers and decision."""
+    decision = "**promoted**" if verdict.promoted else "**rejected**"
+    return "\n".join(
+        [
+            "| gain | interval | held-out examples | margin | scorer | decision |",
+            "|---:|---|---:|---:|---|---|",
+            f"| {verdict.gain:+.3f} | [{verdict.low:+.3f}, {verdict.high:+.3f}] "
+            f"({verdict.confidence:.0%}, {verdict.resamples} resamples) | {verdict.n} | {verdict.margin:g} "
+            f"| {verdict.scorer} | {decision} |",
+            "",
+            verdict.reason,
+        ]
+    )
+
+
+def evaluation_table(summary: dict[str, Any]) -> str:
+    """Each evaluation task file's verifier score with the promoted prompt and with the baseline."""
+    rows = ["| task file | promoted | baseline |", "|---|---:|---:|"]
+    for name, scores in summary["by_task_file"].items():
+        rows.append(f"| {name} | {scores.get('promoted', 0):.3f} | {scores.get('baseline', 0):.3f} |")
+    rows.append(f"| **mean** | {summary['promoted_score']:.3f} | {summary['baseline_score']:.3f} |")
     return "\n".join(rows)

@@ -26,6 +26,7 @@ def run_training(
     explicit_backend: str | None = None,
     dry_run: bool = False,
     log: Callable[[str], None] = print,
+    scorer: str | None = None,
 ) -> RunRecord:
     task = record.task
     assert task is not None
@@ -63,7 +64,7 @@ def run_training(
         return record.finish("skipped", f"backend {backend_name} is not deployed here")
     work_dir = window.path.parent
     try:
-        result = backend.dispatch(DispatchRequest(task, window.path, work_dir, record.run_id, log))
+        result = backend.dispatch(DispatchRequest(task, window.path, work_dir, record.run_id, log, scorer))
     except BackendError as err:
         return record.finish("failed", str(err))
     record.artifact_path, record.details = result.artifact_path, {**record.details, **result.details}

@@ -57,6 +57,8 @@ class RunRecord(BaseModel):
     dry_run: bool = False
     notes: list[str] = Field(default_factory=list)
     details: dict[str, Any] = Field(default_factory=dict)
+    #: the promotion gate's verdict on a native run's candidate (`training/promotion.py`); our addition
+    promotion: dict[str, Any] | None = None
     dagster_run_id: str | None = None
     started_at: str = Field(default_factory=now_iso)
     finished_at: str | None = None

@@ -1,0 +1,175 @@
+"""The promotion gate and the scorers it judges by, with constructed scores."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from training_pipeline.optimizers.scoring import (
+    SCORERS,
+    LLMJudge,
+    answer_fields,
+    default_scorer,
+    exact_match,
+    json_fields,
+)
+from training_pipeline.training.evaluation import Evaluation, evaluation_files
+from training_pipeline.training.promotion import (
+    PromotionPolicy,
+    judge,
+    judge_artifact,
+    paired_bootstrap,
+    promote,
+    publish,
+    read_published,
+)
+from training_pipeline.training.records import RunRecord, RunStore
+
+
+def _scores(n: int, seed: int, gain: float, noise: float) -> tuple[list[float], list[float]]:
+    rng = random.Random(seed)
+    baseline = [rng.random() for _ in range(n)]
+    candidate = [min(1.0, max(0.0, b + gain + rng.gauss(0, noise))) for b in baseline]
+    return baseline, candidate
+
+
+def test_a_truly_better_candidate_is_promoted() -> None:
+    baseline, candidate = _scores(300, seed=1, gain=0.08, noise=0.2)
+    verdict = judge(baseline, candidate, PromotionPolicy(), "token_overlap")
+    assert verdict.promoted and verdict.n == 300 and verdict.scorer == "token_overlap"
+    assert 0 < verdict.low < verdict.gain < verdict.high
+
+
+def test_a_candidate_that_only_looks_better_on_a_small_split_is_rejected() -> None:
+    # twelve held-out examples: the mean gain is positive, but two large swings carry it
+    baseline = [0.5, 0.4, 0.6, 0.5, 0.3, 0.7, 0.5, 0.5, 0.6, 0.4, 0.2, 0.5]
+    candidate = [0.5, 0.4, 0.6, 0.4, 0.3, 0.7, 0.6, 0.4, 0.6, 0.4, 1.0, 1.0]
+    verdict = judge(baseline, candidate, PromotionPolicy(), "token_overlap")
+    assert verdict.gain > 0.1 and verdict.low <= 0 and not verdict.promoted
+    assert "not distinguishable from noise on 12" in verdict.reason
+    # and with fewer examples than the gate needs, even a clean sweep is rejected
+    tiny = judge([0.0, 0.0, 0.0], [1.0, 1.0, 1.0], PromotionPolicy(), "exact_match")
+    assert not tiny.promoted and "fewer than the 10" in tiny.reason
+
+
+def test_the_margin_decides_and_the_interval_is_reproducible() -> None:
+    baseline, candidate = _scores(400, seed=2, gain=0.05, noise=0.05)
+    assert judge(baseline, candidate, PromotionPolicy(margin=0.0), "s").promoted
+    assert not judge(baseline, candidate, PromotionPolicy(margin=0.1), "s").promoted
+    first = paired_bootstrap(baseline, candidate, seed=7)
+    assert first == paired_bootstrap(baseline, candidate, seed=7)
+    assert first != paired_bootstrap(baseline, candidate, seed=8)
+    with pytest.raises(ValueError, match="differ in length"):
+        paired_bootstrap([0.1], [0.1, 0.2])
+
+
+def test_a_candidate_equal_to_the_baseline_is_never_promoted() -> None:
+    baseline, candidate = _scores(100, seed=3, gain=0.3, noise=0.01)
+    artifact = {
+        "prompt": "same",
+        "baseline_prompt": "same",
+        "baseline_scores": baseline,
+        "scores": candidate,
+        "scorer": "token_overlap",
+    }
+    verdict = judge_artifact(artifact, PromotionPolicy())
+    assert not verdict.promoted and verdict.gain == 0.0
+
+
+def test_promote_publishes_only_what_passes_and_records_the_verdict(tmp_path: Path) -> None:
+    runs, prompts = RunStore(tmp_path), tmp_path / "prompts"
+    better_base, better = _scores(200, seed=4, gain=0.2, noise=0.05)
+    artifact = {
+        "optimizer": "instruction-search",
+        "prompt": "new prompt",
+        "baseline_prompt": "old prompt",
+        "baseline_scores": better_base,
+        "scores": better,
+        "scorer": "token_overlap",
+    }
+    promoted = RunRecord(task="response", backend="native", status="succeeded")
+    verdict = promote(promoted, artifact, runs, prompts, PromotionPolicy())
+    assert verdict.promoted
+    published = read_published(prompts, "response")
+    assert published["prompt"] == "new prompt" and published["run_id"] == promoted.run_id
+    assert runs.load(promoted.run_id).promotion["published"] == str(prompts / "response.json")
+
+    rejected = RunRecord(task="response", backend="native", status="succeeded")
+    flat = {**artifact, "prompt": "newer prompt", "scores": better_base}
+    assert not promote(rejected, flat, runs, prompts, PromotionPolicy()).promoted
+    assert read_published(prompts, "response")["run_id"] == promoted.run_id  # unchanged
+    stored = runs.load(rejected.run_id)
+    assert stored.promotion["published"] is None and "rejected" in stored.notes[-1]
+    with pytest.raises(ValueError, match="rejected by the gate"):
+        publish(prompts, "response", flat, judge_artifact(flat, PromotionPolicy()), rejected.run_id)
+
+
+def test_the_policy_names_known_tasks_and_scorers() -> None:
+    assert PromotionPolicy(scorers={"context_routing": "json_fields"}).scorer_for("context_routing") == (
+        "json_fields"
+    )
+    assert (
+        PromotionPolicy().scorer_for("action_planner") == "action_match" == default_scorer("action_planner")
+    )
+    with pytest.raises(ValidationError, match="unknown scorer"):
+        PromotionPolicy(scorers={"response": "vibes"})
+    with pytest.raises(ValidationError, match="unknown task"):
+        PromotionPolicy(evaluation_tasks={"chitchat": "x.json"})
+
+
+def test_json_fields_scores_routing_answers_field_by_field() -> None:
+    expected = (
+        "<response><action>RESPOND</action></response>\n"
+        'primaryContext: billing\nsecondaryContexts: ["refunds", "social"]\nevidenceTurnIds: [1, 4]'
+    )
+    assert answer_fields(expected)["primarycontext"] == "billing"
+    same_in_json = json.dumps(
+        {
+            "action": "RESPOND",
+            "primaryContext": "Billing",
+            "secondaryContexts": ["social", "refunds"],
+            "evidenceTurnIds": [4, 1],
+        }
+    )
+    assert json_fields(same_in_json, expected) == 1.0
+    half = "primaryContext: billing\nsecondaryContexts: []\nevidenceTurnIds: [1, 4]\naction: IGNORE"
+    assert json_fields(half, expected) == 0.5
+    assert json_fields("no structure at all", expected) == 0.0
+    assert json_fields("hello there", "hello world") == pytest.approx(1 / 3)  # no fields: token overlap
+
+
+def test_exact_match_and_the_judges_grade() -> None:
+    assert (
+        exact_match("Hello  world\n", "Hello world") == 1.0
+        and exact_match("hello world", "Hello world") == 0.0
+    )
+    judge_ = SCORERS["llm_judge"]
+    assert isinstance(judge_, LLMJudge)
+    assert "Reference answer:\nB" in judge_.messages("A", "B")[1]["content"]
+    assert LLMJudge.parse('{"score": 7}') == 0.7
+    assert LLMJudge.parse("I would give it 9/10.") == 0.9
+    assert LLMJudge.parse('{"score": 42}') == 1.0 and LLMJudge.parse("no idea") == 0.0
+
+
+def test_evaluation_files_and_totals(tmp_path: Path) -> None:
+    assert [p.stem for p in evaluation_files(PromotionPolicy(), "response")] == [
+        "inbox-triage",
+        "reply-to-dana",
+    ]
+    mine = tmp_path / "mine.json"
+    mine.write_text("[]")
+    assert evaluation_files(PromotionPolicy(evaluation_tasks={"response": str(mine)}), "response") == [mine]
+    with pytest.raises(FileNotFoundError, match="response"):
+        evaluation_files(
+            PromotionPolicy(evaluation_tasks={"response": str(tmp_path / "gone.json")}), "response"
+        )
+    evaluation = Evaluation()
+    evaluation.add("a", "promoted", "r1", True, 1.0)
+    evaluation.add("a", "baseline", "r2", False, None)  # failed, nothing verified: scores 0
+    assert evaluation.summary()["difference"] == 1.0 and evaluation.by_task_file() == {
+        "a": {"promoted": 1.0, "baseline": 0.0}
+    }
