@@ -85,6 +85,7 @@ def training_run(
                 explicit_backend=config.backend,
                 dry_run=config.dry_run,
                 log=SafeLog(context.log).info,
+                scorer=training.promotion().scorer_for(task),
             )
         else:
             record.finish("skipped", f"another training run for {task} is dispatching; not started twice")

@@ -59,11 +59,14 @@ def _run(
     cfg: OptimiserConfig,
     budget: Budget | None = None,
     work: str = "work",
+    scorer: str | None = None,
 ):
     work_dir = tmp_path / work
     work_dir.mkdir(exist_ok=True)
     client = ChatClient(server.base_url, "m", cache_dir=tmp_path / "cache", cache_all_temperatures=True)
-    request = DispatchRequest("response", _dataset(tmp_path), work_dir, "run-1", log=lambda line: None)
+    request = DispatchRequest(
+        "response", _dataset(tmp_path), work_dir, "run-1", log=lambda line: None, scorer=scorer
+    )
     return run_native(request, client, cfg, budget)
 
 
@@ -173,3 +176,27 @@ def test_too_few_trajectories_to_split_is_a_skip(tmp_path: Path) -> None:
     result = run_native(request, None, OptimiserConfig(), None)
     assert not result.invoked and "not enough trajectories" in result.reason
     assert re.search(r"1 usable examples from 1 trajectories", result.notes[0])
+
+
+def test_an_llm_judge_scores_each_held_out_answer_in_a_recorded_prompt_execution(tmp_path: Path) -> None:
+    """The judge grades by the LLM resource: its calls are leaves of the records tree, counted in the
+    run's calls, and the artifact names the scorer and keeps each example's score for the gate."""
+
+    def reply(body: dict) -> dict:
+        system = body["messages"][0]["content"]
+        if system.startswith("You grade an answer"):
+            graded = body["messages"][1]["content"].rsplit("Answer to grade:\n", 1)[1]
+            return {"content": '{"score": 10}' if graded.startswith("Welcome") else '{"score": 2}'}
+        return _reply(body)
+
+    cfg = OptimiserConfig(rounds=1, variants=1, train_batch=4, seed=3)
+    with FakeChatServer(reply) as server:
+        result = _run(tmp_path, server, cfg, scorer="llm_judge")
+    artifact = load_artifact(Path(result.artifact_path))
+    assert artifact["scorer"] == "llm_judge" and result.details["scorer"] == "llm_judge"
+    assert artifact["baseline_score"] == pytest.approx(0.2) and artifact["score"] == 1.0
+    assert len(artifact["scores"]) == len(artifact["baseline_scores"]) == artifact["validation_size"]
+    assert artifact["validation_ids"] and set(artifact["scores"]) == {1.0}
+    judged = [r for r in server.requests if r["messages"][0]["content"].startswith("You grade an answer")]
+    tree = StageRecord.model_validate_json((tmp_path / "work" / "training_records.json").read_text())
+    assert judged and tree.metrics["llm_calls"] == len(server.requests)

@@ -52,6 +52,7 @@ def test_definitions_load_with_the_expected_graph() -> None:
         *TASKS,
         "training_run",
         "tuned_model",
+        "prompt_evaluation",
         "optimized_prompt",
     }
     assert graph.get(AssetKey("should_respond")).parent_keys == {AssetKey("filtered_trajectories")}
