@@ -45,6 +45,8 @@ def test_the_wheel_ships_the_files_the_code_reads(wheel: Path) -> None:
         "training_pipeline/sample_data/trajectories/2026-11-25.jsonl",
         "training_pipeline/tasks/examples/inbox-triage.json",
         "training_pipeline/tasks/examples/artifacts/dana_email.json",
+        "training_pipeline/tasks/examples/workspace/test_slugify.py",
+        "training_pipeline/tasks/examples/toolservers/files.py",
         "training_pipeline/privacy/gitleaks/gitleaks.toml",
         "training_pipeline/privacy/gitleaks/LICENSE",
     ):

@@ -157,6 +157,7 @@ def test_exact_match_and_the_judges_grade() -> None:
 
 def test_evaluation_files_and_totals(tmp_path: Path) -> None:
     assert [p.stem for p in evaluation_files(PromotionPolicy(), "response")] == [
+        "fix-the-tests",
         "inbox-triage",
         "reply-to-dana",
     ]

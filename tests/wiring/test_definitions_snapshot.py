@@ -42,6 +42,7 @@ SNAPSHOT = {
         "__ASSET_JOB",
         "datasets_job",
         "evaluation_job",
+        "task_fix_the_tests",
         "task_inbox_triage",
         "task_reply_to_dana",
         "training_job",

@@ -41,13 +41,16 @@ class DeployedAgent(Entry):
     system_prompt: str
     model: str | None = None
     env_names: list[str] = Field(default_factory=list)
+    tool_servers: list[str] = Field(default_factory=list)
     temperature: float = 0.0
     max_tokens: int | None = None
 
 
 class DeployedSandbox(Entry):
+    #: `bwrap`, or `off` where the deployment turned confinement off
     kind: str
     path: str
+    limits: dict[str, int] = Field(default_factory=dict)
 
 
 class PromptResponse(Entry):
@@ -98,6 +101,9 @@ class TaskStepContext(BaseModel):
 
     def agent(self, name: str) -> DeployedAgent:
         return _named(self.deployed_agents, name, "agent")
+
+    def sandbox(self, name: str) -> DeployedSandbox:
+        return _named(self.deployed_sandboxes, name, "sandbox")
 
     def response(self, prompt_id: str) -> PromptResponse:
         return _named(self.prompt_responses, prompt_id, "prompt response")

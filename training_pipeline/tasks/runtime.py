@@ -36,7 +36,7 @@ class LLMSettings(Protocol):
 STORE_FILE_NAME = "context.db"
 #: The folders of a run that hold what its steps made (env state, artifacts, work folders): a
 #: continuation copies them, and the run's end scrubs them.
-STEP_OUTPUT_FOLDERS = ("envs", "artifacts", "work")
+STEP_OUTPUT_FOLDERS = ("envs", "artifacts", "work", "sandboxes")
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,10 @@ class TaskRun:
         """A confined step's only writable folder: kept across its retries, and copied into a
         re-execution of the run."""
         return self.run_dir / "work" / step_id
+
+    def sandbox_dir(self, name: str, instance_id: str) -> Path:
+        """A deployed sandbox's folder: what its commands leave there, the next ones find."""
+        return self.run_dir / "sandboxes" / f"{name}-{instance_id}"
 
     def chat_client(self) -> ChatClient:
         """The run's LLM: the configured server, else the local model, started once per run (the first
@@ -121,6 +125,9 @@ class StepRuntime:
 
     def work_dir(self, step_id: str) -> Path:
         return self.run.work_dir(step_id)
+
+    def sandbox_dir(self, name: str, instance_id: str) -> Path:
+        return self.run.sandbox_dir(name, instance_id)
 
     @property
     def base_dir(self) -> Path:

@@ -1,6 +1,6 @@
 """The built-in step types."""
 
-from training_pipeline.tasks.steps.agents import DeployAgentStep, PromptAgentStep
+from training_pipeline.tasks.steps.agents import DeployAgentStep, DeployToolServerStep, PromptAgentStep
 from training_pipeline.tasks.steps.envs import (
     DeployEnvStep,
     LoadArtifactStep,
@@ -9,11 +9,20 @@ from training_pipeline.tasks.steps.envs import (
     TeardownStep,
 )
 from training_pipeline.tasks.steps.misc import CollectArtifactsStep, WaitStep
+from training_pipeline.tasks.steps.sandboxes import (
+    CollectFilesStep,
+    DeploySandboxStep,
+    DownloadFilesStep,
+    RunInSandboxStep,
+    UploadFilesStep,
+    WaitForStep,
+)
 from training_pipeline.tasks.steps.verifiers import (
     AgentPromptResponseVerifier,
     AggregateVerifiers,
     EnvOutcomeVerifier,
     RubricsVerifier,
+    UnitTestVerifier,
 )
 
 BUILTIN_STEPS = (
@@ -30,4 +39,12 @@ BUILTIN_STEPS = (
     AggregateVerifiers,
     CollectArtifactsStep,
     WaitStep,
+    DeploySandboxStep,
+    RunInSandboxStep,
+    UploadFilesStep,
+    DownloadFilesStep,
+    CollectFilesStep,
+    WaitForStep,
+    DeployToolServerStep,
+    UnitTestVerifier,
 )

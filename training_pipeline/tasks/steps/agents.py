@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from training_pipeline.llm.client import ChatClient
 from training_pipeline.llm.usage import capture_usage
+from training_pipeline.sandbox import Limits, Sandbox
 from training_pipeline.tasks.context import DeployedAgent, PromptResponse, TaskStepContext
-from training_pipeline.tasks.envs.kinds import EnvClient
-from training_pipeline.tasks.step import TaskStep
+from training_pipeline.tasks.sandboxes import confined
+from training_pipeline.tasks.step import RelativePath, TaskStep, resolve_inside
+from training_pipeline.tasks.toolservers import ToolServer
 from training_pipeline.tasks.trajectory import LLMCallRecord, conversation_trajectory
 
 
@@ -26,18 +29,23 @@ class DeployAgentStep(TaskStep):
     system_prompt: str
     model: str | None = None
     env_names: list[str] = Field(default_factory=list)
+    #: tool servers (`deploy_tool_server`) whose tools the agent may use besides its envs'
+    tool_servers: list[str] = Field(default_factory=list)
     temperature: float = 0.0
     max_tokens: int | None = 512
 
     async def execute(self, context: TaskStepContext) -> None:
         for env_name in self.env_names:
             context.env(env_name)  # fails now, naming the env, rather than at the first prompt
+        for server in self.tool_servers:
+            tool_server_spec(context, server)
         agent = DeployedAgent(
             name=self.agent_name,
             step_id=self.id,
             system_prompt=self.system_prompt,
             model=self.model,
             env_names=self.env_names,
+            tool_servers=self.tool_servers,
             temperature=self.temperature,
             max_tokens=self.max_tokens,
         )
@@ -53,6 +61,10 @@ class PromptAgentStep(TaskStep):
     agent_name: str
     prompt_id: str
     prompt: str
+    #: further user messages, each sent once the agent has answered the one before (a multi-turn
+    #: conversation); the response verified is the last answer
+    follow_ups: list[str] = Field(default_factory=list)
+    #: model calls per user message (the conversation shares the budget: max_turns × messages)
     max_turns: int = Field(default=8, ge=1)
     timeout_seconds: float = 600.0
     #: tools the agent must have called; otherwise the step fails (and can be retried)
@@ -60,9 +72,13 @@ class PromptAgentStep(TaskStep):
 
     async def execute(self, context: TaskStepContext) -> None:
         agent = context.agent(self.agent_name)
-        clients = {name: context.env_client(name) for name in agent.env_names}
-        try:
-            routes, tools = await asyncio.to_thread(_tool_routes, clients)
+        with contextlib.ExitStack() as stack:
+            providers: dict[str, ToolProvider] = {
+                name: stack.enter_context(context.env_client(name)) for name in agent.env_names
+            }
+            for server in agent.tool_servers:  # started off the event loop: starting waits for the server
+                providers[server] = await asyncio.to_thread(stack.enter_context, tool_server(context, server))
+            routes, tools = await asyncio.to_thread(_tool_routes, providers)
             chat = context.runtime.chat_client()
             try:
                 response = await asyncio.wait_for(
@@ -70,9 +86,6 @@ class PromptAgentStep(TaskStep):
                 )
             finally:
                 chat.close()
-        finally:
-            for client in clients.values():
-                client.close()
         context.prompt_responses = [r for r in context.prompt_responses if r.name != self.prompt_id] + [
             response
         ]
@@ -86,7 +99,7 @@ class PromptAgentStep(TaskStep):
         context: TaskStepContext,
         agent: DeployedAgent,
         chat: ChatClient,
-        routes: dict[str, EnvClient],
+        routes: dict[str, ToolProvider],
         tools: list[dict[str, Any]],
     ) -> PromptResponse:
         runtime = context.runtime
@@ -97,8 +110,10 @@ class PromptAgentStep(TaskStep):
         calls: list[LLMCallRecord] = []
         tool_calls = turns = 0
         started = time.time()
+        pending = list(self.follow_ups)
         with capture_usage() as usage:
-            for turns in range(1, self.max_turns + 1):  # noqa: B007 - the last value is the count
+            for _ in range(self.max_turns * (1 + len(self.follow_ups))):
+                turns += 1
                 before, clock = list(messages), time.monotonic()
                 answer = await asyncio.to_thread(
                     chat.chat,
@@ -111,7 +126,10 @@ class PromptAgentStep(TaskStep):
                 calls.append(LLMCallRecord(before, answer, time.time(), (time.monotonic() - clock) * 1000))
                 messages.append(answer.message)
                 if not answer.tool_calls:
-                    break
+                    if not pending:
+                        break
+                    messages.append({"role": "user", "content": pending.pop(0)})
+                    continue
                 for call in answer.tool_calls:
                     tool_calls += 1
                     result = await asyncio.to_thread(_run_tool, routes, call)
@@ -141,21 +159,31 @@ class PromptAgentStep(TaskStep):
         )
 
 
-def _tool_routes(clients: dict[str, EnvClient]) -> tuple[dict[str, EnvClient], list[dict[str, Any]]]:
-    routes: dict[str, EnvClient] = {}
+class ToolProvider(Protocol):
+    """An env's client or a tool server: tools as OpenAI function schemas, and a way to call them."""
+
+    def tools(self) -> list[dict[str, Any]]: ...
+
+    def call_tool(self, name: str, arguments: dict[str, Any]) -> Any: ...
+
+
+def _tool_routes(
+    providers: dict[str, ToolProvider],
+) -> tuple[dict[str, ToolProvider], list[dict[str, Any]]]:
+    routes: dict[str, ToolProvider] = {}
     tools: list[dict[str, Any]] = []
     owners: dict[str, str] = {}
-    for env_name, client in clients.items():
-        for tool in client.tools():
+    for owner, provider in providers.items():
+        for tool in provider.tools():
             name = tool["function"]["name"]
             if name in routes:
-                raise ValueError(f"envs {owners[name]!r} and {env_name!r} both offer the tool {name!r}")
-            routes[name], owners[name] = client, env_name
+                raise ValueError(f"{owners[name]!r} and {owner!r} both offer the tool {name!r}")
+            routes[name], owners[name] = provider, owner
             tools.append(tool)
     return routes, tools
 
 
-def _run_tool(routes: dict[str, EnvClient], call: dict[str, Any]) -> str:
+def _run_tool(routes: dict[str, ToolProvider], call: dict[str, Any]) -> str:
     """The tool's result as the tool message's content; errors go back to the agent, not up."""
     function = call.get("function") or {}
     name = function.get("name", "")
@@ -170,3 +198,71 @@ def _run_tool(routes: dict[str, EnvClient], call: dict[str, Any]) -> str:
 
 def _tool_calls(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [call for m in messages if m.get("role") == "assistant" for call in m.get("tool_calls") or ()]
+
+
+class DeployToolServerStep(TaskStep):
+    """Register an MCP tool server (a command speaking MCP over stdio, e.g. a script of the task
+    folder) for agents to use: it is started confined, its tools listed to check that it works, and
+    stopped; each conversation of an agent that names it starts it again. With `sandbox_name` it runs in
+    that deployed sandbox's folder, so its tools work on the files later steps see."""
+
+    type: ClassVar[str] = "deploy_tool_server"
+
+    server_name: str
+    #: a Python file of the task folder, or an installed module (`python -m`), that serves MCP on stdio
+    script: RelativePath | None = None
+    module: str | None = None
+    args: list[str] = Field(default_factory=list)
+    sandbox_name: str | None = None
+    #: limits when it runs outside a deployed sandbox (inside one, the sandbox's apply)
+    limits: Limits = Limits()
+    timeout_seconds: float = Field(default=30.0, gt=0)
+
+    @model_validator(mode="after")
+    def _script_or_module(self) -> DeployToolServerStep:
+        if (self.script is None) == (self.module is None):
+            raise ValueError("give exactly one of script and module")
+        return self
+
+    async def execute(self, context: TaskStepContext) -> None:
+        if self.sandbox_name is not None:
+            context.sandbox(self.sandbox_name)
+        if self.script is not None:
+            command = ["python", str(resolve_inside(context.runtime.base_dir, self.script)), *self.args]
+        else:
+            command = ["python", "-m", str(self.module), *self.args]
+        context.metadata.setdefault("tool_servers", {})[self.server_name] = {
+            "step_id": self.id,
+            "command": command,
+            "sandbox_name": self.sandbox_name,
+            "limits": self.limits.model_dump(),
+            "timeout_seconds": self.timeout_seconds,
+        }
+        server = await asyncio.to_thread(tool_server(context, self.server_name).__enter__)
+        try:
+            names = [tool["function"]["name"] for tool in server.tools()]
+        finally:
+            await asyncio.to_thread(server.close)
+        context.metadata["tool_servers"][self.server_name]["tools"] = names
+        context.runtime.log.info(f"tool server {self.server_name!r} offers {', '.join(names) or 'no tools'}")
+
+
+def tool_server_spec(context: TaskStepContext, name: str) -> dict[str, Any]:
+    spec = context.metadata.get("tool_servers", {}).get(name)
+    if spec is None:
+        raise LookupError(f"no tool server named {name!r} in the run context (deploy_tool_server first)")
+    return spec
+
+
+def tool_server(context: TaskStepContext, name: str) -> ToolServer:
+    """The registered tool server `name`, to start (`with`, or `__enter__` then `close`)."""
+    spec = tool_server_spec(context, name)
+    if spec["sandbox_name"]:
+        sandbox = confined(context, spec["sandbox_name"])
+    else:
+        sandbox = Sandbox(
+            context.runtime.work_dir(spec["step_id"]),
+            Limits(**spec["limits"]),
+            readonly=(context.runtime.base_dir.resolve(),),
+        )
+    return ToolServer(name, sandbox, spec["command"], spec["timeout_seconds"])

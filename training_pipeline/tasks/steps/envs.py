@@ -19,6 +19,7 @@ from training_pipeline.processes import astop_process_group
 from training_pipeline.sandbox import Limits, Sandbox
 from training_pipeline.tasks.context import DeployedEnv, TaskStepContext
 from training_pipeline.tasks.envs.kinds import ENV_KINDS, ENV_LIMITS, start_env
+from training_pipeline.tasks.sandboxes import run_confined
 from training_pipeline.tasks.step import RelativePath, TaskStep, resolve_inside
 
 
@@ -124,46 +125,20 @@ class RunCodeStep(TaskStep):
             readonly=(runtime.base_dir.resolve(),),
             relay=Path(env.url.removeprefix("unix:")),
         )
-        process = await sandbox.aspawn(
-            [sys.executable, "-I", str(script), *self.args],
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
+        done = await run_confined(
+            sandbox, [sys.executable, "-I", str(script), *self.args], self.timeout_seconds
         )
-        try:
-            out, err = await asyncio.wait_for(_bounded_output(process), self.timeout_seconds)
-        except TimeoutError:
-            await astop_process_group(process.pid)
-            raise TimeoutError(f"{self.script} ran longer than {self.timeout_seconds}s") from None
-        finally:
-            if process.returncode is None:
-                await astop_process_group(process.pid)
-        output: Any = out.decode(errors="replace")
+        output: Any = done.stdout
         with contextlib.suppress(json.JSONDecodeError):
             output = json.loads(output)
         context.metadata.setdefault("script_results", {})[self.id] = {
             "script": self.script,
-            "exit_code": process.returncode,
+            "exit_code": done.exit_code,
             "output": output,
-            "stderr": err.decode(errors="replace")[-2000:],
+            "stderr": done.stderr[-2000:],
         }
-        if process.returncode != 0:
-            raise RuntimeError(f"{self.script} exited with code {process.returncode}")
-
-
-#: A script's stdout and stderr are kept up to this size each; the rest is read and dropped.
-OUTPUT_LIMIT = 1024 * 1024
-
-
-async def _bounded_output(process: asyncio.subprocess.Process) -> tuple[bytes, bytes]:
-    async def read(stream: asyncio.StreamReader | None) -> bytes:
-        kept = bytearray()
-        while stream is not None and (chunk := await stream.read(65536)):
-            kept += chunk[: max(0, OUTPUT_LIMIT - len(kept))]
-        return bytes(kept)
-
-    out, err = await asyncio.gather(read(process.stdout), read(process.stderr))
-    await process.wait()
-    return out, err
+        if done.exit_code != 0:
+            raise RuntimeError(f"{self.script} exited with code {done.exit_code}")
 
 
 class TeardownStep(TaskStep):

@@ -6,12 +6,17 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from pathlib import Path
 from typing import Any, ClassVar, Literal
+from xml.etree import ElementTree
 
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from training_pipeline.tasks.context import TaskStepContext
 from training_pipeline.tasks.envs.kinds import ENV_KINDS
+from training_pipeline.tasks.sandboxes import confined, inside, run_confined
 from training_pipeline.tasks.step import TaskStep
 
 
@@ -36,7 +41,19 @@ class AgentPromptResponseVerifier(VerifierStep):
     contains: list[str] = Field(default_factory=list)
     not_contains: list[str] = Field(default_factory=list)
     regex: list[str] = Field(default_factory=list)
+    #: the response is JSON (the first object or array in it) valid against this JSON Schema
+    json_schema: dict[str, Any] | None = None
     case_sensitive: bool = False
+
+    @field_validator("json_schema")
+    @classmethod
+    def _valid_schema(cls, schema: dict[str, Any] | None) -> dict[str, Any] | None:
+        if schema is not None:
+            try:
+                Draft202012Validator.check_schema(schema)
+            except SchemaError as err:
+                raise ValueError(f"json_schema: {err.message}") from err
+        return schema
 
     @field_validator("regex")
     @classmethod
@@ -65,7 +82,21 @@ class AgentPromptResponseVerifier(VerifierStep):
             {"criterion": f"matches /{p}/", "result": re.search(p, text, flags) is not None}
             for p in self.regex
         ]
+        if self.json_schema is not None:
+            results.append(_schema_result(text, self.json_schema))
         context.verify(self.key, _score(results), results)
+
+
+def _schema_result(text: str, schema: dict[str, Any]) -> dict[str, Any]:
+    criterion = "valid JSON for the schema"
+    match = re.search(r"[\[{].*[\]}]", text, re.DOTALL)
+    try:
+        document = json.loads(match.group(0) if match else text)
+    except ValueError as err:
+        return {"criterion": criterion, "result": False, "detail": f"not JSON: {err}"}
+    errors = sorted(Draft202012Validator(schema).iter_errors(document), key=lambda e: list(e.path))
+    detail = [f"{'/'.join(map(str, e.path)) or '(root)'}: {e.message}" for e in errors[:10]]
+    return {"criterion": criterion, "result": not errors, "detail": detail}
 
 
 class EnvCheck(BaseModel):
@@ -121,38 +152,80 @@ _JUDGE_SYSTEM = (
 )
 
 
+class Judge(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: the model this judge asks (default: the run's LLM's model)
+    model: str | None = None
+    #: what this judge is told to care about, added to the grading instructions
+    persona: str | None = None
+
+
 class RubricsVerifier(VerifierStep):
-    """An LLM judge grades the response to `prompt_id` against weighted criteria."""
+    """LLM judges grade the response to `prompt_id` against weighted criteria. With several judges,
+    each criterion's verdict is aggregated: `majority` (more than half pass it), `unanimous`, `any`, or
+    `mean` (the share of judges that pass it counts as partial credit)."""
 
     type: ClassVar[str] = "rubrics_verifier"
 
     prompt_id: str
     criteria: list[Criterion] = Field(min_length=1)
     model: str | None = None
+    judges: list[Judge] = Field(default_factory=list)
+    aggregation: Literal["majority", "unanimous", "any", "mean"] = "majority"
 
     async def execute(self, context: TaskStepContext) -> None:
         response = context.response(self.prompt_id)
         listing = "\n".join(f"{i}. {c.criterion}" for i, c in enumerate(self.criteria, 1))
-        messages = [
-            {"role": "system", "content": _JUDGE_SYSTEM},
-            {
-                "role": "user",
-                "content": f"# Prompt\n{response.prompt}\n\n# Response\n{response.response}"
-                f"\n\n# Criteria\n{listing}",
-            },
-        ]
+        question = f"# Prompt\n{response.prompt}\n\n# Response\n{response.response}\n\n# Criteria\n{listing}"
+        judges = self.judges or [Judge(model=self.model)]
         chat = context.runtime.chat_client()
         try:
-            answer = await asyncio.to_thread(chat.chat, messages, json_mode=True, model=self.model)
+            replies = await asyncio.gather(
+                *(
+                    asyncio.to_thread(
+                        chat.chat,
+                        [
+                            {
+                                "role": "system",
+                                "content": _JUDGE_SYSTEM + (f" {j.persona}" if j.persona else ""),
+                            },
+                            {"role": "user", "content": question},
+                        ],
+                        json_mode=True,
+                        model=j.model,
+                    )
+                    for j in judges
+                )
+            )
         finally:
             chat.close()
-        verdicts = _parse_verdicts(answer.content or "", len(self.criteria))
-        results = [
-            {"criterion": c.criterion, "weight": c.weight, "result": verdicts[i][0], "reason": verdicts[i][1]}
-            for i, c in enumerate(self.criteria)
-        ]
+        verdicts = [_parse_verdicts(reply.content or "", len(self.criteria)) for reply in replies]
+        results = []
+        for i, criterion in enumerate(self.criteria):
+            passes = [v[i][0] for v in verdicts]
+            credit = _aggregate(passes, self.aggregation)
+            results.append(
+                {
+                    "criterion": criterion.criterion,
+                    "weight": criterion.weight,
+                    "result": credit >= 1.0 if self.aggregation == "mean" else bool(credit),
+                    "credit": credit,
+                    "votes": [{"passed": v[i][0], "reason": v[i][1]} for v in verdicts],
+                }
+            )
         total = sum(c.weight for c in self.criteria)
-        context.verify(self.key, sum(r["weight"] for r in results if r["result"]) / total, results)
+        context.verify(self.key, sum(r["weight"] * r["credit"] for r in results) / total, results)
+
+
+def _aggregate(passes: list[bool], how: str) -> float:
+    if how == "mean":
+        return sum(passes) / len(passes)
+    if how == "unanimous":
+        return float(all(passes))
+    if how == "any":
+        return float(any(passes))
+    return float(sum(passes) * 2 > len(passes))
 
 
 def _parse_verdicts(text: str, count: int) -> list[tuple[bool, str]]:
@@ -196,3 +269,83 @@ class AggregateVerifiers(VerifierStep):
             weights = {v: self.weights.get(v, 1.0) for v in self.verifier_ids}
             score = sum(scores[v] * w for v, w in weights.items()) / sum(weights.values())
         context.verify(self.key, score, results)
+
+
+class UnitTestVerifier(VerifierStep):
+    """Run a test command in a deployed sandbox and score the share of tests that pass. The results
+    come from a JUnit XML report the command writes (`junit_xml`, a path in the sandbox: pytest's
+    `--junitxml`), else from the summary line of pytest or unittest in its output, else from the exit
+    code alone (1 test). A command that cannot report (timeout, no tests found) scores 0."""
+
+    type: ClassVar[str] = "unit_test_verifier"
+
+    sandbox_name: str
+    command: list[str] = Field(min_length=1)
+    junit_xml: str | None = None
+    timeout_seconds: float = Field(default=300.0, gt=0)
+
+    async def execute(self, context: TaskStepContext) -> None:
+        sandbox = confined(context, self.sandbox_name)
+        try:
+            done = await run_confined(sandbox, self.command, self.timeout_seconds)
+        except TimeoutError as err:
+            context.verify(
+                self.key, 0.0, [{"criterion": "tests finished", "result": False, "detail": str(err)}]
+            )
+            return
+        counts = None
+        if self.junit_xml is not None:
+            counts = _junit_counts(Path(sandbox.workdir), self.junit_xml)
+        counts = counts or _summary_counts(done.stdout + "\n" + done.stderr)
+        if counts is None:
+            counts = (1, 1) if done.exit_code == 0 else (0, 1)
+        passed, total = counts
+        results = [
+            {
+                "criterion": f"{passed} of {total} tests pass",
+                "result": total > 0 and passed == total,
+                "passed": passed,
+                "total": total,
+                "exit_code": done.exit_code,
+                "output": (done.stdout + done.stderr)[-2000:],
+            }
+        ]
+        context.verify(self.key, passed / total if total else 0.0, results)
+
+
+def _junit_counts(folder: Path, relative: str) -> tuple[int, int] | None:
+    """(passed, total) from a JUnit XML report in the sandbox, or None when there is none to read."""
+    path = inside(folder, relative)
+    if path.is_symlink() or not path.is_file() or path.stat().st_size > 16 * 1024 * 1024:
+        return None
+    try:
+        root = ElementTree.fromstring(path.read_bytes())
+    except ElementTree.ParseError:
+        return None
+    suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
+    total = failed = 0
+    for suite in suites:
+        total += int(suite.get("tests", 0))
+        failed += int(suite.get("failures", 0)) + int(suite.get("errors", 0)) + int(suite.get("skipped", 0))
+    return (total - failed, total) if total else None
+
+
+_PYTEST_COUNT = re.compile(r"(\d+) (passed|failed|error|errors)\b")
+_UNITTEST_RAN = re.compile(r"^Ran (\d+) tests? in", re.MULTILINE)
+_UNITTEST_FAILED = re.compile(r"^FAILED \(([^)]*)\)", re.MULTILINE)
+
+
+def _summary_counts(output: str) -> tuple[int, int] | None:
+    ran = _UNITTEST_RAN.search(output)
+    if ran:
+        total = int(ran.group(1))
+        failed = _UNITTEST_FAILED.search(output)
+        bad = sum(int(n) for n in re.findall(r"(?:failures|errors)=(\d+)", failed.group(1))) if failed else 0
+        return total - bad, total
+    tail = output.strip().splitlines()[-1:] if output.strip() else []
+    counts = {kind: int(n) for n, kind in _PYTEST_COUNT.findall(tail[0])} if tail else {}
+    if counts:
+        passed = counts.get("passed", 0)
+        total = passed + counts.get("failed", 0) + counts.get("error", 0) + counts.get("errors", 0)
+        return passed, total
+    return None

@@ -1,0 +1,141 @@
+"""What the sandbox steps share: running a command confined in a deployed sandbox, and moving files in
+and out of its folder without following anything the code inside may have planted there.
+
+A deployed sandbox is a folder of the run (`sandboxes/<name>`) and a set of limits; every command runs
+in a fresh confined process tree (`training_pipeline.sandbox`) whose only writable place is that folder,
+so what one command leaves there the next one finds, and nothing else of the host is reachable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from training_pipeline.processes import astop_process_group
+from training_pipeline.sandbox import Limits, Sandbox
+from training_pipeline.tasks.context import TaskStepContext
+
+#: A command's stdout and stderr are kept up to this size each; the rest is read and dropped.
+OUTPUT_LIMIT = 1024 * 1024
+#: Largest single file moved in or out of a sandbox.
+FILE_LIMIT = 64 * 1024 * 1024
+#: `python` as a command's first word means the pipeline's own interpreter, so a task needs no Python of
+#: its own inside the sandbox; it ignores PYTHON* variables and the user's site folder (`-E -s`) but,
+#: unlike `-I`, keeps the working directory (the sandbox folder) importable, as `python -m unittest` needs
+PYTHON_NAMES = ("python", "python3")
+
+
+@dataclass(frozen=True)
+class Completed:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    def to_dict(self, tail: int = 4000) -> dict[str, object]:
+        return {"exit_code": self.exit_code, "stdout": self.stdout[-tail:], "stderr": self.stderr[-tail:]}
+
+
+def argv_of(command: list[str]) -> list[str]:
+    if command and command[0] in PYTHON_NAMES:
+        return [sys.executable, "-E", "-s", *command[1:]]
+    return list(command)
+
+
+async def bounded_output(process: asyncio.subprocess.Process) -> tuple[bytes, bytes]:
+    async def read(stream: asyncio.StreamReader | None) -> bytes:
+        kept = bytearray()
+        while stream is not None and (chunk := await stream.read(65536)):
+            kept += chunk[: max(0, OUTPUT_LIMIT - len(kept))]
+        return bytes(kept)
+
+    out, err = await asyncio.gather(read(process.stdout), read(process.stderr))
+    await process.wait()
+    return out, err
+
+
+async def run_confined(sandbox: Sandbox, command: list[str], timeout_seconds: float) -> Completed:
+    """`command` in `sandbox`, stopped with everything it started after `timeout_seconds`."""
+    process = await sandbox.aspawn(
+        argv_of(command), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    try:
+        out, err = await asyncio.wait_for(bounded_output(process), timeout_seconds)
+    except TimeoutError:
+        await astop_process_group(process.pid)
+        raise TimeoutError(f"{' '.join(command)} ran longer than {timeout_seconds}s") from None
+    finally:
+        if process.returncode is None:
+            await astop_process_group(process.pid)
+    assert process.returncode is not None
+    return Completed(process.returncode, out.decode(errors="replace"), err.decode(errors="replace"))
+
+
+def inside(root: Path, relative: str) -> Path:
+    """`relative` under `root`, refused when it leaves the folder or passes through a symlink (code in
+    the sandbox may have replaced any path there by a link to the host)."""
+    if os.path.isabs(relative) or ".." in Path(relative).parts:
+        raise ValueError(f"{relative!r} is not a relative path inside the sandbox")
+    root = root.resolve()
+    path = root
+    for part in Path(relative).parts:
+        path = path / part
+        if path.is_symlink():
+            raise ValueError(f"{relative!r} passes through a symlink in the sandbox; refused")
+    return path
+
+
+def copy_in(source: Path, root: Path, relative: str) -> int:
+    """Copy a task file into the sandbox folder at `relative`; the destination is opened without
+    following a symlink. Returns the bytes written."""
+    size = source.stat().st_size
+    if size > FILE_LIMIT:
+        raise ValueError(f"{source.name} is {size} bytes, over the {FILE_LIMIT}-byte limit")
+    target = inside(root, relative)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    inside(root, relative)  # the folders made above may not have been replaced meanwhile
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
+    descriptor = os.open(target, flags, 0o644)
+    with os.fdopen(descriptor, "wb") as out, source.open("rb") as data:
+        while chunk := data.read(1024 * 1024):
+            out.write(chunk)
+    return size
+
+
+def copy_out(root: Path, relative: str, target: Path) -> int:
+    """Copy a regular file out of the sandbox folder (never a link, a device or a folder), read through
+    a descriptor opened without following links, to `target`. Returns the bytes copied."""
+    source = inside(root, relative)
+    try:
+        descriptor = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as err:
+        raise FileNotFoundError(f"{relative!r}: {err.strerror}") from None
+    with os.fdopen(descriptor, "rb") as data:
+        info = os.fstat(data.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError(f"{relative!r} is not a regular file")
+        if info.st_size > FILE_LIMIT:
+            raise ValueError(f"{relative!r} is {info.st_size} bytes, over the {FILE_LIMIT}-byte limit")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with target.open("wb") as out:
+            copied = 0
+            while chunk := data.read(1024 * 1024):
+                copied += len(chunk)
+                if copied > FILE_LIMIT:
+                    raise ValueError(f"{relative!r} grew past the {FILE_LIMIT}-byte limit while copied")
+                out.write(chunk)
+    return copied
+
+
+def confined(context: TaskStepContext, sandbox_name: str) -> Sandbox:
+    """The deployed sandbox `sandbox_name` as a confinement for one command (the task folder
+    read-only beside it, for scripts and data the task ships)."""
+    deployed = context.sandbox(sandbox_name)
+    return Sandbox(
+        Path(deployed.path),
+        Limits(**deployed.limits),
+        readonly=(context.runtime.base_dir.resolve(),),
+    )
