@@ -23,7 +23,7 @@ from assets.partitions import GROUP
 from resources.privacy import PrivacySettings
 from resources.sources import TrajectorySource
 from resources.storage import DataStore
-from training_pipeline.intake.filtered import filter_store
+from training_pipeline.intake.filtered import FilteredDay, adopt_staged, filter_store
 from training_pipeline.intake.ingest import IngestManifest, ingest_records, manifest_path
 from training_pipeline.trajectories.database import SourceUnavailable
 from training_pipeline.trajectories.store import day_profile, row_count
@@ -63,6 +63,7 @@ def trajectory_assets(
                 store.quarantine(day),
                 trajectory_source.describe(),
                 privacy.build_filter(),
+                FilteredDay(store.filtered(day), store.privacy_report(day)),  # staged, in the same pass
             )
         except SourceUnavailable as err:
             # the source may come back: retry this step (only this one) before failing the run
@@ -132,13 +133,19 @@ def trajectory_assets(
         day = context.partition_key
         require_materialised(store.trajectories(day), "trajectories", day)
         ingested = IngestManifest.read(manifest_path(store.trajectories(day)))
-        report = filter_store(
-            store.trajectories(day),
-            store.filtered(day),
-            store.privacy_report(day),
-            privacy.build_filter(),
-            ingested.redactions_by_rule,
-        )
+        privacy_filter = privacy.build_filter()
+        filtered = FilteredDay(store.filtered(day), store.privacy_report(day))
+        # the day the ingest filtered in its own pass, if the store and the filter are still those
+        report = adopt_staged(filtered, ingested.ingest_id, privacy_filter.fingerprint())
+        fused = report is not None
+        if report is None:
+            report = filter_store(
+                store.trajectories(day),
+                filtered.store,
+                filtered.report,
+                privacy_filter,
+                ingested.redactions_by_rule,
+            )
         context.log.info(
             f"{day}: {report['kept']} kept, {report['droppedPrivate']} dropped as private, "
             f"{report['redactionCount']} redactions, {report['anonymizationCount']} anonymisations"
@@ -146,6 +153,7 @@ def trajectory_assets(
         return MaterializeResult(
             metadata={
                 "profile": report["profile"],
+                "filtered_while_ingesting": fused,
                 "trajectories_in": report["trajectoriesIn"],
                 "kept": report["kept"],
                 "dropped_private": report["droppedPrivate"],

@@ -104,6 +104,47 @@ def test_a_day_materialises_with_counts_that_add_up(tmp_path: Path) -> None:
         assert set(meta["preview"][0]) == {"system", "user", "model"}
 
 
+def test_the_day_is_filtered_while_ingesting_and_refiltered_when_the_filter_changes(tmp_path: Path) -> None:
+    """One parse per trajectory: the ingest's pass stages the filtered day, which the filter asset
+    adopts while the stored day and the filter are unchanged; with another entity directory it filters
+    the stored day again, and the result is what a separate pass gives."""
+    from training_pipeline.intake.filtered import filter_store
+    from training_pipeline.intake.ingest import IngestManifest, manifest_path
+    from training_pipeline.trajectories.store import iter_trajectories
+
+    resources = default_resources(load_settings({"TRAINING_PIPELINE_DATA": str(tmp_path)}))
+    instance = DagsterInstance.ephemeral()
+    result = _run(resources, instance=instance)
+    assert asset_metadata(result, "filtered_trajectories")["filtered_while_ingesting"] is True
+    fused = list(iter_trajectories(tmp_path / "filtered_trajectories" / f"{DAY}.parquet"))
+    separate = filter_store(
+        tmp_path / "trajectories" / f"{DAY}.parquet",
+        tmp_path / "separate.parquet",
+        tmp_path / "separate.json",
+        resources["privacy"].build_filter(),
+        IngestManifest.read(manifest_path(tmp_path / "trajectories" / f"{DAY}.parquet")).redactions_by_rule,
+    )
+    assert list(iter_trajectories(tmp_path / "separate.parquet")) == fused
+    report = json.loads((tmp_path / "filtered_trajectories" / f"{DAY}.privacy_report.json").read_text())
+    assert report == separate and report["redactionCount"] > 0
+    assert not list(tmp_path.rglob(".staged.*")) and not list(tmp_path.rglob("*.staged-by.json"))
+
+    # the filter changes (nobody is private any more): the stored day is filtered again
+    entities = tmp_path / "entities.json"
+    sample = json.loads(Path(str(resources["privacy"].entity_directory)).read_text())
+    entities.write_text(json.dumps({**sample, "private": []}))
+    resources["privacy"] = PrivacySettings(entity_directory=str(entities))
+    again = materialize(
+        DATASET_ASSETS[1:] + ASSET_CHECKS, partition_key=DAY, resources=resources, instance=instance
+    )
+    assert again.success
+    refiltered = asset_metadata(again, "filtered_trajectories")
+    assert refiltered["filtered_while_ingesting"] is False and refiltered["dropped_private"] == 0
+    assert (
+        refiltered["kept"] == len(fused) + asset_metadata(result, "filtered_trajectories")["dropped_private"]
+    )
+
+
 def test_rematerialising_replaces_the_partition_it_never_appends(tmp_path: Path) -> None:
     resources = default_resources(load_settings({"TRAINING_PIPELINE_DATA": str(tmp_path)}))
     instance = DagsterInstance.ephemeral()

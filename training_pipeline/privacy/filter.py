@@ -10,6 +10,7 @@ filtered trajectories are stored and shared too.
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import os
 import re
 from collections import Counter
@@ -105,11 +106,28 @@ class PrivacyFilter:
         self.env_secrets = env_secrets
         self.stats = FilterStats()
 
-    def apply(self, trajectory: dict[str, Any], origin: str = "") -> bool:
-        """Filter `trajectory` in place; False when it must be dropped (a private entity takes part)."""
+    def fingerprint(self) -> str:
+        """What this filter does to a trajectory, as a digest: the profile, its rules, the entity
+        directory and the secret values. Two filters with one fingerprint give the same output, so a
+        filtered day made by one can stand for the other's."""
+        digest = hashlib.sha256(self.profile.encode())
+        for rule in self.rules.rules:
+            digest.update(f"\0{rule.label}\0{rule.pattern.pattern}".encode())
+        if self.directory is not None:
+            digest.update(repr(sorted(self.directory.handles.items())).encode())
+            digest.update(repr(sorted(self.directory.private)).encode())
+            digest.update(repr(self.directory.platforms).encode())
+        for secret in self.env_secrets:
+            digest.update(b"\1" + hashlib.sha256(secret.encode()).digest())
+        return digest.hexdigest()
+
+    def apply(self, trajectory: dict[str, Any], origin: str = "", redacted: bool = False) -> bool:
+        """Filter `trajectory` in place; False when it must be dropped (a private entity takes part).
+        `redacted`: this filter has already redacted its credentials (the ingest's fused pass)."""
         stats = self.stats
         stats.trajectories_in += 1
-        self.redact_credentials(trajectory)
+        if not redacted:
+            self.redact_credentials(trajectory)
         entities: set[str] = set()
         if self.directory is not None:
             for call in iter_llm_calls(trajectory):
