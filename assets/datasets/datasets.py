@@ -14,6 +14,7 @@ from dagster import (
     AssetCheckResult,
     AssetChecksDefinition,
     AssetCheckSeverity,
+    AssetCheckSpec,
     AssetExecutionContext,
     AssetKey,
     AssetsDefinition,
@@ -23,17 +24,18 @@ from dagster import (
     MetadataValue,
     PartitionsDefinition,
     asset,
-    asset_check,
     multi_asset,
+    multi_asset_check,
 )
 
 from assets.datasets.trajectories import require_materialised
 from assets.partitions import GROUP
 from resources.privacy import PrivacySettings
 from resources.storage import DataStore
+from training_pipeline.datasets.daily import adopt_datasets
 from training_pipeline.datasets.export import export_store
 from training_pipeline.datasets.tasks import SUMMARY_FILE_NAME, TASK_FILE_NAMES, TASKS, Task
-from training_pipeline.datasets.validate import message_texts, validate_dataset_file
+from training_pipeline.datasets.validate import inspect_dataset_file
 from training_pipeline.privacy.scan import SecretScanner
 
 _PREVIEW_CHARS = 240
@@ -64,75 +66,97 @@ def _dataset_file(store: DataStore, day: str, task: Task) -> Path:
     return store.datasets(day) / TASK_FILE_NAMES[task]
 
 
-def _checks_for(task: Task, daily_partitions: PartitionsDefinition) -> list[AssetChecksDefinition]:
-    @asset_check(
-        asset=AssetKey(task),
-        name="no_credentials",
-        partitions_def=daily_partitions,
-        blocking=True,
-        description="Blocking: an independent detector (detect-secrets' plugins and the "
-        "environment's secret values) finds no credential in any message.",
+_CHECKS = {
+    "no_credentials": (
+        True,
+        "Blocking: an independent detector (detect-secrets' plugins and the environment's secret values) "
+        "finds no credential in any message.",
+    ),
+    "valid_jsonl": (True, 'Every line is {"messages": [system, user, model]} with string contents.'),
+    "counts_add_up": (
+        False,
+        "Lines in the file = the summary's count; the summary's trajectories = those the privacy "
+        "filter kept.",
+    ),
+}
+
+
+def _dataset_checks(daily_partitions: PartitionsDefinition) -> AssetChecksDefinition:
+    """The three checks of each dataset as one step: each file is read once for all three, and one
+    scanner (its per-line cache) serves the five files, whose prompts share most of their lines."""
+
+    @multi_asset_check(
+        name="dataset_checks",
+        specs=[
+            AssetCheckSpec(
+                name,
+                asset=AssetKey(task),
+                blocking=blocking,
+                description=description,
+                partitions_def=daily_partitions,
+            )
+            for task in TASKS
+            for name, (blocking, description) in _CHECKS.items()
+        ],
+        can_subset=True,
     )
-    def no_credentials(
+    def dataset_checks(
         context: AssetCheckExecutionContext, privacy: PrivacySettings, store: DataStore
-    ) -> AssetCheckResult:
-        path = _dataset_file(store, context.partition_key, task)
-        scanner = privacy.scanner()
-        report = scanner.scan(message_texts(path))
-        return AssetCheckResult(
-            passed=report.clean,
-            severity=AssetCheckSeverity.ERROR,
-            metadata={
-                "messages_scanned": report.texts_scanned,
-                "findings": sum(report.findings.values()),
-                "findings_by_type": MetadataValue.json(dict(report.findings)),
-                "locations": MetadataValue.json(report.locations),
-            },
-        )
-
-    @asset_check(
-        asset=AssetKey(task),
-        name="valid_jsonl",
-        partitions_def=daily_partitions,
-        blocking=True,
-        description='Every line is {"messages": [system, user, model]} with string contents.',
-    )
-    def valid_jsonl(context: AssetCheckExecutionContext, store: DataStore) -> AssetCheckResult:
-        result = validate_dataset_file(_dataset_file(store, context.partition_key, task))
-        return AssetCheckResult(
-            passed=not result.errors,
-            metadata={"lines": result.lines, "errors": MetadataValue.json(result.errors[:20])},
-        )
-
-    @asset_check(
-        asset=AssetKey(task),
-        name="counts_add_up",
-        partitions_def=daily_partitions,
-        description="Lines in the file = the summary's count; the summary's trajectories = "
-        "those the privacy filter kept.",
-    )
-    def counts_add_up(context: AssetCheckExecutionContext, store: DataStore) -> AssetCheckResult:
+    ) -> Iterator[AssetCheckResult]:
         day = context.partition_key
+        selected = {(key.asset_key.to_user_string(), key.name) for key in context.selected_asset_check_keys}
         summary = json.loads((store.datasets(day) / SUMMARY_FILE_NAME).read_text(encoding="utf-8"))
         report = json.loads(store.privacy_report(day).read_text(encoding="utf-8"))
-        with _dataset_file(store, day, task).open("rb") as handle:
-            lines = sum(1 for _ in handle)
-        metrics = summary["taskMetrics"][task]
-        ok = (
-            lines == summary["counts"][task] == metrics["exampleCount"] == metrics["sourceCallCount"]
-            and summary["trajectoryCount"] == report["kept"]
-        )
-        return AssetCheckResult(
-            passed=ok,
-            metadata={
-                "lines": lines,
-                "summary_count": summary["counts"][task],
-                "trajectories": summary["trajectoryCount"],
-                "kept_by_filter": report["kept"],
-            },
-        )
+        scanner = privacy.scanner()
+        for task in TASKS:
+            wanted = {name for name in _CHECKS if (task, name) in selected}
+            if not wanted:
+                continue
+            validation, scan = inspect_dataset_file(_dataset_file(store, day, task), scanner)
+            metrics = summary["taskMetrics"][task]
+            results = {
+                "no_credentials": AssetCheckResult(
+                    asset_key=AssetKey(task),
+                    check_name="no_credentials",
+                    passed=scan.clean,
+                    severity=AssetCheckSeverity.ERROR,
+                    metadata={
+                        "messages_scanned": scan.texts_scanned,
+                        "findings": sum(scan.findings.values()),
+                        "findings_by_type": MetadataValue.json(dict(scan.findings)),
+                        "locations": MetadataValue.json(scan.locations),
+                    },
+                ),
+                "valid_jsonl": AssetCheckResult(
+                    asset_key=AssetKey(task),
+                    check_name="valid_jsonl",
+                    passed=not validation.errors,
+                    metadata={
+                        "lines": validation.lines,
+                        "errors": MetadataValue.json(validation.errors[:20]),
+                    },
+                ),
+                "counts_add_up": AssetCheckResult(
+                    asset_key=AssetKey(task),
+                    check_name="counts_add_up",
+                    passed=validation.lines
+                    == summary["counts"][task]
+                    == metrics["exampleCount"]
+                    == metrics["sourceCallCount"]
+                    and summary["trajectoryCount"] == report["kept"],
+                    metadata={
+                        "lines": validation.lines,
+                        "summary_count": summary["counts"][task],
+                        "trajectories": summary["trajectoryCount"],
+                        "kept_by_filter": report["kept"],
+                    },
+                ),
+            }
+            for name in _CHECKS:
+                if name in wanted:
+                    yield results[name]
 
-    return [no_credentials, valid_jsonl, counts_add_up]
+    return dataset_checks
 
 
 def dataset_assets(
@@ -160,8 +184,13 @@ def dataset_assets(
         day = context.partition_key
         require_materialised(store.filtered(day), "filtered_trajectories", day)
         out_dir = store.datasets(day)
-        writer = export_store(store.filtered(day), out_dir)
-        summary = writer.last_summary or {}
+        # the datasets the ingest's pass exported, if the filtered day is still the one they came from
+        staged = adopt_datasets(out_dir, store.filtered(day))
+        if staged is not None:
+            summary, previews = staged.summary, staged.previews
+        else:
+            writer = export_store(store.filtered(day), out_dir)
+            summary, previews = writer.last_summary or {}, writer.previews
         context.log.info(f"{day}: {summary['llmCallCount']} LLM calls → {json.dumps(summary['counts'])}")
         scanner = privacy.scanner()
         for task in TASKS:
@@ -174,7 +203,8 @@ def dataset_assets(
                     "source_trajectories": metrics["sourceTrajectoryCount"],
                     "trajectories": summary["trajectoryCount"],
                     "llm_calls": summary["llmCallCount"],
-                    "preview": MetadataValue.json(_preview(writer.previews[task], scanner)),
+                    "preview": MetadataValue.json(_preview(previews[task], scanner)),
+                    "exported_while_ingesting": staged is not None,
                     "path": MetadataValue.path(str(out_dir / TASK_FILE_NAMES[task])),
                     "summary_path": MetadataValue.path(str(out_dir / SUMMARY_FILE_NAME)),
                 },
@@ -199,5 +229,4 @@ def dataset_assets(
         context.log.info(f"{day}: {len(urls)} files published to {location}")
         return MaterializeResult(metadata={"url": MetadataValue.url(location), "files": len(urls)})
 
-    checks = [check for task in TASKS for check in _checks_for(task, daily_partitions)]
-    return task_datasets, checks, shared_datasets
+    return task_datasets, [_dataset_checks(daily_partitions)], shared_datasets

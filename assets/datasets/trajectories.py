@@ -23,8 +23,9 @@ from assets.partitions import GROUP
 from resources.privacy import PrivacySettings
 from resources.sources import TrajectorySource
 from resources.storage import DataStore
+from training_pipeline.datasets.daily import ingest_day
 from training_pipeline.intake.filtered import FilteredDay, adopt_staged, filter_store
-from training_pipeline.intake.ingest import IngestManifest, ingest_records, manifest_path
+from training_pipeline.intake.ingest import IngestManifest, manifest_path
 from training_pipeline.trajectories.database import SourceUnavailable
 from training_pipeline.trajectories.store import day_profile, row_count
 
@@ -57,13 +58,15 @@ def trajectory_assets(
         day = context.partition_key
         parquet = store.trajectories(day)
         try:
-            manifest = ingest_records(
+            # one pass: the stored day, and the filtered day and datasets staged for the next layers
+            manifest = ingest_day(
                 trajectory_source.read_day(date.fromisoformat(day)),
                 parquet,
                 store.quarantine(day),
                 trajectory_source.describe(),
                 privacy.build_filter(),
-                FilteredDay(store.filtered(day), store.privacy_report(day)),  # staged, in the same pass
+                FilteredDay(store.filtered(day), store.privacy_report(day)),
+                store.datasets(day),
             )
         except SourceUnavailable as err:
             # the source may come back: retry this step (only this one) before failing the run

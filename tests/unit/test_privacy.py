@@ -212,3 +212,27 @@ def test_no_catastrophic_backtracking_on_hostile_200k_texts(text: str) -> None:
     PrivacyFilter("strict").redact(text)
     PrivacyFilter("elizaos").redact(text)
     assert time.perf_counter() - started < 5
+
+
+def test_a_dataset_file_is_validated_and_scanned_in_one_read(tmp_path) -> None:
+    from training_pipeline.datasets.validate import inspect_dataset_file
+    from training_pipeline.privacy.scan import SecretScanner
+
+    messages = [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "u"},
+        {"role": "model", "content": "token ghp_PLANTEDsecretAbCdEfGhIjKlMnOpQrStUvWx"},
+    ]
+    good = {"messages": messages}
+    path = tmp_path / "response_trajectories.jsonl"
+    path.write_text(
+        json.dumps(good)
+        + "\n"
+        + "{not json\n"
+        + json.dumps({"messages": [{"role": "user", "content": 1}]})
+        + "\n"
+    )
+    validation, scan = inspect_dataset_file(path, SecretScanner())
+    assert validation.lines == 3
+    assert [e.split(":")[0] for e in validation.errors] == ["line 2", "line 3"]
+    assert scan.texts_scanned == 3 and not scan.clean and scan.locations == ["line 1 (model)"]

@@ -127,9 +127,14 @@ def test_the_day_is_filtered_while_ingesting_and_refiltered_when_the_filter_chan
     assert list(iter_trajectories(tmp_path / "separate.parquet")) == fused
     report = json.loads((tmp_path / "filtered_trajectories" / f"{DAY}.privacy_report.json").read_text())
     assert report == separate and report["redactionCount"] > 0
-    assert not list(tmp_path.rglob(".staged.*")) and not list(tmp_path.rglob("*.staged-by.json"))
+    assert asset_metadata(result, "response")["exported_while_ingesting"] is True
+    assert not list(tmp_path.rglob(".staged.*")) and not list(tmp_path.rglob("*staged-by.json"))
 
-    # the filter changes (nobody is private any more): the stored day is filtered again
+    # the day is ingested again (staging anew), then the filter changes (nobody is private any more):
+    # the stored day is filtered again, and the staged datasets, made from the old filtered day, are not
+    # adopted
+    assert materialize(DATASET_ASSETS[:1], partition_key=DAY, resources=resources, instance=instance).success
+    assert list(tmp_path.rglob("*staged-by.json"))
     entities = tmp_path / "entities.json"
     sample = json.loads(Path(str(resources["privacy"].entity_directory)).read_text())
     entities.write_text(json.dumps({**sample, "private": []}))

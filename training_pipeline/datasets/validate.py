@@ -7,6 +7,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import orjson
+
+from training_pipeline.privacy.scan import ScanReport, SecretScanner
+
 EXPECTED_ROLES = ["system", "user", "model"]
 
 
@@ -16,23 +20,36 @@ class ValidationResult:
     errors: list[str] = field(default_factory=list)
 
 
-def validate_dataset_file(path: Path) -> ValidationResult:
-    """Every line must be `{"messages": [system, user, model]}` with string contents; errors name the line."""
+def inspect_dataset_file(path: Path, scanner: SecretScanner) -> tuple[ValidationResult, ScanReport]:
+    """Is every line `{"messages": [system, user, model]}` with string contents (errors name the
+    line), and what does the scanner find in the messages: both in one read of the file."""
     result = ValidationResult()
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            result.lines += 1
-            problem = _line_problem(raw)
-            if problem:
-                result.errors.append(f"line {number}: {problem}")
-    return result
+
+    def texts() -> Iterator[tuple[str, str]]:
+        with path.open("rb") as handle:
+            for number, raw in enumerate(handle, start=1):
+                result.lines += 1
+                try:
+                    record = orjson.loads(raw)
+                except orjson.JSONDecodeError:
+                    try:  # what orjson refuses but JSON allows (an escaped lone surrogate)
+                        record = json.loads(raw)
+                    except ValueError as err:
+                        result.errors.append(f"line {number}: not JSON ({err})")
+                        continue
+                problem = _record_problem(record)
+                if problem:
+                    result.errors.append(f"line {number}: {problem}")
+                messages = record.get("messages") if isinstance(record, dict) else None
+                for message in messages if isinstance(messages, list) else ():
+                    if isinstance(message, dict) and isinstance(message.get("content"), str):
+                        yield f"line {number} ({message.get('role')})", message["content"]
+
+    report = scanner.scan(texts())
+    return result, report
 
 
-def _line_problem(raw: bytes) -> str | None:
-    try:
-        record = json.loads(raw)
-    except ValueError as err:
-        return f"not JSON ({err})"
+def _record_problem(record: object) -> str | None:
     if not isinstance(record, dict) or set(record) != {"messages"}:
         return 'expected an object with exactly the key "messages"'
     messages = record["messages"]
@@ -49,7 +66,7 @@ def _line_problem(raw: bytes) -> str | None:
 
 def message_texts(path: Path) -> Iterator[tuple[str, str]]:
     """(location, content) of every message in a dataset file, for scanning; malformed lines are
-    skipped here (`validate_dataset_file` reports them)."""
+    skipped here (`inspect_dataset_file` reports them)."""
     with path.open(encoding="utf-8") as handle:
         for number, line in enumerate(handle, start=1):
             try:

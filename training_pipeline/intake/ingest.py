@@ -5,9 +5,10 @@ from __future__ import annotations
 import contextlib
 import json
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from training_pipeline.atomic import atomic_write_text
 from training_pipeline.intake.filtered import FilteredDay, report_of, stage
@@ -51,12 +52,14 @@ def ingest_records(
     source: str,
     privacy: PrivacyFilter | None = None,
     filtered: FilteredDay | None = None,
+    each_filtered: Callable[[dict[str, Any]], None] | None = None,
 ) -> IngestManifest:
     """Valid records to `parquet`, the rest to `quarantine`; the manifest is written last, so its
     presence means both files are complete. With `privacy`, the day is stored with its credentials
     already redacted as that profile redacts them (nothing is kept in clear that the datasets would not
     show). With `filtered` too, the same pass applies the rest of the filter (handles, private people)
-    and stages the filtered day for `filtered_trajectories` to adopt: one parse per trajectory."""
+    and stages the filtered day for `filtered_trajectories` to adopt: one parse per trajectory; each
+    trajectory the filter keeps is also handed to `each_filtered` (the datasets' staged export)."""
     records_in = 0
     ingest_id = uuid.uuid4().hex
     fused = privacy is not None and filtered is not None
@@ -75,6 +78,8 @@ def ingest_records(
             store.add(parsed.trajectory, parsed.origin, text)  # serialised now: the filter may go on
             if staged is not None and privacy.apply(parsed.trajectory, parsed.origin, redacted=True):
                 staged.add(parsed.trajectory, parsed.origin)
+                if each_filtered is not None:
+                    each_filtered(parsed.trajectory)
     redactions = dict(sorted(privacy.stats.redactions.items())) if privacy is not None else {}
     manifest = IngestManifest(
         records_in, store.count, bad.count, store.llm_call_count, source, bad.reasons, redactions, ingest_id
