@@ -32,8 +32,7 @@ from assets.datasets.trajectories import require_materialised
 from assets.partitions import GROUP
 from resources.privacy import PrivacySettings
 from resources.storage import DataStore
-from training_pipeline.datasets.daily import adopt_datasets
-from training_pipeline.datasets.export import export_store
+from training_pipeline.datasets.daily import adopt_datasets, export_store
 from training_pipeline.datasets.tasks import SUMMARY_FILE_NAME, TASK_FILE_NAMES, TASKS, Task
 from training_pipeline.datasets.validate import inspect_dataset_file
 from training_pipeline.privacy.scan import SecretScanner

@@ -25,6 +25,7 @@ from training_pipeline.intake.filtered import FilteredDay
 from training_pipeline.intake.ingest import IngestManifest, ingest_records
 from training_pipeline.privacy.filter import PrivacyFilter
 from training_pipeline.trajectories.records import ParsedRecord
+from training_pipeline.trajectories.store import iter_trajectories
 
 #: written last into a staged datasets folder: what it was exported from, and its previews
 STAMP_NAME = "staged-by.json"
@@ -94,3 +95,17 @@ def adopt_datasets(datasets: Path, filtered_store: Path) -> StagedDatasets | Non
     with contextlib.suppress(OSError):
         staged.rmdir()
     return StagedDatasets(summary, stamp["previews"])
+
+
+def export_store(filtered: Path, out_dir: Path, preview_rows: int = 3) -> DatasetWriter:
+    """Build the five datasets of a stored day of filtered trajectories; returns the closed writer
+    (its `counts`, `previews` and summary)."""
+    writer = DatasetWriter(out_dir, preview_rows=preview_rows, provenance=True)
+    try:
+        for _, trajectory in iter_trajectories(filtered):
+            writer.add(trajectory)
+    except BaseException:
+        writer.abort()
+        raise
+    writer.close()
+    return writer

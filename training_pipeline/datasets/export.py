@@ -23,7 +23,6 @@ from training_pipeline.datasets.tasks import (
     infer_tasks,
 )
 from training_pipeline.trajectories.models import iter_llm_calls
-from training_pipeline.trajectories.store import iter_trajectories
 
 #: (trajectory id, LLM call count, [(task, JSONL line as UTF-8)]) — one trajectory's examples, in
 #: elizaOS's order. Bytes, because they are written to binary files, maybe after crossing processes.
@@ -118,17 +117,3 @@ class DatasetWriter:
         for handle in (*self._files.values(), *self._provenance.values()):
             handle.close()
         self._staged.discard()
-
-
-def export_store(filtered: Path, out_dir: Path, preview_rows: int = 3) -> DatasetWriter:
-    """Build the five datasets of a stored day of filtered trajectories; returns the closed writer
-    (its `counts`, `previews` and summary)."""
-    writer = DatasetWriter(out_dir, preview_rows=preview_rows, provenance=True)
-    try:
-        for _, trajectory in iter_trajectories(filtered):
-            writer.add(trajectory)
-    except BaseException:
-        writer.abort()
-        raise
-    writer.close()
-    return writer
