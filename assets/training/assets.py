@@ -129,12 +129,18 @@ def training_run(
     )
 
 
+#: what a training run made: partitioned like it, after it, and materialised only when the run made it
+_MADE_BY_THE_RUN = {
+    "partitions_def": task_partitions,
+    "deps": [training_run],
+    "group_name": GROUP,
+    "kinds": {"python"},
+    "output_required": False,
+}
+
+
 @asset(
-    partitions_def=task_partitions,
-    deps=[training_run],
-    group_name=GROUP,
-    kinds={"python"},
-    output_required=False,
+    **_MADE_BY_THE_RUN,
     description="The model a hosted tuning job produced: polls the job `training_run` created in the same "
     "run to a terminal state, logging progress, and records the tuned model's endpoint.",
 )
@@ -176,11 +182,7 @@ def tuned_model(
 
 
 @asset(
-    partitions_def=task_partitions,
-    deps=[training_run],
-    group_name=GROUP,
-    kinds={"python"},
-    output_required=False,
+    **_MADE_BY_THE_RUN,
     description="The prompt the native backend optimised in this run and the promotion gate's verdict: "
     "the paired held-out gain over the baseline with its bootstrap interval, promoted (published as the "
     "task's prompt) or rejected; the score by round, every variant's lineage, and the records tree.",

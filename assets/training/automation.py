@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from dagster import (
     AssetKey,
@@ -25,6 +27,9 @@ from assets.training.evaluation import prompt_evaluation
 from resources.training import TrainingSettings
 from training_pipeline.datasets.tasks import TASKS
 from training_pipeline.training.trigger import TriggerState
+
+if TYPE_CHECKING:  # what define_asset_job returns; dagster does not export its name
+    from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
 training_job = define_asset_job(
     "training_job",
@@ -118,12 +123,9 @@ def fire_ready_tasks(context: SensorEvaluationContext, training: TrainingSetting
 def threshold_sensor(interval_seconds: int) -> SensorDefinition:
     """`fire_ready_tasks`, evaluated by the daemon every `interval_seconds`
     (`TRAINING_PIPELINE_SENSOR_INTERVAL_SECONDS`); each tick reads only events after its cursor."""
-    return sensor(
-        name="training_threshold_sensor",
-        job=training_job,
-        minimum_interval_seconds=interval_seconds,
-        default_status=DefaultSensorStatus.STOPPED,
-    )(fire_ready_tasks)
+    return _sensor(
+        "training_threshold_sensor", training_job, fire_ready_tasks, interval_seconds, running=False
+    )
 
 
 def launch_evaluations(context: SensorEvaluationContext) -> SensorResult:
@@ -162,9 +164,19 @@ def launch_evaluations(context: SensorEvaluationContext) -> SensorResult:
 
 def evaluation_sensor(interval_seconds: int) -> SensorDefinition:
     """`launch_evaluations`, on by default: the loop from a promotion to its evaluation needs no hand."""
+    return _sensor("evaluation_sensor", evaluation_job, launch_evaluations, interval_seconds, running=True)
+
+
+def _sensor(
+    name: str,
+    job: UnresolvedAssetJobDefinition,
+    evaluate: Callable[..., SensorResult],
+    interval_seconds: int,
+    running: bool,
+) -> SensorDefinition:
     return sensor(
-        name="evaluation_sensor",
-        job=evaluation_job,
+        name=name,
+        job=job,
         minimum_interval_seconds=interval_seconds,
-        default_status=DefaultSensorStatus.RUNNING,
-    )(launch_evaluations)
+        default_status=DefaultSensorStatus.RUNNING if running else DefaultSensorStatus.STOPPED,
+    )(evaluate)

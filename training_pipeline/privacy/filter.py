@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
-import os
 import re
 from collections import Counter
 from collections.abc import Mapping
@@ -26,6 +25,7 @@ from training_pipeline.privacy.rules import (
     STRICT_SECRET_ENV_NAME,
     RuleSet,
 )
+from training_pipeline.settings import process_environment
 from training_pipeline.trajectories.models import iter_llm_calls
 
 Profile = Literal["elizaos", "strict"]
@@ -42,7 +42,7 @@ def secret_env_values(
     `names` is a glob restricting which variables are considered at all (the reference runner only
     looks at `REFERENCE_SECRET_*`).
     """
-    environ = os.environ if environ is None else environ
+    environ = process_environment() if environ is None else environ
     marker = SECRET_ENV_NAME if profile == "elizaos" else STRICT_SECRET_ENV_NAME
     values = [
         value

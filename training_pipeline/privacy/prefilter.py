@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 import re
 import threading
 from collections.abc import Sequence
-from pathlib import Path
 
 import hyperscan
+
+from training_pipeline.settings import cache_dir
 
 # A class, a `\uXXXX` escape, any other escape, a bounded repeat, or one character of the pattern.
 _TOKEN = re.compile(r"(\[\^?\]?(?:\\.|[^\\\]])*\])|(\\u[0-9a-fA-F]{4})|\\.|\{(\d+),\d+\}|.", re.DOTALL)
@@ -80,7 +80,7 @@ class RuleGate:
 
 def _cached_database(expressions: list[bytes], flags: list[int]) -> hyperscan.Database:
     key = hashlib.sha256(repr((hyperscan.__version__, expressions, flags)).encode()).hexdigest()[:32]
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "training_pipeline"
+    cache = cache_dir()
     path = cache / f"gate-{key}.hsdb"
     with contextlib.suppress(OSError, hyperscan.error):
         return hyperscan.loadb(path.read_bytes(), mode=hyperscan.HS_MODE_BLOCK)

@@ -9,16 +9,16 @@ agent read in an email, a script printed, or a service echoed in an error is sto
 from __future__ import annotations
 
 import functools
-import os
 from typing import Any
 
 from training_pipeline.privacy.filter import PrivacyFilter, secret_env_values
+from training_pipeline.settings import process_environment
 
 
 def stored_filter() -> PrivacyFilter:
     """The strict filter with the environment's secret values as they are now (a test or a worker may
     have set more since the last call)."""
-    return _filter(secret_env_values("strict", os.environ))
+    return _filter(secret_env_values("strict", process_environment()))
 
 
 @functools.lru_cache(maxsize=8)
