@@ -88,20 +88,23 @@ def test_kill_9_mid_write_leaves_nothing_partial_and_a_rerun_matches(tmp_path: P
     env = _env(tmp_path, TRAJECTORY_DIR=str(source))
     process = _cli(env, "materialize", "--start", day)
     datasets = tmp_path / "data" / "datasets" / day
+    staged = datasets.with_name(f".staged.{day}")  # the day's single pass writes the datasets here
     deadline = time.monotonic() + 240
-    while not list(datasets.glob(".*.tmp")):  # the dataset files are being written
+    while not list(staged.glob(".*.tmp")):  # the dataset files are being written
         assert process.poll() is None, "finished before it could be interrupted"
         assert time.monotonic() < deadline
         time.sleep(0.005)
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
 
-    # nothing half-written under a real name, and Dagster does not hold the day as materialised
-    assert not [name for name in _visible(datasets) if name.endswith(".jsonl")]
+    # nothing half-written under a real name, nothing staged for adoption, and Dagster does not hold
+    # the day as materialised
+    assert not datasets.exists() or not [n for n in _visible(datasets) if n.endswith(".jsonl")]
+    assert not (staged / "staged-by.json").exists()
     home = Path(env["DAGSTER_HOME"])
     with _instance(home) as instance:
         assert day not in instance.get_materialized_partitions(AssetKey("should_respond"))
-        assert day in instance.get_materialized_partitions(AssetKey("filtered_trajectories"))
+        assert day not in instance.get_materialized_partitions(AssetKey("trajectories"))
 
     # a re-run writes exactly what an uninterrupted run wrote
     assert _cli(env, "materialize", "--start", day).wait(timeout=300) == 0
@@ -111,6 +114,7 @@ def test_kill_9_mid_write_leaves_nothing_partial_and_a_rerun_matches(tmp_path: P
     for summary in summaries:
         del summary["generatedAt"]  # the only thing that differs between two runs: when
     assert rerun == expected and summaries[0] == summaries[1]
+    assert not staged.exists()  # adopted whole: the killed run's temp files went with the re-run
     with _instance(home) as instance:
         assert day in instance.get_materialized_partitions(AssetKey("should_respond"))
 
