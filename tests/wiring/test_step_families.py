@@ -103,6 +103,8 @@ def test_the_fix_the_tests_example_runs_end_to_end(data: Path, monkeypatch: pyte
     kept = context["metadata"]["artifacts"]["keep"]
     assert sorted(kept) == ["artifacts/keep/slugify.py", "artifacts/keep/test_slugify.py"]
     assert "re.findall" in (data / "task_runs" / result.run_id / "artifacts/keep/slugify.py").read_text()
+    # the server's stderr went to a file of the run (scrubbed at its end), not to the pipeline's
+    assert (data / "task_runs" / result.run_id / "work" / "files" / "files.stderr.log").is_file()
 
 
 def test_a_partial_fix_scores_the_share_of_tests_that_pass(

@@ -15,6 +15,7 @@ import contextlib
 import json
 import threading
 from concurrent.futures import Future
+from pathlib import Path
 from typing import Any
 
 from mcp import ClientSession, StdioServerParameters
@@ -35,9 +36,12 @@ class ToolServer:
     """One running MCP server and its session; use as a context manager."""
 
     def __init__(
-        self, name: str, sandbox: Sandbox, command: list[str], timeout_seconds: float = 30.0
+        self, name: str, sandbox: Sandbox, command: list[str], errlog: Path, timeout_seconds: float = 30.0
     ) -> None:
+        """`errlog`: where the server's stderr goes (a file of the run, scrubbed when the run ends:
+        never the pipeline's own stderr, which Dagster keeps)."""
         self.name = name
+        self.errlog = errlog
         self.sandbox = sandbox
         self.command = command
         self.timeout_seconds = timeout_seconds
@@ -69,8 +73,13 @@ class ToolServer:
             command=argv[0], args=argv[1:], env=self.sandbox.environment(), cwd=str(self.sandbox.workdir)
         )
         self._stop = asyncio.Event()
+        self.errlog.parent.mkdir(parents=True, exist_ok=True)
+        errlog = self.errlog.open("a", encoding="utf-8")
         try:
-            async with stdio_client(parameters) as (read, write), ClientSession(read, write) as session:
+            async with (
+                stdio_client(parameters, errlog=errlog) as (read, write),
+                ClientSession(read, write) as session,
+            ):
                 await session.initialize()
                 listed = await session.list_tools()
                 self._tools = [
@@ -93,6 +102,7 @@ class ToolServer:
             raise
         finally:
             self._session = None
+            errlog.close()
 
     def tools(self) -> list[dict[str, Any]]:
         """The server's tools as OpenAI function schemas."""

@@ -72,7 +72,8 @@ class PromptAgentStep(TaskStep):
 
     async def execute(self, context: TaskStepContext) -> None:
         agent = context.agent(self.agent_name)
-        with contextlib.ExitStack() as stack:
+        stack = contextlib.ExitStack()
+        try:
             providers: dict[str, ToolProvider] = {
                 name: stack.enter_context(context.env_client(name)) for name in agent.env_names
             }
@@ -86,6 +87,8 @@ class PromptAgentStep(TaskStep):
                 )
             finally:
                 chat.close()
+        finally:  # off the event loop: stopping a tool server waits for its process
+            await asyncio.to_thread(stack.close)
         context.prompt_responses = [r for r in context.prompt_responses if r.name != self.prompt_id] + [
             response
         ]
@@ -192,8 +195,8 @@ def _run_tool(routes: dict[str, ToolProvider], call: dict[str, Any]) -> str:
         if name not in routes:
             raise ValueError(f"no tool named {name!r}")
         return json.dumps(routes[name].call_tool(name, arguments))
-    except (ValueError, RuntimeError) as err:
-        return json.dumps({"error": str(err)})
+    except (ValueError, RuntimeError, TimeoutError) as err:
+        return json.dumps({"error": str(err) or type(err).__name__})
 
 
 def _tool_calls(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -265,4 +268,5 @@ def tool_server(context: TaskStepContext, name: str) -> ToolServer:
             Limits(**spec["limits"]),
             readonly=(context.runtime.base_dir.resolve(),),
         )
-    return ToolServer(name, sandbox, spec["command"], spec["timeout_seconds"])
+    errlog = context.runtime.work_dir(spec["step_id"]) / f"{name}.stderr.log"
+    return ToolServer(name, sandbox, spec["command"], errlog, spec["timeout_seconds"])
