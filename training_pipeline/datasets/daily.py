@@ -60,6 +60,7 @@ def ingest_day(
     preview_rows: int = 3,
 ) -> IngestManifest:
     """The stored day, its quarantine and manifest, the staged filtered day and the staged datasets."""
+    (staged_dir(datasets) / STAMP_NAME).unlink(missing_ok=True)  # nothing older adopted if this stops
     writer = DatasetWriter(staged_dir(datasets), preview_rows=preview_rows, provenance=True)
     try:
         manifest = ingest_records(records, parquet, quarantine, source, privacy, filtered, writer.add)

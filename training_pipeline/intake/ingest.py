@@ -63,6 +63,8 @@ def ingest_records(
     records_in = 0
     ingest_id = uuid.uuid4().hex
     fused = privacy is not None and filtered is not None
+    if filtered is not None:  # an older staged day must not be adopted if this pass stops half-way
+        filtered.stamp.unlink(missing_ok=True)
     with contextlib.ExitStack() as stack:
         store = stack.enter_context(TrajectoryParquetWriter(parquet))
         bad = stack.enter_context(QuarantineWriter(quarantine))
