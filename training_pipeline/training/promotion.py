@@ -29,8 +29,8 @@ from training_pipeline.optimizers.scoring import SCORERS, default_scorer
 from training_pipeline.privacy.stored import safe_value
 from training_pipeline.training.records import RunRecord, RunStore
 
-#: bootstrap resamples drawn at a time, to bound memory on large splits
-_CHUNK = 1_000
+#: resampled indices held at once (resamples × examples), to bound memory on large splits
+_INDICES_AT_ONCE = 2_000_000
 
 
 class PromotionPolicy(BaseModel):
@@ -109,8 +109,9 @@ def paired_bootstrap(
         return 0.0, 0.0, 0.0
     rng = np.random.default_rng(seed)
     means = np.empty(resamples)
-    for start in range(0, resamples, _CHUNK):
-        size = min(_CHUNK, resamples - start)
+    chunk = max(1, _INDICES_AT_ONCE // n)
+    for start in range(0, resamples, chunk):
+        size = min(chunk, resamples - start)
         means[start : start + size] = diffs[rng.integers(0, n, size=(size, n))].mean(axis=1)
     tail = (1.0 - confidence) / 2
     low, high = np.quantile(means, [tail, 1.0 - tail])
