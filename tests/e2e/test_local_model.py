@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from training_pipeline.backends.base import DispatchRequest
+from training_pipeline.datasets.tasks import ids_path
 from training_pipeline.llm.client import ChatClient
 from training_pipeline.llm.local import LocalModelServer, local_model_available
 from training_pipeline.optimizers.native import load_artifact, run_native
 from training_pipeline.optimizers.programs import OptimiserConfig
-from training_pipeline.training.window import ids_path
 
 pytestmark = pytest.mark.skipif(
     not local_model_available(), reason="local model not installed (make local-llm)"

@@ -10,13 +10,13 @@ import pytest
 
 from tests.fake_chat import FakeChatServer
 from training_pipeline.backends.base import BackendError, DispatchRequest
+from training_pipeline.datasets.tasks import ids_path
 from training_pipeline.llm.client import ChatClient
 from training_pipeline.optimizers.examples import load_examples, split_by_trajectory
 from training_pipeline.optimizers.native import load_artifact, run_native
 from training_pipeline.optimizers.programs import REWRITE, OptimiserConfig
 from training_pipeline.optimizers.scoring import action_match, agreement, planner_action
 from training_pipeline.stages import Budget, StageRecord
-from training_pipeline.training.window import ids_path
 
 NAMES = ["ada", "bo", "cy", "di", "ed", "flo", "gus", "hal", "ivy", "jo", "kit", "lu"]
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, Literal
 
 from training_pipeline.jscompat import JS_LINE_TERMINATORS, js_trim, utf16_prefix
@@ -173,3 +174,8 @@ def build_example(call: dict[str, Any], task: Task) -> dict[str, list[dict[str, 
             {"role": "model", "content": response},
         ]
     }
+
+
+def ids_path(dataset: Path) -> Path:
+    """The trajectory-id sidecar of a window dataset (one JSON id per example line)."""
+    return dataset.with_name(dataset.name.removesuffix(".jsonl") + ".ids.jsonl")

@@ -11,12 +11,12 @@ from typing import Any
 
 from training_pipeline.atomic import atomic_write_text
 from training_pipeline.backends.base import BackendError, DispatchRequest, DispatchResult
+from training_pipeline.datasets.tasks import ids_path
 from training_pipeline.optimizers.examples import load_examples, split_by_trajectory
 from training_pipeline.optimizers.programs import PROGRAMS, Checkpoint, OptimiserConfig
 from training_pipeline.optimizers.scoring import default_scorer, scorer_named
 from training_pipeline.stages.scope import SpendCapExceeded
 from training_pipeline.stages.session import Budget, TrainingSession
-from training_pipeline.training.window import ids_path
 
 ARTIFACT_NAME = "optimized_prompt.json"
 RECORDS_NAME = "training_records.json"

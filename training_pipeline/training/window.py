@@ -8,7 +8,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from training_pipeline.atomic import atomic_open
-from training_pipeline.datasets.tasks import PROVENANCE_FILE_NAMES, SUMMARY_FILE_NAME, TASK_FILE_NAMES, TASKS
+from training_pipeline.datasets.tasks import (
+    PROVENANCE_FILE_NAMES,
+    SUMMARY_FILE_NAME,
+    TASK_FILE_NAMES,
+    TASKS,
+    ids_path,
+)
 
 
 @dataclass(frozen=True)
@@ -28,11 +34,6 @@ class WindowDataset:
     filtered_trajectories: int = 0
     redaction_count: int = 0
     anonymization_count: int = 0
-
-
-def ids_path(dataset: Path) -> Path:
-    """The trajectory-id sidecar of a window dataset (one JSON id per example line)."""
-    return dataset.with_name(dataset.name.removesuffix(".jsonl") + ".ids.jsonl")
 
 
 def assemble_window(task: str, days: list[DayFiles], target: Path) -> WindowDataset:
