@@ -46,6 +46,10 @@ class DataStore(ConfigurableResource):
         """The training run records, copied to the shared storage when there is one."""
         return RunStore(self.state_dir(), self.shared())
 
+    def task_runs(self) -> Path:
+        """One folder per task run (`<run id>/`): its context store, `context.json`, envs, sandboxes."""
+        return self._path("task_runs")
+
     def prompts(self) -> Path:
         """Each task's promoted prompt (`prompts/<task>.json`), published by the promotion gate."""
         return self._path("prompts")

@@ -3,6 +3,7 @@ Dagster job, and a materialisation's metadata as plain values."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -49,3 +50,16 @@ def asset_metadata(result, key: str | None = None) -> dict[str, Any]:
     events = result.get_asset_materialization_events()
     [event] = [e for e in events if key is None or e.asset_key == AssetKey(key)]
     return {k: v.value for k, v in event.materialization.metadata.items()}
+
+
+def write_task(folder: Path, steps: list[dict[str, Any]], name: str = "t") -> Path:
+    """A task file of `steps` in `folder`, named `<name>.json`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.json"
+    path.write_text(json.dumps(steps))
+    return path
+
+
+def task_context(data: Path, run_id: str) -> dict[str, Any]:
+    """The context a finished task run saved (`context.json`)."""
+    return json.loads((data / "task_runs" / run_id / "context.json").read_text())

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 
-def _call(name: str, arguments: dict[str, Any], number: int) -> dict[str, Any]:
+def tool_call(name: str, arguments: dict[str, Any], number: int) -> dict[str, Any]:
     return {
         "tool_calls": [
             {
@@ -36,15 +36,15 @@ def email_agent(body: dict[str, Any], reply_text: str = "Yes, the launch is stil
     step = len(tool_results)
     if "Do not send" in messages[1]["content"]:  # the summary prompt: read-only
         if step == 0:
-            return _call("list_emails", {"folder": "inbox"}, 1)
+            return tool_call("list_emails", {"folder": "inbox"}, 1)
         return {"content": "Dana asked about the launch date; a newsletter sent gardening tips."}
     if step == 0:
-        return _call("list_emails", {"folder": "inbox"}, 1)
+        return tool_call("list_emails", {"folder": "inbox"}, 1)
     if step == 1:
         inbox = json.loads(tool_results[0]["content"])
         dana = next(e for e in inbox if e["from"] == "dana@example.com")
-        return _call("read_email", {"email_id": dana["id"]}, 2)
+        return tool_call("read_email", {"email_id": dana["id"]}, 2)
     if step == 2:
         email = json.loads(tool_results[1]["content"])
-        return _call("reply_email", {"email_id": email["id"], "body": reply_text}, 3)
+        return tool_call("reply_email", {"email_id": email["id"], "body": reply_text}, 3)
     return {"content": f"I replied to Dana: {reply_text}"}

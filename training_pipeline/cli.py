@@ -279,7 +279,7 @@ def _task_run(args: argparse.Namespace) -> int:
             tags={"training_pipeline/launched_by": "cli"},
         )
         run_id = result.run_id
-    context_file = default_resources(settings())["store"].state_dir() / "task_runs" / run_id / "context.json"
+    context_file = default_resources(settings())["store"].task_runs() / run_id / "context.json"
     final = json.loads(context_file.read_text()) if context_file.is_file() else {}
     metadata = final.get("metadata", {})
     summary = {

@@ -42,7 +42,7 @@ RESOURCE_KEYS = {"store", "llm", "trajectory_source", "task_overrides"}
 def task_run(context: OpExecutionContext, task: Task) -> TaskRun:
     resources = context.resources
     overrides = resources.task_overrides
-    runs = resources.store.state_dir() / "task_runs"
+    runs = resources.store.task_runs()
     return TaskRun(
         task=task,
         run_id=context.run_id,

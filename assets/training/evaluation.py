@@ -86,7 +86,7 @@ def prompt_evaluation(
                 tags={EVALUATION_TAG: task, VARIANT_TAG: variant, SOURCE_TAG: "promotion"},
                 raise_on_error=False,
             )
-            score = verification_score(store.state_dir() / "task_runs" / result.run_id)
+            score = verification_score(store.task_runs() / result.run_id)
             evaluation.add(spec.name, variant, result.run_id, result.success, score)
             context.log.info(f"{spec.name} with the {variant} prompt: run {result.run_id}, score {score}")
 

@@ -1,4 +1,5 @@
-"""Fixtures of the wiring tests: sample days materialised into an ephemeral instance."""
+"""Fixtures of the wiring tests: a task run's data folder, sample days materialised into an ephemeral
+instance."""
 
 from __future__ import annotations
 
@@ -12,6 +13,15 @@ from tests.helpers import ASSET_CHECKS, DATASET_ASSETS
 from training_pipeline.settings import load_settings
 
 DAYS = ["2026-11-23", "2026-11-24", "2026-11-25"]
+
+
+@pytest.fixture
+def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The data folder of task runs started in this test (no LLM unless the test sets one)."""
+    folder = tmp_path / "data"
+    monkeypatch.setenv("TRAINING_PIPELINE_DATA", str(folder))
+    monkeypatch.delenv("LLM_BASE_URL", raising=False)
+    return folder
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from tests.fake_chat import FakeChatServer
-from tests.helpers import run_task_file
+from tests.helpers import run_task_file, task_context, write_task
+from tests.scripted_agent import tool_call
 from training_pipeline.tasks import EXAMPLE_TASKS
 from training_pipeline.tasks.steps.verifiers import _summary_counts
 
@@ -27,37 +28,6 @@ HALF_FIXED = """def slugify(title: str) -> str:
 """
 
 
-@pytest.fixture
-def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "data"
-    monkeypatch.setenv("TRAINING_PIPELINE_DATA", str(folder))
-    monkeypatch.delenv("LLM_BASE_URL", raising=False)
-    return folder
-
-
-def _context(data: Path, run_id: str) -> dict[str, Any]:
-    return json.loads((data / "task_runs" / run_id / "context.json").read_text())
-
-
-def _task(tmp_path: Path, steps: list[dict[str, Any]], name: str = "t") -> Path:
-    path = tmp_path / "tasks" / f"{name}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(steps))
-    return path
-
-
-def _call(name: str, arguments: dict[str, Any], number: int) -> dict[str, Any]:
-    return {
-        "tool_calls": [
-            {
-                "id": f"c{number}",
-                "type": "function",
-                "function": {"name": name, "arguments": json.dumps(arguments)},
-            }
-        ]
-    }
-
-
 def _coder(code: str):
     """A scripted coder: lists the files, reads the code, writes `code`, answers, then answers the
     follow-up question."""
@@ -68,11 +38,11 @@ def _coder(code: str):
         if messages[-1]["role"] == "user" and "what did you change" in messages[-1]["content"]:
             return {"content": "I made slugify lower-case the title and join its words with hyphens."}
         if len(tools) == 0:
-            return _call("list_files", {}, 1)
+            return tool_call("list_files", {}, 1)
         if len(tools) == 1:
-            return _call("read_file", {"path": "slugify.py"}, 2)
+            return tool_call("read_file", {"path": "slugify.py"}, 2)
         if len(tools) == 2:
-            return _call("write_file", {"path": "slugify.py", "content": code}, 3)
+            return tool_call("write_file", {"path": "slugify.py", "content": code}, 3)
         return {"content": "Fixed slugify.py."}
 
     return reply
@@ -83,7 +53,7 @@ def test_the_fix_the_tests_example_runs_end_to_end(data: Path, monkeypatch: pyte
         monkeypatch.setenv("LLM_BASE_URL", llm.base_url)
         result, _, _ = run_task_file(EXAMPLE_TASKS / "fix-the-tests.json")
     assert result.success
-    context = _context(data, result.run_id)
+    context = task_context(data, result.run_id)
     # the agent was offered the MCP server's tools, and its calls reached the sandbox's files
     assert {t["function"]["name"] for t in llm.requests[0]["tools"]} == {
         "list_files",
@@ -115,7 +85,7 @@ def test_a_partial_fix_scores_the_share_of_tests_that_pass(
     with FakeChatServer(_coder(HALF_FIXED)) as llm:
         monkeypatch.setenv("LLM_BASE_URL", llm.base_url)
         result, _, _ = run_task_file(examples / "fix-the-tests.json")
-    tests = _context(data, result.run_id)["metadata"]["verifications"]["tests"]
+    tests = task_context(data, result.run_id)["metadata"]["verifications"]["tests"]
     assert tests["score"] == 0.5 and tests["results"][0]["passed"] == 2
 
 
@@ -126,8 +96,8 @@ def test_sandbox_commands_files_and_what_they_refuse(data: Path, tmp_path: Path)
         "import os; os.symlink('/etc/passwd', 'leak.txt'); os.symlink('/etc', 'etc');"
         "open('out/report.json', 'w').write('{\"ok\": true}'); open('out/notes.txt', 'w').write('n')"
     )
-    task = _task(
-        tmp_path,
+    task = write_task(
+        tmp_path / "tasks",
         [
             {
                 "id": "box",
@@ -175,7 +145,7 @@ def test_sandbox_commands_files_and_what_they_refuse(data: Path, tmp_path: Path)
     )
     result, _, _ = run_task_file(task)
     assert result.success
-    context = _context(data, result.run_id)
+    context = task_context(data, result.run_id)
     metadata = context["metadata"]
     assert metadata["sandbox_results"]["cat"]["stdout"] == "hello from the task folder\n"
     [sandbox] = context["deployed_sandboxes"]
@@ -197,8 +167,8 @@ def test_sandbox_commands_files_and_what_they_refuse(data: Path, tmp_path: Path)
 def test_wait_for_sees_what_a_concurrent_step_makes_and_times_out_otherwise(
     data: Path, tmp_path: Path
 ) -> None:
-    task = _task(
-        tmp_path,
+    task = write_task(
+        tmp_path / "tasks",
         [
             {"id": "box", "type": "deploy_sandbox", "sandbox_name": "box"},
             {
@@ -229,7 +199,7 @@ def test_wait_for_sees_what_a_concurrent_step_makes_and_times_out_otherwise(
     )
     result, _, _ = run_task_file(task)
     assert result.success
-    metadata = _context(data, result.run_id)["metadata"]
+    metadata = task_context(data, result.run_id)["metadata"]
     assert metadata["waits"]["until_ready"]["checks"] > 1 and metadata["waits"]["until_ready"]["seconds"] >= 1
     [failed] = metadata["failed_steps"]
     assert failed["step_id"] == "never" and "condition not met after 1.0s" in failed["error"]
@@ -255,8 +225,8 @@ def test_schema_and_several_judges_verify_a_response(data: Path, tmp_path: Path,
             }
         return {"content": 'Here you go: {"city": "Lyon", "population": 522250}'}
 
-    task = _task(
-        tmp_path,
+    task = write_task(
+        tmp_path / "tasks",
         [
             {"id": "agent", "type": "deploy_agent", "agent_name": "a", "system_prompt": "Answer in JSON."},
             {
@@ -307,7 +277,7 @@ def test_schema_and_several_judges_verify_a_response(data: Path, tmp_path: Path,
         monkeypatch.setenv("LLM_BASE_URL", llm.base_url)
         result, _, _ = run_task_file(task)
     assert result.success
-    verifications = _context(data, result.run_id)["metadata"]["verifications"]
+    verifications = task_context(data, result.run_id)["metadata"]["verifications"]
     assert verifications["shape"]["score"] == 1.0
     assert verifications["wrong_shape"]["score"] == 0.0
     assert "'country' is a required property" in verifications["wrong_shape"]["results"][0]["detail"][0]
@@ -320,8 +290,8 @@ def test_an_invalid_schema_or_condition_is_refused_before_anything_runs(tmp_path
     from training_pipeline.tasks.registry import build_registry
     from training_pipeline.tasks.task import TaskError, load_task
 
-    bad = _task(
-        tmp_path,
+    bad = write_task(
+        tmp_path / "tasks",
         [
             {
                 "id": "v",

@@ -21,31 +21,12 @@ from dagster import (
 
 from resources.sources import FileTrajectorySource
 from tests.fake_chat import FakeChatServer
-from tests.helpers import REPO, run_task_file
+from tests.helpers import REPO, run_task_file, task_context, write_task
 from tests.scripted_agent import email_agent
 from training_pipeline.cli import main
 from training_pipeline.definitions import defs
 from training_pipeline.tasks import EXAMPLE_TASKS
 from training_pipeline.trajectories.models import validation_reason
-
-
-@pytest.fixture
-def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "data"
-    monkeypatch.setenv("TRAINING_PIPELINE_DATA", str(folder))
-    monkeypatch.delenv("LLM_BASE_URL", raising=False)
-    return folder
-
-
-def _context(data: Path, run_id: str) -> dict[str, Any]:
-    return json.loads((data / "task_runs" / run_id / "context.json").read_text())
-
-
-def _write_task(folder: Path, steps: list[dict], name: str = "t") -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{name}.json"
-    path.write_text(json.dumps(steps))
-    return path
 
 
 def _steps(events, kind: DagsterEventType) -> set[str]:
@@ -75,7 +56,7 @@ def test_reply_to_dana_end_to_end(data: Path, monkeypatch: pytest.MonkeyPatch) -
         monkeypatch.setenv("LLM_BASE_URL", llm.base_url)
         result, events, _ = run_task_file(EXAMPLE_TASKS / "reply-to-dana.json")
     assert result.success
-    context = _context(data, result.run_id)
+    context = task_context(data, result.run_id)
     assert context["metadata"]["verifications"]["check"]["score"] == 1.0
     [reply] = context["prompt_responses"]
     assert reply["prompt_id"] == "reply" and reply["tool_calls"] == 3 and reply["turns"] == 4
@@ -111,7 +92,7 @@ def test_reply_to_dana_end_to_end(data: Path, monkeypatch: pytest.MonkeyPatch) -
 
 def test_independent_steps_run_concurrently(data: Path, tmp_path: Path) -> None:
     steps = [{"id": f"w{i}", "type": "wait", "seconds": 1.0, "depends_on": []} for i in range(8)]
-    result, _, elapsed = run_task_file(_write_task(tmp_path / "tasks", steps))
+    result, _, elapsed = run_task_file(write_task(tmp_path / "tasks", steps))
     assert result.success
     assert elapsed < 5.0  # 8 s one after another; the benchmark measures the real overhead
 
@@ -148,7 +129,7 @@ def test_a_fatal_failure_starts_nothing_more_and_fails_the_run(
         {"id": "after_slow", "type": "wait", "seconds": 0, "depends_on": [{"task_step_id": "slow"}]},
         {"id": "after_bad", "type": "wait", "seconds": 0, "depends_on": [{"task_step_id": "bad"}]},
     ]
-    result, events, _ = run_task_file(_write_task(scripts, steps))
+    result, events, _ = run_task_file(write_task(scripts, steps))
     assert not result.success
     assert _steps(events, DagsterEventType.STEP_FAILURE) == {"bad"}
     assert "slow" in _steps(events, DagsterEventType.STEP_SUCCESS)  # running steps finish
@@ -159,7 +140,7 @@ def test_a_fatal_failure_starts_nothing_more_and_fails_the_run(
         e for e in events if e.dagster_event and e.dagster_event.event_type == DagsterEventType.STEP_FAILURE
     )
     assert "fail.py exited with code 3" in failure.dagster_event.step_failure_data.error.message
-    context = _context(data, result.run_id)
+    context = task_context(data, result.run_id)
     [failed] = context["metadata"]["failed_steps"]
     assert failed["step_id"] == "bad" and failed["step_type"] == "run_code" and failed["is_fatal"] is True
     assert failed["error_type"] == "RuntimeError" and failed["duration_seconds"] >= 0
@@ -173,10 +154,10 @@ def test_a_tolerated_failure_lets_dependants_run(data: Path, scripts: Path) -> N
         _run_code("bad", "fail.py", fail_task_on_error=False),
         {"id": "after_bad", "type": "wait", "seconds": 0},
     ]
-    result, events, _ = run_task_file(_write_task(scripts, steps))
+    result, events, _ = run_task_file(write_task(scripts, steps))
     assert result.success
     assert "after_bad" in _steps(events, DagsterEventType.STEP_SUCCESS)
-    [failed] = _context(data, result.run_id)["metadata"]["failed_steps"]
+    [failed] = task_context(data, result.run_id)["metadata"]["failed_steps"]
     assert failed["step_id"] == "bad" and failed["is_fatal"] is False
 
 
@@ -190,10 +171,10 @@ def test_retry_rolls_back_and_reruns_on_a_fresh_env(data: Path, scripts: Path, t
             retry_config={"retry_from_step_id": "email", "max_retries": 1},
         ),
     ]
-    result, _, _ = run_task_file(_write_task(scripts, steps))
+    result, _, _ = run_task_file(write_task(scripts, steps))
     assert result.success
     run_dir = data / "task_runs" / result.run_id
-    context = _context(data, result.run_id)
+    context = task_context(data, result.run_id)
     [reset] = context["metadata"]["retry_resets"]
     assert reset["step_id"] == "flaky" and reset["retry_from_step_id"] == "email"
     assert reset["rerun_steps"] == ["email", "flaky"]  # `side` is not downstream of `email`
@@ -222,7 +203,7 @@ def test_re_executing_from_failure_continues_the_run_on_its_envs(
     job = build_reconstructable_job(
         "assets.tasks.jobs",
         "job_for_file",
-        reconstructable_args=(str(_write_task(scripts, steps)), "async"),
+        reconstructable_args=(str(write_task(scripts, steps)), "async"),
     )
     with instance_for_test() as instance:
         first = execute_job(job, instance, raise_on_error=False)
@@ -234,7 +215,7 @@ def test_re_executing_from_failure_continues_the_run_on_its_envs(
     assert second.success
     assert _steps(events, DagsterEventType.STEP_SUCCESS) == {"flaky", "snap"}  # email and load kept
 
-    context = _context(data, second.run_id)
+    context = task_context(data, second.run_id)
     assert context["metadata"]["continued_from"] == {"run_id": first.run_id, "rerun_steps": ["flaky", "snap"]}
     assert "failed_steps" not in context["metadata"]  # the failure it re-ran is no longer the story
     assert context["metadata"]["script_results"]["flaky"]["output"] == {"ok": True}
@@ -244,11 +225,13 @@ def test_re_executing_from_failure_continues_the_run_on_its_envs(
     )
     assert {e["from"] for e in snapshot["emails"]} >= {"dana@example.com"}
     [env] = context["deployed_envs"]
-    [before] = _context(data, first.run_id)["deployed_envs"]
+    [before] = task_context(data, first.run_id)["deployed_envs"]
     assert env["instance_id"] == before["instance_id"] and env["pid"] != before["pid"]
     with pytest.raises(ProcessLookupError):
         os.kill(env["pid"], 0)  # and was stopped when the continuation ended
-    assert _context(data, first.run_id)["metadata"]["failed_steps"][0]["step_id"] == "flaky"  # history kept
+    assert (
+        task_context(data, first.run_id)["metadata"]["failed_steps"][0]["step_id"] == "flaky"
+    )  # history kept
 
 
 def test_a_re_executed_selection_ends_its_run_and_stops_the_envs(
@@ -259,14 +242,14 @@ def test_a_re_executed_selection_ends_its_run_and_stops_the_envs(
         _run_code("flaky", "flaky.py"),
         {"id": "snap", "type": "snapshot_env", "env_name": "email"},
     ]
-    path = str(_write_task(scripts, steps))
+    path = str(write_task(scripts, steps))
     job = build_reconstructable_job("assets.tasks.jobs", "job_for_file", reconstructable_args=(path, "async"))
     with instance_for_test() as instance:
         first = execute_job(job, instance, raise_on_error=False)
         only_flaky = ReexecutionOptions(parent_run_id=first.run_id, step_selection=["flaky"])
         second = execute_job(job, instance, reexecution_options=only_flaky)
     assert second.success
-    context = _context(data, second.run_id)  # written: the run ended although `snap` never ran
+    context = task_context(data, second.run_id)  # written: the run ended although `snap` never ran
     assert context["step_statuses"] == {"email": "succeeded", "flaky": "succeeded", "snap": "skipped"}
     with pytest.raises(ProcessLookupError):
         os.kill(context["deployed_envs"][0]["pid"], 0)
@@ -277,9 +260,9 @@ def test_retries_run_out_then_the_failure_is_fatal(data: Path, scripts: Path) ->
         *_email_steps(),
         _run_code("bad", "fail.py", retry_config={"retry_from_step_id": "bad", "max_retries": 2}),
     ]
-    result, _, _ = run_task_file(_write_task(scripts, steps))
+    result, _, _ = run_task_file(write_task(scripts, steps))
     assert not result.success
-    metadata = _context(data, result.run_id)["metadata"]
+    metadata = task_context(data, result.run_id)["metadata"]
     assert [r["rerun_steps"] for r in metadata["retry_resets"]] == [["bad"], ["bad"]]
     assert [f["is_fatal"] for f in metadata["failed_steps"]] == [False, False, True]
 
@@ -297,7 +280,7 @@ def test_overrides_land_in_user_overrides_and_replace_step_fields(
             EXAMPLE_TASKS / "reply-to-dana.json", {"resources": {"task_overrides": {"config": config}}}
         )
     assert result.success
-    context = _context(data, result.run_id)
+    context = task_context(data, result.run_id)
     assert context["metadata"]["user_overrides"] == {"experiment": 7, "step_params": config["step_params"]}
     assert llm.requests[0]["messages"][1]["content"] == "Reply to Dana, briefly."
     assert context["prompt_responses"][0]["prompt"] == "Reply to Dana, briefly."
@@ -310,7 +293,7 @@ def test_the_multiprocess_executor_shares_the_context_across_processes(data: Pat
         *_email_steps(),
         {"id": "look", "type": "snapshot_env", "env_name": "email"},
     ]
-    result, events, _ = run_task_file(_write_task(folder, steps), executor="multiprocess")
+    result, events, _ = run_task_file(write_task(folder, steps), executor="multiprocess")
     assert result.success
     pids = {
         e.dagster_event.pid
@@ -318,7 +301,7 @@ def test_the_multiprocess_executor_shares_the_context_across_processes(data: Pat
         if e.dagster_event and e.dagster_event.event_type == DagsterEventType.STEP_START
     }
     assert len(pids) == 2  # each step in its own process, the env found through the store
-    snapshot = _context(data, result.run_id)["metadata"]["snapshots"]["look"]["path"]
+    snapshot = task_context(data, result.run_id)["metadata"]["snapshots"]["look"]["path"]
     assert json.loads((data / "task_runs" / result.run_id / snapshot).read_text())["emails"] == []
 
 

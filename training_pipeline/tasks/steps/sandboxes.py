@@ -131,11 +131,9 @@ class CollectFilesStep(TaskStep):
         matches = sorted({p for pattern in self.patterns for p in folder.glob(pattern)})
         for match in matches:
             relative = str(match.relative_to(folder))
-            if match.is_symlink() or not match.is_file():
-                if not match.is_dir() or match.is_symlink():
-                    skipped.append(relative)
-                continue
-            if len(collected) == MAX_COLLECTED:
+            if match.is_dir() and not match.is_symlink():
+                continue  # its files match on their own
+            if match.is_symlink() or not match.is_file() or len(collected) == MAX_COLLECTED:
                 skipped.append(relative)
                 continue
             try:
