@@ -12,7 +12,7 @@ install: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet -e '.[dev,deploy]'
+	$(VENV)/bin/pip install --quiet -e '.[dev,deploy,tinker]'
 	touch $@
 
 home:

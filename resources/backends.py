@@ -17,6 +17,7 @@ from training_pipeline.backends.atropos import run_atropos
 from training_pipeline.backends.base import Backend, DispatchRequest, DispatchResult
 from training_pipeline.backends.http import ServiceClient
 from training_pipeline.backends.openai_finetune import run_openai_finetune
+from training_pipeline.backends.tinker import TinkerConfig, run_tinker
 from training_pipeline.backends.vertex import VertexTarget, create_tuning_job
 from training_pipeline.optimizers.native import run_native
 from training_pipeline.optimizers.programs import OptimiserConfig
@@ -78,24 +79,47 @@ class AtroposBackend(ConfigurableResource):
 
 
 class TinkerBackend(ConfigurableResource):
-    """Thinking Machines Tinker (needs the `tinker` SDK and TINKER_API_KEY)."""
+    """Thinking Machines Tinker: LoRA supervised fine-tuning driven batch by batch (the `tinker` extra)."""
 
-    api_key: str | None = None
+    api_key: str | None = Field(default=None, description="from EnvVar('TINKER_API_KEY')")
+    base_url: str | None = Field(default=None, description="default: the SDK's production service")
+    base_model: str = "meta-llama/Llama-3.1-8B-Instruct"
+    tokenizer: str = Field(
+        default="llama-models",
+        description="'llama-models' (Llama 3's tokenizer from that package), a local tokenizer.json or "
+        "tokenizer.model, or a Hugging Face hub id",
+    )
+    lora_rank: int = 32
+    learning_rate: float = 1e-4
+    epochs: int = 1
+    batch_size: int = 32
+    max_example_tokens: int = 8192
+    seed: int = 0
+
+    def config(self) -> TinkerConfig:
+        return TinkerConfig(
+            base_url=self.base_url,
+            api_key=self.api_key or "",
+            base_model=self.base_model,
+            tokenizer=self.tokenizer,
+            lora_rank=self.lora_rank,
+            learning_rate=self.learning_rate,
+            epochs=self.epochs,
+            batch_size=self.batch_size,
+            max_example_tokens=self.max_example_tokens,
+            seed=self.seed,
+        )
 
     def dispatch(self, request: DispatchRequest) -> DispatchResult:
         if importlib.util.find_spec("tinker") is None:
             return DispatchResult(
                 False,
                 reason="tinker SDK not installed",
-                notes=["`pip install tinker` and set TINKER_API_KEY to enable Tinker"],
+                notes=["`pip install 'training-pipeline[tinker]'` and set TINKER_API_KEY to enable Tinker"],
             )
         if not self.api_key:
             return DispatchResult(False, reason="TINKER_API_KEY is not set")
-        return DispatchResult(
-            False,
-            reason="tinker submission not implemented",
-            notes=["this version stages no Tinker jobs; use openai, vertex or atropos"],
-        )
+        return run_tinker(request, self.config())
 
 
 class OpenAIBackend(ConfigurableResource):

@@ -93,7 +93,12 @@ def training_resources(settings: Settings, llm: LLMResource) -> dict[str, Any]:
                 data_dir=settings.atropos_data_dir or f"{settings.data}/atropos",
                 command=settings.atropos_command.split() if settings.atropos_command else None,
             ),
-            tinker=TinkerBackend(api_key=_secret(settings.tinker_api_key, "TINKER_API_KEY")),
+            tinker=TinkerBackend(
+                api_key=_secret(settings.tinker_api_key, "TINKER_API_KEY"),
+                base_url=settings.tinker_base_url,
+                base_model=settings.tinker_base_model,
+                tokenizer=settings.tinker_tokenizer,
+            ),
             openai=OpenAIBackend(
                 api_key=_secret(settings.openai_api_key, "OPENAI_API_KEY"),
                 base_url=settings.openai_base_url,

@@ -1,7 +1,8 @@
 """The HTTP plumbing of the stand-ins for remote services: a JSON server on 127.0.0.1 in a thread.
 
 A subclass implements `handle(method, path, headers, body) -> (status, payload[, headers])` with the
-service's real paths and shapes; this class does the sockets, the lifecycle and the JSON.
+service's real paths and shapes; this class does the sockets, the lifecycle and the JSON. A payload of
+bytes goes out as it is, with the content type the extra headers name (protobuf answers).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-Answer = tuple[int, dict[str, Any]] | tuple[int, dict[str, Any], dict[str, str]]
+Answer = tuple[int, dict[str, Any] | bytes] | tuple[int, dict[str, Any] | bytes, dict[str, str]]
 
 
 class LoopbackJSONServer:
@@ -33,11 +34,11 @@ class LoopbackJSONServer:
             def _answer(self, method: str) -> None:
                 body = self.rfile.read(int(self.headers.get("content-length", 0)))
                 status, payload, *extra = owner.handle(method, self.path, self.headers, body)
-                data = json.dumps(payload).encode()
+                headers = {"content-type": "application/json", **(extra[0] if extra else {})}
+                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                for key, value in (extra[0] if extra else {}).items():
+                headers["content-length"] = str(len(data))
+                for key, value in headers.items():
                     self.send_header(key, value)
                 self.end_headers()
                 self.wfile.write(data)

@@ -77,6 +77,11 @@ class Settings(BaseModel):
     atropos_data_dir: str | None = Field(None, alias="ATROPOS_DATA_DIR")
     atropos_command: str | None = Field(None, alias="ATROPOS_COMMAND")
     tinker_api_key: SecretStr | None = Field(None, alias="TINKER_API_KEY")
+    #: default: the SDK's (Thinking Machines' production service)
+    tinker_base_url: str | None = Field(None, alias="TINKER_BASE_URL")
+    tinker_base_model: str = Field("meta-llama/Llama-3.1-8B-Instruct", alias="TINKER_BASE_MODEL")
+    #: `llama-models` (the package's Llama 3 tokenizer), a local path, or a Hugging Face hub id
+    tinker_tokenizer: str = Field("llama-models", alias="TINKER_TOKENIZER")
     openai_api_key: SecretStr | None = Field(None, alias="OPENAI_API_KEY")
     openai_base_url: str = Field("https://api.openai.com/v1", alias="OPENAI_BASE_URL")
     openai_poll_interval_seconds: float = Field(30.0, alias="OPENAI_POLL_INTERVAL_SECONDS", gt=0)

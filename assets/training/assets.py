@@ -38,7 +38,7 @@ from training_pipeline.training.orchestrate import run_training
 from training_pipeline.training.policy import BACKENDS
 from training_pipeline.training.promotion import judge_artifact, native_candidate, promote, read_published
 from training_pipeline.training.records import RunRecord
-from training_pipeline.training.tuning import TuningFailed, follow_vertex_job, vertex_job_to_follow
+from training_pipeline.training.tuning import TuningFailed, follow_tinker_run, follow_vertex_job, to_follow
 from training_pipeline.training.window import DayFiles, assemble_window
 
 
@@ -141,41 +141,53 @@ _MADE_BY_THE_RUN = {
 
 @asset(
     **_MADE_BY_THE_RUN,
-    description="The model a hosted tuning job produced: polls the job `training_run` created in the same "
-    "run to a terminal state, logging progress, and records the tuned model's endpoint.",
+    description="The model a hosted service trained: polls the Vertex tuning job `training_run` created in "
+    "the same run to a terminal state, logging progress, and records the tuned model's endpoint; or "
+    "confirms the service lists the sampler weights a Tinker run saved, and records their path.",
 )
 def tuned_model(
     context: AssetExecutionContext, training_backends: TrainingBackends, store: DataStore
 ) -> Iterator[Output[None]]:
     runs = store.runs()
     record = runs.find(dagster_run_id=context.run.run_id, task=context.partition_key)
-    job_name = vertex_job_to_follow(record)
-    if record is None or job_name is None:
-        context.log.info("no hosted tuning job to follow in this run")
+    poll = to_follow(record)
+    if record is None or poll is None:
+        context.log.info("no hosted training to follow in this run")
         return
-    vertex = training_backends.vertex
-    token = vertex.token()
-    if not token:
-        raise Failure("no Google access token to poll the Vertex tuning job with")
+    log = SafeLog(context.log).info
     try:
-        job = follow_vertex_job(
-            record,
-            runs,
-            vertex.target(),
-            token,
-            vertex.poll_interval_seconds,
-            vertex.timeout_seconds,
-            SafeLog(context.log).info,
-        )
+        if poll["service"] == "tinker":
+            tinker = training_backends.tinker
+            checkpoint = follow_tinker_run(record, runs, tinker.base_url, tinker.api_key or "", log)
+            metadata = {
+                "training_run": poll["training_run"],
+                "sampler_path": checkpoint["tinker_path"],
+                "size_bytes": checkpoint.get("size_bytes") or 0,
+                "epoch_losses": record.details.get("epoch_losses", []),
+            }
+        else:
+            vertex = training_backends.vertex
+            token = vertex.token()
+            if not token:
+                raise Failure("no Google access token to poll the Vertex tuning job with")
+            job = follow_vertex_job(
+                record,
+                runs,
+                vertex.target(),
+                token,
+                vertex.poll_interval_seconds,
+                vertex.timeout_seconds,
+                log,
+            )
+            metadata = {"job": poll["job"], "state": job["state"], "endpoint": record.artifact_path or ""}
     except TuningFailed as err:
         raise Failure(safe_text(str(err))) from None
     yield Output(
         None,
         metadata={
             "run_id": record.run_id,
-            "job": job_name,
-            "state": job["state"],
-            "endpoint": record.artifact_path or "",
+            "service": poll["service"],
+            **metadata,
             "run_record": MetadataValue.path(str(runs.path(record))),
         },
     )

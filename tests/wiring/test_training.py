@@ -322,21 +322,25 @@ def test_a_second_dispatch_for_the_same_task_is_skipped_with_a_reason(days_ready
     assert after.status == "succeeded"  # the lock is free again
 
 
-def _vertex_job(days_ready, backend, task: str = "response", settings: TrainingSettings | None = None):
-    """training_job's two assets in one run, as the UI or the sensor launches it."""
+def _training_job(
+    days_ready, backend_name: str, backend, task: str = "response", settings: TrainingSettings | None = None
+):
+    """training_job's assets in one run with `backend` as `backend_name`, as the UI or the sensor
+    launches it; returns the result and the run record."""
     from dagster import Definitions
 
     from assets.training.automation import training_job
 
     instance, data = days_ready
     resources = default_resources(load_settings({"TRAINING_PIPELINE_DATA": str(data)}))
-    resources["training_backends"] = TrainingBackends(
-        native=NativeBackend(llm=LLMResource(local_model=False)),
-        atropos=AtroposBackend(data_dir=str(data / "atropos")),
-        tinker=TinkerBackend(),
-        openai=OpenAIBackend(),
-        vertex=backend,
-    )
+    backends = {
+        "native": NativeBackend(llm=LLMResource(local_model=False)),
+        "atropos": AtroposBackend(data_dir=str(data / "atropos")),
+        "tinker": TinkerBackend(),
+        "openai": OpenAIBackend(),
+        "vertex": VertexBackend(),
+    }
+    resources["training_backends"] = TrainingBackends(**{**backends, backend_name: backend})
     if settings is not None:
         resources["training"] = settings
     job = Definitions(
@@ -346,7 +350,7 @@ def _vertex_job(days_ready, backend, task: str = "response", settings: TrainingS
         partition_key=task,
         instance=instance,
         raise_on_error=False,
-        run_config={"ops": {"training_run": {"config": {"backend": "vertex"}}}},
+        run_config={"ops": {"training_run": {"config": {"backend": backend_name}}}},
     )
     return result, RunStore(data).list(limit=1)[0]
 
@@ -369,7 +373,7 @@ def test_vertex_tuning_uploads_creates_and_polls_to_the_endpoint(days_ready) -> 
 
     with FakeVertex() as fake:
         backend = _vertex_backend(fake, gcs_bucket="tuning-bucket")
-        result, record = _vertex_job(days_ready, backend)
+        result, record = _training_job(days_ready, "vertex", backend)
     assert result.success, record.reason
     [job] = fake.jobs.values()
     assert job["request"]["baseModel"] == "gemini-2.5-flash"  # elizaOS's default for response
@@ -390,7 +394,7 @@ def test_vertex_failures_are_clear(days_ready) -> None:
     with FakeVertex() as fake:
         fake.outcome = "JOB_STATE_FAILED"
         backend = _vertex_backend(fake, gcs_bucket="b-1")
-        result, record = _vertex_job(days_ready, backend)
+        result, record = _training_job(days_ready, "vertex", backend)
         assert not result.success
         assert (
             record.status == "failed"
@@ -400,13 +404,13 @@ def test_vertex_failures_are_clear(days_ready) -> None:
         bad_project = VertexBackend(
             project_id="Bad_Project", gcs_bucket="b-1", access_token=fake.token, api_endpoint=fake.endpoint
         )
-        _, record = _vertex_job(days_ready, bad_project)
+        _, record = _training_job(days_ready, "vertex", bad_project)
         assert (record.status, record.reason) == ("failed", "Invalid GCP project ID: Bad_Project")
 
         uploads = len(fake.objects)
         # one day of media_description holds 7 examples: Vertex's minimum is 16, checked before upload
-        _, record = _vertex_job(
-            days_ready, backend, task="media_description", settings=TrainingSettings(window_days=1)
+        _, record = _training_job(
+            days_ready, "vertex", backend, task="media_description", settings=TrainingSettings(window_days=1)
         )
         assert (record.status, record.reason) == (
             "failed",
@@ -420,34 +424,75 @@ def test_vertex_failures_are_clear(days_ready) -> None:
         access_token="t",
         api_endpoint="http://attacker.example.com",
     )
-    _, record = _vertex_job(days_ready, leaking)
+    _, record = _training_job(days_ready, "vertex", leaking)
     assert record.reason == "Refusing to send a Google token to attacker.example.com"
 
 
-def _native_job(days_ready, backend: NativeBackend, task: str = "response"):
-    from dagster import Definitions
+def test_tinker_trains_batch_by_batch_and_records_the_sampler_path(days_ready) -> None:
+    from tests.fake_tinker import FakeTinker
 
-    from assets.training.automation import training_job
+    with FakeTinker() as fake:
+        backend = TinkerBackend(
+            api_key=fake.api_key, base_url=fake.base_url, epochs=2, batch_size=16, learning_rate=1e-3
+        )
+        result, record = _training_job(days_ready, "tinker", backend)
+    assert result.success, record.reason
+    [(training_run_id, model)] = fake.models.items()
+    assert model["base_model"] == "meta-llama/Llama-3.1-8B-Instruct" and model["lora_rank"] == 32
+    assert record.status == "succeeded"
+    assert record.artifact_path == f"tinker://{training_run_id}/sampler_weights/{record.run_id}"
+    assert record.details["checkpoint"]["tinker_path"] == record.artifact_path  # confirmed by tuned_model
 
-    instance, data = days_ready
-    resources = default_resources(load_settings({"TRAINING_PIPELINE_DATA": str(data)}))
-    resources["training_backends"] = TrainingBackends(
-        native=backend,
-        atropos=AtroposBackend(data_dir=str(data / "atropos")),
-        tinker=TinkerBackend(),
-        openai=OpenAIBackend(),
-        vertex=VertexBackend(),
-    )
-    defs = Definitions(
-        assets=[training_run, tuned_model, optimized_prompt], jobs=[training_job], resources=resources
-    )
-    result = defs.resolve_job_def("training_job").execute_in_process(
-        partition_key=task,
-        instance=instance,
-        raise_on_error=False,
-        run_config={"ops": {"training_run": {"config": {"backend": "native"}}}},
-    )
-    return result, RunStore(data).list(limit=1)[0]
+    examples = [json.loads(line)["messages"] for line in Path(record.dataset_path).read_text().splitlines()]
+    assert record.dataset_size == len(examples) == 146
+    assert len(fake.batches) == 2 * 146  # every example once per epoch
+    assert len(fake.optim_steps) == 2 * 10  # ceil(146 / 16) batches per epoch
+    assert {step["learning_rate"] for step in fake.optim_steps} == {1e-3}
+    first, second = record.details["epoch_losses"]
+    assert second < first  # the service's model learnt from the batches
+
+    # the loss falls on the assistant's reply and its end of turn, nothing of the prompt
+    from training_pipeline.backends.chat_tokens import load_tokenizer
+
+    tokenizer = load_tokenizer(None)
+    trained = {
+        tokenizer.decode([t for t, w in zip(d["targets"], d["weights"], strict=True) if w])
+        for d in fake.batches
+    }
+    assert trained == {f"{messages[2]['content']}<|eot_id|>" for messages in examples}
+
+    [tuned] = [e for e in result.get_asset_materialization_events() if e.asset_key == AssetKey("tuned_model")]
+    meta = tuned.materialization.metadata
+    assert meta["sampler_path"].value == record.artifact_path and meta["service"].value == "tinker"
+    assert list(fake.finished.values()) == ["success"]  # the session was closed
+    assert fake.api_key not in record.to_json()
+
+
+def test_tinker_failures_are_clear_and_skips_are_honest(days_ready) -> None:
+    from tests.fake_tinker import FakeTinker
+
+    with FakeTinker() as fake:
+        fake.fail_forward_backward = "sequence length 9000 exceeds the model's context"
+        backend = TinkerBackend(api_key=fake.api_key, base_url=fake.base_url, batch_size=64)
+        result, record = _training_job(days_ready, "tinker", backend)
+        assert not result.success
+        assert record.status == "failed" and record.reason.startswith("Tinker: RequestFailedError")
+        assert "sequence length 9000 exceeds the model's context" in record.reason
+        assert list(fake.finished.values()) == ["errored"]
+
+        sessions = len(fake.sessions)
+        wrong = TinkerBackend(api_key="tml-not-the-right-key-0000000000", base_url=fake.base_url)
+        _, record = _training_job(days_ready, "tinker", wrong)
+        assert record.status == "failed" and "AuthenticationError" in record.reason
+        assert "tml-not-the-right-key" not in record.to_json()
+
+        qwen = TinkerBackend(api_key=fake.api_key, base_url=fake.base_url, base_model="Qwen/Qwen3-8B")
+        _, record = _training_job(days_ready, "tinker", qwen)
+        assert record.status == "failed" and record.reason.startswith("no chat format for Qwen/Qwen3-8B")
+        assert len(fake.sessions) == sessions  # refused before any session was opened
+
+    _, record = _training_job(days_ready, "tinker", TinkerBackend())
+    assert (record.status, record.reason) == ("skipped", "TINKER_API_KEY is not set")
 
 
 def test_native_backend_materialises_an_optimized_prompt(days_ready, tmp_path: Path) -> None:
@@ -462,7 +507,7 @@ def test_native_backend_materialises_an_optimized_prompt(days_ready, tmp_path: P
     with FakeChatServer(reply) as server:
         llm = LLMResource(base_url=server.base_url, model="m", cache_dir=str(tmp_path / "cache"))
         backend = NativeBackend(llm=llm, rounds=1, variants=1, train_batch=3, seed=1)
-        result, record = _native_job(days_ready, backend)
+        result, record = _training_job(days_ready, "native", backend)
     assert result.success, record.reason
     assert record.status == "succeeded" and record.artifact_path.endswith("optimized_prompt.json")
     [event] = [
@@ -483,7 +528,7 @@ def test_native_spend_cap_fails_the_run_and_keeps_the_partial_tree(days_ready, t
 
     with FakeChatServer() as server:
         llm = LLMResource(base_url=server.base_url, model="m")
-        result, record = _native_job(days_ready, NativeBackend(llm=llm, max_calls=3))
+        result, record = _training_job(days_ready, "native", NativeBackend(llm=llm, max_calls=3))
     assert not result.success
     assert record.status == "failed" and "spend cap reached: 4 LLM calls > cap 3" in record.reason
     partial = json.loads(Path(record.reason.rsplit("partial records in ", 1)[1]).read_text())

@@ -1,5 +1,6 @@
-"""Following a hosted tuning job that a training run started, to its end, and writing the outcome on
-the run's record: the tuned model's endpoint, or the failure and its reason."""
+"""Following what a training run left on a hosted service to its end, and writing the outcome on the
+run's record: a Vertex tuning job polled to the tuned model's endpoint, or a Tinker run's sampler
+weights confirmed listed by the service; or the failure and its reason."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from training_pipeline.backends.base import BackendError
+from training_pipeline.backends.tinker import sampler_checkpoint
 from training_pipeline.backends.vertex import poll_tuning_job, tuned_endpoint
 from training_pipeline.training.records import RunRecord, RunStore
 
@@ -15,12 +17,12 @@ class TuningFailed(RuntimeError):
     """The job ended without a model, or could not be followed; the record says so already."""
 
 
-def vertex_job_to_follow(record: RunRecord | None) -> str | None:
-    """The Vertex tuning job a succeeded run left to follow, if any."""
+def to_follow(record: RunRecord | None) -> dict[str, Any] | None:
+    """What a succeeded run left on a service to follow (`service` names it), if anything."""
     poll = (record.details.get("poll") if record else None) or {}
-    if record is None or record.status != "succeeded" or poll.get("service") != "vertex":
+    if record is None or record.status != "succeeded" or poll.get("service") not in ("vertex", "tinker"):
         return None
-    return poll["job"]
+    return poll
 
 
 def follow_vertex_job(
@@ -52,3 +54,23 @@ def follow_vertex_job(
     record.notes.append(f"tuned model endpoint: {endpoint}")
     runs.save(record)
     return job
+
+
+def follow_tinker_run(
+    record: RunRecord, runs: RunStore, base_url: str | None, api_key: str, log: Callable[[str], None]
+) -> dict[str, Any]:
+    """Confirms the service lists the sampler weights the run recorded and saves the record with them;
+    returns the checkpoint. Raises `TuningFailed` (the record failed and saved first) when it does not."""
+    poll = record.details["poll"]
+    try:
+        checkpoint = sampler_checkpoint(base_url, api_key, poll["training_run"], poll["sampler_path"])
+    except Exception as err:  # the SDK's errors (connection, HTTP status) and a missing checkpoint alike
+        runs.save(record.finish("failed", f"Tinker sampler weights not confirmed: {err}"))
+        raise TuningFailed(
+            f"training run {record.run_id}: Tinker sampler weights not confirmed: {err}"
+        ) from None
+    log(f"Tinker lists {checkpoint['tinker_path']} ({checkpoint.get('size_bytes')} bytes)")
+    record.details["checkpoint"] = checkpoint
+    record.artifact_path = checkpoint["tinker_path"]
+    runs.save(record)
+    return checkpoint

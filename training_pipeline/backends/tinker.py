@@ -1,0 +1,216 @@
+"""Tinker supervised fine-tuning (LoRA), driven batch by batch through Thinking Machines' `tinker` SDK.
+
+Unlike the hosted jobs (OpenAI, Vertex), Tinker trains where the client says: this module validates the
+chat file, tokenises it with the model's chat format (loss on the assistant's turns), runs
+`forward_backward` + `optim_step` per batch for the configured epochs, saves the weights for sampling and
+returns their `tinker://` path as the run's artifact. `tuned_model` then checks the checkpoint is listed
+under the training run (`sampler_checkpoint`).
+
+Examples are read by byte offset, so a large file is never held in memory: each epoch shuffles the
+offsets (seeded) and tokenises one batch at a time. The next batch is submitted before the previous
+one's results are awaited, so the service is never idle waiting on this process.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from training_pipeline.backends.base import BackendError, DispatchRequest, DispatchResult
+from training_pipeline.backends.chat_tokens import (
+    ROLES,
+    Llama3Chat,
+    TokenizerError,
+    chat_format,
+    load_tokenizer,
+)
+from training_pipeline.backends.formats import convert_file, to_chat
+
+
+@dataclass(frozen=True)
+class TinkerConfig:
+    base_url: str | None
+    api_key: str
+    base_model: str
+    tokenizer: str | None
+    lora_rank: int = 32
+    learning_rate: float = 1e-4
+    epochs: int = 1
+    batch_size: int = 32
+    max_example_tokens: int = 8192
+    seed: int = 0
+
+
+def validate_chat_file(path: Path, chat: Llama3Chat, max_tokens: int) -> list[int]:
+    """Checks every line before anything is sent; returns the byte offset of each example.
+    Fails on the first bad line, naming it."""
+    offsets: list[int] = []
+    with path.open("rb") as handle:
+        offset = 0
+        for number, line in enumerate(handle, start=1):
+            if line.strip():
+                where = f"{path.name} line {number}"
+                try:
+                    messages = json.loads(line)["messages"]
+                except (ValueError, KeyError, TypeError) as err:
+                    raise BackendError(f"{where}: not a chat example ({err})") from None
+                _check_messages(messages, where)
+                length = len(chat.render(messages).tokens)
+                if length > max_tokens:
+                    raise BackendError(f"{where}: {length} tokens, over the {max_tokens} allowed per example")
+                offsets.append(offset)
+            offset += len(line)
+    if not offsets:
+        raise BackendError(f"{path.name}: no examples to train on")
+    return offsets
+
+
+def _check_messages(messages: Any, where: str) -> None:
+    if not isinstance(messages, list) or not messages:
+        raise BackendError(f"{where}: missing messages list")
+    for message in messages:
+        if not isinstance(message, dict) or message.get("role") not in ROLES:
+            raise BackendError(f"{where}: every message needs a role of {', '.join(ROLES)}")
+        if not isinstance(message.get("content"), str) or not message["content"]:
+            raise BackendError(f"{where}: empty or non-text content")
+    if messages[-1]["role"] != "assistant":
+        raise BackendError(f"{where}: the last message must be the assistant's (it is what is trained)")
+
+
+def _batches(
+    path: Path, offsets: list[int], size: int, rng: random.Random
+) -> Iterator[list[list[dict[str, str]]]]:
+    order = offsets[:]
+    rng.shuffle(order)
+    with path.open("rb") as handle:
+        for start in range(0, len(order), size):
+            batch = []
+            for offset in order[start : start + size]:
+                handle.seek(offset)
+                batch.append(json.loads(handle.readline())["messages"])
+            yield batch
+
+
+def _datum(chat: Llama3Chat, messages: list[dict[str, str]]) -> tuple[Any, float]:
+    """Next-token prediction: the model reads tokens[:-1] and is scored on tokens[1:] where trained.
+    Returns the datum and how many of its tokens are trained (the loss is a sum over them)."""
+    from tinker import types
+
+    rendered = chat.render(messages)
+    datum = types.Datum(
+        model_input=types.ModelInput.from_ints(rendered.tokens[:-1]),
+        loss_fn_inputs={"target_tokens": rendered.tokens[1:], "weights": rendered.weights[1:]},
+    )
+    return datum, sum(rendered.weights[1:])
+
+
+@dataclass(frozen=True)
+class _Step:
+    """One batch in flight: its forward-backward and optimiser-step futures."""
+
+    forward_backward: Any
+    optim_step: Any
+    trained_tokens: float
+
+    def settle(self, totals: list[float]) -> None:
+        totals[0] += self.forward_backward.result().metrics["loss:sum"]
+        self.optim_step.result()
+        totals[1] += self.trained_tokens
+
+
+def _train(
+    request: DispatchRequest,
+    config: TinkerConfig,
+    chat: Llama3Chat,
+    chat_file: Path,
+    offsets: list[int],
+) -> tuple[str, str, list[float]]:
+    """One session: a LoRA training client, the epochs batch by batch, the sampler weights saved.
+    Returns the training run's id, the sampler weights' path and the mean loss of each epoch."""
+    import tinker
+    from tinker import types
+
+    rng = random.Random(config.seed)
+    losses: list[float] = []
+    with tinker.ServiceClient(
+        base_url=config.base_url, api_key=config.api_key, user_metadata={"run_id": request.run_id}
+    ) as service:
+        training = service.create_lora_training_client(
+            base_model=config.base_model, rank=config.lora_rank, seed=config.seed
+        ).result()
+        model_id = training.model_id
+        request.log(f"Tinker training run {model_id} on {config.base_model}, LoRA rank {config.lora_rank}")
+        adam = types.AdamParams(learning_rate=config.learning_rate)
+        for epoch in range(config.epochs):
+            totals = [0.0, 0.0]  # summed loss, trained tokens
+            previous: _Step | None = None
+            for batch in _batches(chat_file, offsets, config.batch_size, rng):
+                data, trained = zip(*(_datum(chat, messages) for messages in batch), strict=True)
+                step = _Step(
+                    training.forward_backward(list(data), "cross_entropy"),
+                    training.optim_step(adam),
+                    sum(trained),
+                )
+                if previous is not None:
+                    previous.settle(totals)
+                previous = step
+            if previous is not None:
+                previous.settle(totals)
+            losses.append(totals[0] / totals[1] if totals[1] else 0.0)
+            request.log(f"epoch {epoch + 1}/{config.epochs}: mean loss per trained token {losses[-1]:.4f}")
+        sampler_path = (
+            training.save_weights_for_sampler(request.run_id, user_metadata={"task": request.task})
+            .result()
+            .path
+        )
+    return model_id, sampler_path, losses
+
+
+def run_tinker(request: DispatchRequest, config: TinkerConfig) -> DispatchResult:
+    try:
+        chat = chat_format(config.base_model, load_tokenizer(config.tokenizer))
+    except TokenizerError as err:
+        raise BackendError(str(err)) from None
+    chat_file = request.work_dir / f"{request.task}.chat.jsonl"
+    convert_file(request.dataset_path, chat_file, to_chat)
+    offsets = validate_chat_file(chat_file, chat, config.max_example_tokens)
+    request.log(f"{len(offsets)} examples valid for {config.base_model}; starting a Tinker session")
+
+    import tinker
+
+    try:
+        model_id, sampler_path, losses = _train(request, config, chat, chat_file, offsets)
+    except tinker.TinkerError as err:
+        raise BackendError(f"Tinker: {type(err).__name__}: {err}") from None
+    request.log(f"sampler weights saved: {sampler_path}")
+    return DispatchResult(
+        True,
+        artifact_path=sampler_path,
+        notes=[
+            f"Tinker training run {model_id}: {len(offsets)} examples, {config.epochs} epoch(s), "
+            f"batch {config.batch_size}, learning rate {config.learning_rate}",
+            f"sampler weights: {sampler_path}",
+        ],
+        details={
+            "poll": {"service": "tinker", "training_run": model_id, "sampler_path": sampler_path},
+            "base_model": config.base_model,
+            "examples": len(offsets),
+            "epoch_losses": losses,
+        },
+    )
+
+
+def sampler_checkpoint(base_url: str | None, api_key: str, training_run: str, path: str) -> dict[str, Any]:
+    """The sampler checkpoint `path` as the service lists it under `training_run`; raises when the
+    service does not list it (the weights a run recorded are not there to sample from)."""
+    import tinker
+
+    listing = tinker.RestClient(base_url=base_url, api_key=api_key).list_checkpoints(training_run).result()
+    for checkpoint in listing.checkpoints:
+        if checkpoint.tinker_path == path:
+            return checkpoint.model_dump(mode="json")
+    raise BackendError(f"Tinker lists no checkpoint {path} under training run {training_run}")
