@@ -76,7 +76,7 @@ def test_a_local_tokenizer_json_encodes_exactly_as_the_package(llama3_json: Path
 
 
 def test_tokenizer_sources_fail_clearly(tmp_path: Path) -> None:
-    with pytest.raises(TokenizerError, match="no tokenizer.json or tokenizer.model at"):
+    with pytest.raises(TokenizerError, match=r"no tokenizer\.json or tokenizer\.model at"):
         load_tokenizer(str(tmp_path / "missing"))
     # a hub id where the hub cannot be reached (offline mode, so the client does not retry for a minute)
     hub = subprocess.run(
@@ -92,8 +92,7 @@ def test_tokenizer_sources_fail_clearly(tmp_path: Path) -> None:
     )
     assert hub.returncode == 1
     assert (
-        "TokenizerError: could not load tokenizer 'meta-llama/Llama-3.1-8B-Instruct' from the Hugging Face hub"
-        in hub.stderr
+        "could not load tokenizer 'meta-llama/Llama-3.1-8B-Instruct' from the Hugging Face hub" in hub.stderr
     )
     assert "use 'llama-models' or a local path where the hub cannot be reached" in hub.stderr
     with pytest.raises(TokenizerError, match="no chat format for Qwen/Qwen3-8B"):
