@@ -138,6 +138,21 @@ def test_environment_secret_values_are_redacted_by_value() -> None:
     assert secret_env_values("elizaos", env, names="DB_*") == ("pa$$w0rd!!",)
 
 
+def test_repeated_strings_are_redacted_and_counted_every_time() -> None:
+    """Short strings' redactions are remembered; the output and the counts are as if they were not."""
+    key = "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXyZ0aBcDeFgHiJkL"
+    privacy = PrivacyFilter("strict", env_secrets=("tok-1234567",))
+    text = f"key {key} and tok-1234567"
+    for _ in range(3):
+        assert privacy.redact(text) == "key <REDACTED:openai-key> and <REDACTED:env-secret>"
+    assert privacy.stats.redactions == {"openai-key": 3, "env-secret": 3}
+    long = text + " " + "filler " * 60  # past the remembered length: the same answer, the same counts
+    assert privacy.redact(long).startswith("key <REDACTED:openai-key>")
+    assert privacy.stats.redaction_count == 8
+    # what one filter remembers is its own: another's secrets are not this one's
+    assert PrivacyFilter("strict").redact(text) == "key <REDACTED:openai-key> and tok-1234567"
+
+
 def _trajectory(text: str, tid: str = "t1") -> dict:
     return {
         "trajectoryId": tid,

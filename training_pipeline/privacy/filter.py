@@ -32,6 +32,10 @@ Profile = Literal["elizaos", "strict"]
 HANDLE = re.compile(r"@[a-zA-Z0-9_.-]{2,}")
 _TEXT_FIELDS = ("systemPrompt", "userPrompt", "response")
 ENV_SECRET_LABEL = "env-secret"
+#: Strings up to this long are remembered with their redaction (`PrivacyFilter.redact`), at most this
+#: many at a time.
+_MEMO_MAX_CHARS = 256
+_MEMO_MAX_ENTRIES = 8192
 
 
 def secret_env_values(
@@ -105,6 +109,7 @@ class PrivacyFilter:
         self.directory = directory
         self.env_secrets = env_secrets
         self.stats = FilterStats()
+        self._memo: dict[str, tuple[str, tuple[tuple[str, int], ...]]] = {}
 
     def fingerprint(self) -> str:
         """What this filter does to a trajectory, as a digest: the profile, its rules, the entity
@@ -165,9 +170,29 @@ class PrivacyFilter:
         return self.stats.redaction_count - before
 
     def redact(self, text: str) -> str:
+        """`text` with its credentials redacted, each counted.
+
+        A trajectory repeats its short strings in every call (model names, step kinds, the agent's
+        name, often the system prompt) and so does the next one; under `strict` they are a third of
+        every string walked. Redaction depends on the text alone, so a short string's result and its
+        counts are remembered and replayed (a bounded memo, cleared when full)."""
         if len(text) < 4:  # shorter than any rule's match or any secret (8 UTF-16 units, 4 astral chars)
             return text
-        counts = self.stats.redactions
+        if len(text) > _MEMO_MAX_CHARS:
+            return self._redact(text, self.stats.redactions)
+        remembered = self._memo.get(text)
+        if remembered is None:
+            counts: Counter[str] = Counter()
+            remembered = (self._redact(text, counts), tuple(counts.items()))
+            if len(self._memo) >= _MEMO_MAX_ENTRIES:
+                self._memo.clear()
+            self._memo[text] = remembered
+        redacted, hits = remembered
+        for label, count in hits:
+            self.stats.redactions[label] += count
+        return redacted
+
+    def _redact(self, text: str, counts: Counter[str]) -> str:
         if self.profile == "strict":
             text = self._redact_env(text, counts)
         for rule in self.rules.applicable(text):
@@ -211,13 +236,14 @@ class PrivacyFilter:
                 is_call = id(node) in calls
                 for key, value in node.items():
                     if isinstance(value, str):
-                        if not (is_call and key in _TEXT_FIELDS):
+                        if len(value) > 3 and not (is_call and key in _TEXT_FIELDS):
                             node[key] = self.redact(value)
                     elif isinstance(value, dict | list):
                         stack.append(value)
             elif isinstance(node, list):
                 for index, value in enumerate(node):
                     if isinstance(value, str):
-                        node[index] = self.redact(value)
+                        if len(value) > 3:
+                            node[index] = self.redact(value)
                     elif isinstance(value, dict | list):
                         stack.append(value)

@@ -128,9 +128,12 @@ class GitleaksRule(CredentialRule):
     #: gitleaks runs a rule only on text holding one of these (lower case), which keeps broad shapes
     #: (40 hex digits) to the texts that name their service
     keywords: tuple[str, ...] = ()
+    #: the pattern starts with one of its keywords (`glpat-…`): a text it matches holds the keyword, so
+    #: lowering a whole prompt to look for it is wasted
+    keyword_in_every_match: bool = False
 
     def applies(self, text: str) -> bool:
-        if not self.keywords:
+        if not self.keywords or self.keyword_in_every_match:
             return True
         return any(keyword in _lowered(text) for keyword in self.keywords)
 
@@ -245,18 +248,33 @@ def load_rules(path: Path | None = None) -> tuple[GitleaksRule, ...]:
             continue  # a file-path rule: no text to match
         allowlists = tuple(a for a in map(_allowlist, spec.get("allowlists", ())) if a is not None)
         allowlists += EXTRA_ALLOWLISTS.get(spec["id"], ())
+        pattern = re.compile(literal_first(to_python(spec["regex"])), re.ASCII)
+        keywords = tuple(keyword.lower() for keyword in spec.get("keywords", ()))
+        head = _literal_head(pattern)
         rules.append(
             GitleaksRule(
                 spec["id"],
-                re.compile(literal_first(to_python(spec["regex"])), re.ASCII),
+                pattern,
                 entropy=float(spec.get("entropy", 0.0)),
                 allowlists=allowlists,
                 secret_group=int(spec.get("secretGroup", 0)),
-                keywords=tuple(keyword.lower() for keyword in spec.get("keywords", ())),
+                keywords=keywords,
+                keyword_in_every_match=any(keyword in head for keyword in keywords),
             )
         )
     # the catch-all shapes last, so a vendor's own rule names its key
     return tuple(sorted(rules, key=lambda rule: rule.label.startswith("generic-")))
+
+
+def _literal_head(pattern: re.Pattern[str]) -> str:
+    """The characters every match of `pattern` starts with, in lower case ('' when it starts otherwise:
+    a class, a group, an alternation)."""
+    head = []
+    for op, value in re._parser.parse(pattern.pattern, pattern.flags):  # type: ignore[attr-defined]
+        if op is not re._constants.LITERAL:  # type: ignore[attr-defined]
+            break
+        head.append(chr(value))
+    return "".join(head).lower()
 
 
 def _global_allowlist(config: dict[str, Any]) -> tuple[Allowlist, ...]:
