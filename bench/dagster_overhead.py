@@ -1,7 +1,9 @@
 """What Dagster adds to a day: the daily graph materialised on a real instance, against the core's
 one-pass build on the same trajectories.
 
-    python bench/dagster_overhead.py [N]
+    python bench/dagster_overhead.py [N] [WORKERS]
+
+WORKERS: processes of the day's pass (`TRAINING_PIPELINE_WORKERS`; default 0, one per core).
 
 The Dagster path does more than the core (a Parquet store of the validated day and of the filtered day,
 17 asset checks including the detect-secrets re-scan of every message, event-log writes), so the figure
@@ -26,7 +28,7 @@ from training_pipeline.samples import write_long_sample
 from training_pipeline.settings import load_settings
 
 
-def main(n: int) -> None:
+def main(n: int, workers: int) -> None:
     work = Path(tempfile.mkdtemp(prefix="tp-overhead-"))
     source = work / "in"
     source.mkdir()
@@ -37,7 +39,13 @@ def main(n: int) -> None:
     build_datasets(source, work / "core", PrivacyFilter("strict"), workers=1)
     core = time.perf_counter() - started
 
-    settings = load_settings({"TRAINING_PIPELINE_DATA": str(work / "data"), "TRAJECTORY_DIR": str(source)})
+    settings = load_settings(
+        {
+            "TRAINING_PIPELINE_DATA": str(work / "data"),
+            "TRAJECTORY_DIR": str(source),
+            "TRAINING_PIPELINE_WORKERS": str(workers),
+        }
+    )
     resources = default_resources(settings)
     graph = daily_graph(daily_partitions(settings))
     runs = {}
@@ -59,4 +67,4 @@ def main(n: int) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 5000)
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 5000, int(sys.argv[2]) if len(sys.argv) > 2 else 0)

@@ -65,7 +65,9 @@ def shared_resources(settings: Settings) -> dict[str, Any]:
         entities = settings.entities or (None if settings.trajectory_dir else str(SAMPLE_ENTITIES))
     return {
         "trajectory_source": source,
-        "privacy": PrivacySettings(profile=settings.privacy_profile, entity_directory=entities),
+        "privacy": PrivacySettings(
+            profile=settings.privacy_profile, entity_directory=entities, workers=settings.workers
+        ),
         "store": DataStore(
             root=data, shared_url=_secret(settings.shared_url, "TRAINING_PIPELINE_SHARED_URL")
         ),

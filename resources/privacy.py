@@ -11,6 +11,7 @@ from pydantic import Field
 from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.filter import PrivacyFilter, secret_env_values
 from training_pipeline.privacy.scan import SecretScanner
+from training_pipeline.workers import default_workers
 
 
 class PrivacySettings(ConfigurableResource):
@@ -23,11 +24,21 @@ class PrivacySettings(ConfigurableResource):
     env_secrets: str = Field(
         default="*", description="glob of environment variable names whose values are redacted"
     )
+    workers: int = Field(
+        default=0, ge=0, description="processes that redact, filter and export a day (0: one per core)"
+    )
+
+    def pool_size(self) -> int:
+        return self.workers or default_workers()
 
     def scanner(self) -> SecretScanner:
         """The independent second look (detect-secrets' detectors + the environment's secret values,
         by the strict profile's broader name test) used by the checks, previews and training runs."""
-        return SecretScanner(secret_env_values("strict", names=self.env_secrets))
+        return SecretScanner(self.scanner_secrets())
+
+    def scanner_secrets(self) -> tuple[str, ...]:
+        """The secret values the scanner looks for (read now, never stored)."""
+        return secret_env_values("strict", names=self.env_secrets)
 
     def build_filter(self) -> PrivacyFilter:
         """A fresh filter (its counters start at zero); secret values are read now, never stored."""

@@ -102,11 +102,11 @@ class StagedFiles:
         directory.mkdir(parents=True, exist_ok=True)
         self._staged: dict[Path, TempFile] = {}
 
-    def open(self, name: str, mode: str = "w") -> IO:
+    def open(self, name: str, mode: str = "w", buffering: int = -1) -> IO:
         target = self.directory / name
         temp = TempFile(target)
         self._staged[target] = temp
-        return os.fdopen(temp.fd, mode, encoding=None if "b" in mode else "utf-8")
+        return os.fdopen(temp.fd, mode, buffering, encoding=None if "b" in mode else "utf-8")
 
     def publish(self) -> None:
         for target, temp in self._staged.items():

@@ -62,6 +62,8 @@ class Settings(BaseModel):
     #: the entity directory (default: the sample's, with the sample data)
     entities: str | None = Field(None, alias="TRAINING_PIPELINE_ENTITIES")
     privacy_profile: Literal["strict", "elizaos"] = Field("strict", alias="TRAINING_PIPELINE_PRIVACY_PROFILE")
+    #: processes that redact, filter and export a day (0: one per core)
+    workers: int = Field(0, alias="TRAINING_PIPELINE_WORKERS", ge=0)
     #: an fsspec URL the day's datasets and the run records are copied to (may hold a password)
     shared_url: SecretStr | None = Field(None, alias="TRAINING_PIPELINE_SHARED_URL")
 

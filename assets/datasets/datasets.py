@@ -34,7 +34,7 @@ from resources.privacy import PrivacySettings
 from resources.storage import DataStore
 from training_pipeline.datasets.daily import adopt_datasets, export_store
 from training_pipeline.datasets.tasks import SUMMARY_FILE_NAME, TASK_FILE_NAMES, TASKS, Task
-from training_pipeline.datasets.validate import inspect_dataset_file
+from training_pipeline.datasets.validate import inspect_dataset_files
 from training_pipeline.privacy.scan import SecretScanner
 
 _PREVIEW_CHARS = 240
@@ -81,8 +81,8 @@ _CHECKS = {
 
 
 def _dataset_checks(daily_partitions: PartitionsDefinition) -> AssetChecksDefinition:
-    """The three checks of each dataset as one step: each file is read once for all three, and one
-    scanner (its per-line cache) serves the five files, whose prompts share most of their lines."""
+    """The three checks of each dataset as one step: each file is read once for all three, the files
+    side by side on the bounded pool (the re-scan of every message is most of a day's checks)."""
 
     @multi_asset_check(
         name="dataset_checks",
@@ -106,12 +106,14 @@ def _dataset_checks(daily_partitions: PartitionsDefinition) -> AssetChecksDefini
         selected = {(key.asset_key.to_user_string(), key.name) for key in context.selected_asset_check_keys}
         summary = json.loads((store.datasets(day) / SUMMARY_FILE_NAME).read_text(encoding="utf-8"))
         report = json.loads(store.privacy_report(day).read_text(encoding="utf-8"))
-        scanner = privacy.scanner()
-        for task in TASKS:
+        tasks = [task for task in TASKS if any((task, name) in selected for name in _CHECKS)]
+        inspected = inspect_dataset_files(
+            [_dataset_file(store, day, task) for task in tasks],
+            privacy.scanner_secrets(),
+            privacy.pool_size(),
+        )
+        for task, (validation, scan) in zip(tasks, inspected, strict=True):
             wanted = {name for name in _CHECKS if (task, name) in selected}
-            if not wanted:
-                continue
-            validation, scan = inspect_dataset_file(_dataset_file(store, day, task), scanner)
             metrics = summary["taskMetrics"][task]
             results = {
                 "no_credentials": AssetCheckResult(

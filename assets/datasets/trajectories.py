@@ -67,6 +67,7 @@ def trajectory_assets(
                 privacy.build_filter(),
                 FilteredDay(store.filtered(day), store.privacy_report(day)),
                 store.datasets(day),
+                workers=privacy.pool_size(),
             )
         except SourceUnavailable as err:
             # the source may come back: retry this step (only this one) before failing the run

@@ -7,10 +7,7 @@ Output: elizaOS's five `*_trajectories.jsonl` files and `trajectory_dataset_summ
 from __future__ import annotations
 
 import json
-import multiprocessing
-from collections import deque
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,8 +15,7 @@ from typing import Any
 from training_pipeline.atomic import atomic_write_text
 from training_pipeline.datasets.export import DatasetWriter, Prepared, prepare
 from training_pipeline.intake.quarantine import QuarantineWriter, quarantine_line
-from training_pipeline.privacy.entities import EntityDirectory
-from training_pipeline.privacy.filter import FilterStats, PrivacyFilter, Profile
+from training_pipeline.privacy.filter import FilterStats, PrivacyFilter, start_worker_filter, worker_filter
 from training_pipeline.trajectories.files import (
     LineSpan,
     Refused,
@@ -28,6 +24,7 @@ from training_pipeline.trajectories.files import (
     line_spans,
 )
 from training_pipeline.trajectories.records import RawRecord, parse_record
+from training_pipeline.workers import ordered_map
 
 QUARANTINE_FILE_NAME = "quarantine.jsonl"
 PRIVACY_REPORT_FILE_NAME = "privacy_report.json"
@@ -85,17 +82,8 @@ def _process(privacy: PrivacyFilter, work: _Work) -> _Chunk:
     return _Chunk(records, quarantine, prepared, privacy.stats)
 
 
-_worker_filter: PrivacyFilter | None = None
-
-
-def _start_worker(profile: Profile, directory: EntityDirectory | None, env_secrets: tuple[str, ...]) -> None:
-    global _worker_filter
-    _worker_filter = PrivacyFilter(profile, directory, env_secrets)
-
-
 def _process_in_worker(work: _Work) -> _Chunk:
-    assert _worker_filter is not None
-    return _process(_worker_filter, work)
+    return _process(worker_filter(), work)
 
 
 def _shares(input_path: Path, span_bytes: int) -> Iterator[_Work]:
@@ -117,27 +105,16 @@ def _shares(input_path: Path, span_bytes: int) -> Iterator[_Work]:
 
 
 def _processed(input_path: Path, privacy: PrivacyFilter, workers: int, span_bytes: int) -> Iterator[_Chunk]:
-    """Shares of the input processed in input order: here, or by `workers` processes with at most two
-    shares each in flight, so memory stays bounded whatever the input's size."""
-    chunks = _shares(input_path, span_bytes)
-    if workers <= 1:
-        for chunk in chunks:
-            yield _process(privacy, chunk)
-        return
-    context = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(
+    """Shares of the input processed in input order: here, or on `workers` processes (the bounded pool,
+    `workers.ordered_map`)."""
+    return ordered_map(
+        _shares(input_path, span_bytes),
+        lambda share: _process(privacy, share),
         workers,
-        mp_context=context,
-        initializer=_start_worker,
-        initargs=(privacy.profile, privacy.directory, privacy.env_secrets),
-    ) as pool:
-        pending: deque = deque()
-        for chunk in chunks:
-            pending.append(pool.submit(_process_in_worker, chunk))
-            if len(pending) >= 2 * workers:
-                yield pending.popleft().result()
-        while pending:
-            yield pending.popleft().result()
+        _process_in_worker,
+        start_worker_filter,
+        privacy.recipe(),
+    )
 
 
 def build_datasets(

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from training_pipeline.atomic import atomic_write_text, publish
-from training_pipeline.datasets.export import DatasetWriter
+from training_pipeline.datasets.export import DatasetWriter, prepare
 from training_pipeline.datasets.tasks import SUMMARY_FILE_NAME
 from training_pipeline.intake.filtered import FilteredDay
 from training_pipeline.intake.ingest import IngestManifest, ingest_records
@@ -58,12 +58,16 @@ def ingest_day(
     filtered: FilteredDay,
     datasets: Path,
     preview_rows: int = 3,
+    workers: int = 1,
 ) -> IngestManifest:
-    """The stored day, its quarantine and manifest, the staged filtered day and the staged datasets."""
+    """The stored day, its quarantine and manifest, the staged filtered day and the staged datasets;
+    with `workers` > 1, filtered and exported on that many processes."""
     (staged_dir(datasets) / STAMP_NAME).unlink(missing_ok=True)  # nothing older adopted if this stops
     writer = DatasetWriter(staged_dir(datasets), preview_rows=preview_rows, provenance=True)
     try:
-        manifest = ingest_records(records, parquet, quarantine, source, privacy, filtered, writer.add)
+        manifest = ingest_records(
+            records, parquet, quarantine, source, privacy, filtered, prepare, writer.add_prepared, workers
+        )
     except BaseException:
         writer.abort()
         raise

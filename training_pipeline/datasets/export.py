@@ -27,6 +27,7 @@ from training_pipeline.trajectories.models import iter_llm_calls
 #: (trajectory id, LLM call count, [(task, JSONL line as UTF-8)]) — one trajectory's examples, in
 #: elizaOS's order. Bytes, because they are written to binary files, maybe after crossing processes.
 Prepared = tuple[Any, int, list[tuple[Task, bytes]]]
+_BUFFER = 1 << 20
 
 
 def prepare(trajectory: dict[str, Any]) -> Prepared:
@@ -51,7 +52,10 @@ class DatasetWriter:
         off for `build-datasets`, whose file set is elizaOS's."""
         self.out_dir = out_dir
         self._staged = StagedFiles(out_dir)
-        self._files: dict[Task, IO[bytes]] = {t: self._staged.open(TASK_FILE_NAMES[t], "wb") for t in TASKS}
+        # examples run to kilobytes each: a large buffer turns thousands of writes into a few
+        self._files: dict[Task, IO[bytes]] = {
+            t: self._staged.open(TASK_FILE_NAMES[t], "wb", _BUFFER) for t in TASKS
+        }
         self._provenance: dict[Task, IO[bytes]] = (
             {t: self._staged.open(PROVENANCE_FILE_NAMES[t], "wb") for t in TASKS} if provenance else {}
         )

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
 
 from training_pipeline.privacy.scan import ScanReport, SecretScanner
+from training_pipeline.workers import ordered_map
 
 EXPECTED_ROLES = ["system", "user", "model"]
 
@@ -47,6 +48,42 @@ def inspect_dataset_file(path: Path, scanner: SecretScanner) -> tuple[Validation
 
     report = scanner.scan(texts())
     return result, report
+
+
+Inspected = tuple[ValidationResult, ScanReport]
+_worker_scanner: SecretScanner | None = None
+
+
+def _start_scanner(env_secrets: tuple[str, ...]) -> None:
+    global _worker_scanner
+    _worker_scanner = SecretScanner(env_secrets)
+
+
+def _inspect_in_worker(path: Path) -> Inspected:
+    assert _worker_scanner is not None, "not a worker of the inspection pool"
+    return inspect_dataset_file(path, _worker_scanner)
+
+
+def inspect_dataset_files(
+    paths: Sequence[Path], env_secrets: tuple[str, ...], workers: int
+) -> list[Inspected]:
+    """`inspect_dataset_file` of each path, in order: in this process with one scanner (its per-line
+    cache shared by the files), or one file per worker of the bounded pool at a time (the largest
+    first, so the others share the remaining workers while it runs)."""
+    workers = min(workers, len(paths))
+    scanner = SecretScanner(env_secrets) if workers <= 1 else None
+    largest_first = sorted(range(len(paths)), key=lambda i: -paths[i].stat().st_size)
+    done = ordered_map(
+        [paths[i] for i in largest_first],
+        lambda path: inspect_dataset_file(path, scanner),  # type: ignore[arg-type]
+        workers,
+        _inspect_in_worker,
+        _start_scanner,
+        (env_secrets,),
+        start_method="forkserver",
+    )
+    by_index = dict(zip(largest_first, done, strict=True))
+    return [by_index[i] for i in range(len(paths))]
 
 
 def _record_problem(record: object) -> str | None:

@@ -5,17 +5,21 @@ from __future__ import annotations
 import contextlib
 import json
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
+from training_pipeline import jscompat
 from training_pipeline.atomic import atomic_write_text
 from training_pipeline.intake.filtered import FilteredDay, report_of, stage
 from training_pipeline.intake.quarantine import QuarantineWriter
-from training_pipeline.privacy.filter import PrivacyFilter
+from training_pipeline.privacy.filter import FilterStats, PrivacyFilter, start_worker_filter, worker_filter
 from training_pipeline.trajectories.records import ParsedRecord
-from training_pipeline.trajectories.store import TrajectoryParquetWriter
+from training_pipeline.trajectories.store import StoreRows, TrajectoryParquetWriter
+from training_pipeline.workers import ordered_map
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,47 @@ def manifest_path(parquet: Path) -> Path:
     return parquet.with_suffix(".manifest.json")
 
 
+#: what is made of each trajectory the filter keeps, where it is filtered (a module-level function, so
+#: it reaches the pool's workers): the datasets' examples (`datasets.export.prepare`)
+Derive = Callable[[dict[str, Any]], Any]
+#: a share of a day for the pool: the fused pass's `Derive` (None: store only), and the valid records'
+#: (origin, JSON text); the text crosses processes, far cheaper than the parsed trajectory
+_Share = tuple[Derive | None, list[tuple[str, str]]]
+_SHARE_CHARS = 2 << 20
+_SHARE_RECORDS = 1024
+
+
+@dataclass
+class _Ingested:
+    """What a share became: its stored rows, the filtered day's rows and the examples, in input order."""
+
+    stored: pa.RecordBatch
+    filtered: pa.RecordBatch
+    derived: list[Any]
+    stats: FilterStats
+
+
+def _ingest_share(privacy: PrivacyFilter | None, share: _Share) -> _Ingested:
+    derive, items = share
+    if privacy is not None:
+        privacy.stats = FilterStats()  # this share's counts only; the caller merges them
+    stored, filtered, derived = StoreRows(), StoreRows(), []
+    for origin, text in items:
+        trajectory = jscompat.loads(text)
+        if privacy is not None and privacy.redact_credentials(trajectory):
+            text = None  # stored as re-serialised, not as it came
+        stored.add(trajectory, origin, text)
+        if derive is not None and privacy.apply(trajectory, origin, redacted=True):  # type: ignore[union-attr]
+            filtered.add(trajectory, origin)
+            derived.append(derive(trajectory))
+    stats = privacy.stats if privacy is not None else FilterStats()
+    return _Ingested(stored.take(), filtered.take(), derived, stats)
+
+
+def _ingest_in_worker(share: _Share) -> _Ingested:
+    return _ingest_share(worker_filter(), share)
+
+
 def ingest_records(
     records: Iterable[ParsedRecord],
     parquet: Path,
@@ -52,41 +97,80 @@ def ingest_records(
     source: str,
     privacy: PrivacyFilter | None = None,
     filtered: FilteredDay | None = None,
-    each_filtered: Callable[[dict[str, Any]], None] | None = None,
+    derive: Derive | None = None,
+    each_derived: Callable[[Any], None] | None = None,
+    workers: int = 1,
 ) -> IngestManifest:
     """Valid records to `parquet`, the rest to `quarantine`; the manifest is written last, so its
     presence means both files are complete. With `privacy`, the day is stored with its credentials
     already redacted as that profile redacts them (nothing is kept in clear that the datasets would not
     show). With `filtered` too, the same pass applies the rest of the filter (handles, private people)
-    and stages the filtered day for `filtered_trajectories` to adopt: one parse per trajectory; each
-    trajectory the filter keeps is also handed to `each_filtered` (the datasets' staged export)."""
-    records_in = 0
+    and stages the filtered day for `filtered_trajectories` to adopt; `derive` makes something of each
+    trajectory the filter keeps (its examples), handed to `each_derived` (the datasets' staged export).
+
+    With `workers` > 1 (and `privacy`), the redaction, the filter and the examples run on that many
+    processes of the bounded pool (`training_pipeline.workers`), started from a fork server (a Dagster
+    step has threads of its own); everything is written here, in input order, so the files are the same
+    as with one."""
+    counted = [0]
     ingest_id = uuid.uuid4().hex
     fused = privacy is not None and filtered is not None
     if filtered is not None:  # an older staged day must not be adopted if this pass stops half-way
         filtered.stamp.unlink(missing_ok=True)
+    stats = FilterStats()
     with contextlib.ExitStack() as stack:
         store = stack.enter_context(TrajectoryParquetWriter(parquet))
         bad = stack.enter_context(QuarantineWriter(quarantine))
         staged = stack.enter_context(TrajectoryParquetWriter(filtered.staged().store)) if fused else None
-        for parsed in records:
-            records_in += 1
-            if parsed.trajectory is None:
-                bad.add(parsed)
-                continue
-            text = parsed.text
-            if privacy is not None and privacy.redact_credentials(parsed.trajectory):
-                text = None  # stored as re-serialised, not as it came
-            store.add(parsed.trajectory, parsed.origin, text)  # serialised now: the filter may go on
-            if staged is not None and privacy.apply(parsed.trajectory, parsed.origin, redacted=True):
-                staged.add(parsed.trajectory, parsed.origin)
-                if each_filtered is not None:
-                    each_filtered(parsed.trajectory)
-    redactions = dict(sorted(privacy.stats.redactions.items())) if privacy is not None else {}
+        results = ordered_map(
+            _shares(records, bad, counted, (derive or _nothing) if fused else None),
+            lambda share: _ingest_share(privacy, share),
+            workers if privacy is not None else 1,
+            _ingest_in_worker,
+            start_worker_filter,
+            privacy.recipe() if privacy is not None else (),
+            start_method="forkserver",
+        )
+        for done in results:
+            store.add_batch(done.stored)
+            if staged is not None:
+                staged.add_batch(done.filtered)
+            if each_derived is not None:
+                for derived in done.derived:
+                    each_derived(derived)
+            stats.merge(done.stats)
+    if privacy is not None:
+        privacy.stats = stats
+    redactions = dict(sorted(stats.redactions.items())) if privacy is not None else {}
     manifest = IngestManifest(
-        records_in, store.count, bad.count, store.llm_call_count, source, bad.reasons, redactions, ingest_id
+        counted[0], store.count, bad.count, store.llm_call_count, source, bad.reasons, redactions, ingest_id
     )
     if fused:
         stage(filtered, report_of(privacy), ingest_id, privacy.fingerprint())
     manifest.write(manifest_path(parquet))
     return manifest
+
+
+def _nothing(trajectory: dict[str, Any]) -> None:
+    return None
+
+
+def _shares(
+    records: Iterable[ParsedRecord], bad: QuarantineWriter, counted: list[int], derive: Derive | None
+) -> Iterator[_Share]:
+    """The valid records in shares of about `_SHARE_CHARS`; the rest quarantined as they come by."""
+    items: list[tuple[str, str]] = []
+    size = 0
+    for parsed in records:
+        counted[0] += 1
+        if parsed.trajectory is None:
+            bad.add(parsed)
+            continue
+        text = parsed.text if parsed.text is not None else jscompat.dumps(parsed.trajectory)
+        items.append((parsed.origin, text))
+        size += len(text)
+        if size >= _SHARE_CHARS or len(items) >= _SHARE_RECORDS:
+            yield derive, items
+            items, size = [], 0
+    if items:
+        yield derive, items

@@ -111,6 +111,10 @@ class PrivacyFilter:
         self.stats = FilterStats()
         self._memo: dict[str, tuple[str, tuple[tuple[str, int], ...]]] = {}
 
+    def recipe(self) -> tuple[Profile, EntityDirectory | None, tuple[str, ...]]:
+        """What a worker process needs to build the same filter (`start_worker_filter`)."""
+        return self.profile, self.directory, self.env_secrets
+
     def fingerprint(self) -> str:
         """What this filter does to a trajectory, as a digest: the profile, its rules, the entity
         directory and the secret values. Two filters with one fingerprint give the same output, so a
@@ -247,3 +251,21 @@ class PrivacyFilter:
                             node[index] = self.redact(value)
                     elif isinstance(value, dict | list):
                         stack.append(value)
+
+
+#: the filter of a worker process of the pool (`training_pipeline.workers`), built once when it starts
+_worker_filter: PrivacyFilter | None = None
+
+
+def start_worker_filter(
+    profile: Profile, directory: EntityDirectory | None, env_secrets: tuple[str, ...]
+) -> None:
+    """A pool's initializer: this worker's filter (its rules' gate loads once, from the cache)."""
+    global _worker_filter
+    _worker_filter = PrivacyFilter(profile, directory, env_secrets)
+
+
+def worker_filter() -> PrivacyFilter:
+    if _worker_filter is None:
+        raise RuntimeError("not a worker of the pool: start_worker_filter never ran here")
+    return _worker_filter

@@ -8,12 +8,15 @@ next stage needs it exactly as it was.
 from __future__ import annotations
 
 import os
+import queue
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from training_pipeline import jscompat
@@ -33,8 +36,40 @@ SCHEMA = pa.schema(
 _BATCH_ROWS = 1024
 
 
+class StoreRows:
+    """Stored trajectories' columns, gathered row by row and taken as one Arrow batch. A worker of the
+    pool fills one per share, so the parent only writes the batch (a batch crosses processes as Arrow
+    buffers, far cheaper than rows)."""
+
+    def __init__(self) -> None:
+        self._columns: dict[str, list[Any]] = {name: [] for name in SCHEMA.names}
+
+    def add(self, trajectory: dict[str, Any], origin: str, text: str | None = None) -> None:
+        """`text`: the trajectory's JSON as it came, when unchanged (stored as it is)."""
+        columns = self._columns
+        agent = trajectory.get("agentId")
+        columns["trajectory_id"].append(trajectory["trajectoryId"])
+        columns["agent_id"].append(agent if isinstance(agent, str) else None)
+        columns["start_time_ms"].append(float(trajectory["startTime"]))
+        columns["llm_call_count"].append(sum(1 for _ in iter_llm_calls(trajectory)))
+        columns["origin"].append(origin)
+        columns["raw"].append(text.rstrip("\r\n") if text is not None else jscompat.dumps(trajectory))
+
+    def __len__(self) -> int:
+        return len(self._columns["raw"])
+
+    def take(self) -> pa.RecordBatch:
+        """The rows so far as a batch; the buffer starts again empty."""
+        batch = pa.RecordBatch.from_pydict(self._columns, schema=SCHEMA)
+        self._columns = {name: [] for name in SCHEMA.names}
+        return batch
+
+
 class TrajectoryParquetWriter:
-    """Buffered rows written in bounded row groups to a temp file, renamed into place on a clean exit."""
+    """Rows or batches written in bounded row groups to a temp file, renamed into place on a clean exit.
+
+    Batches are compressed and written on a thread of the writer's own (Arrow lets go of the GIL while
+    it compresses), at most two waiting, so the producer goes on parsing and filtering meanwhile."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -43,29 +78,43 @@ class TrajectoryParquetWriter:
         os.close(self._temp.fd)  # Parquet opens it by name; the lock stays with the temp's other handle
         self._tmp = self._temp.path
         self._writer = pq.ParquetWriter(self._tmp, SCHEMA, compression="zstd")
-        self._rows: dict[str, list[Any]] = {name: [] for name in SCHEMA.names}
+        self._rows = StoreRows()
         self.count = 0
         self.llm_call_count = 0
+        self._batches: queue.Queue[pa.RecordBatch | None] = queue.Queue(maxsize=2)
+        self._failure: BaseException | None = None
+        self._thread = threading.Thread(target=self._drain, name=f"parquet:{path.name}", daemon=True)
+        self._thread.start()
 
     def add(self, trajectory: dict[str, Any], origin: str, text: str | None = None) -> None:
-        calls = sum(1 for _ in iter_llm_calls(trajectory))
-        rows = self._rows
-        rows["trajectory_id"].append(trajectory["trajectoryId"])
-        agent = trajectory.get("agentId")
-        rows["agent_id"].append(agent if isinstance(agent, str) else None)
-        rows["start_time_ms"].append(float(trajectory["startTime"]))
-        rows["llm_call_count"].append(calls)
-        rows["origin"].append(origin)
-        rows["raw"].append(text.rstrip("\r\n") if text is not None else jscompat.dumps(trajectory))
-        self.count += 1
-        self.llm_call_count += calls
-        if len(rows["raw"]) >= _BATCH_ROWS:
+        self._rows.add(trajectory, origin, text)
+        if len(self._rows) >= _BATCH_ROWS:
             self._flush()
 
+    def add_batch(self, batch: pa.RecordBatch) -> None:
+        """Rows a `StoreRows` gathered, maybe in another process; written after the rows added before."""
+        self._flush()
+        if batch.num_rows:
+            self._write(batch)
+
     def _flush(self) -> None:
-        if self._rows["raw"]:
-            self._writer.write_table(pa.table(self._rows, schema=SCHEMA))
-            self._rows = {name: [] for name in SCHEMA.names}
+        if len(self._rows):
+            self._write(self._rows.take())
+
+    def _write(self, batch: pa.RecordBatch) -> None:
+        if self._failure is not None:
+            raise self._failure
+        self._batches.put(batch)
+        self.count += batch.num_rows
+        self.llm_call_count += pc.sum(batch.column("llm_call_count")).as_py() or 0
+
+    def _drain(self) -> None:
+        while (batch := self._batches.get()) is not None:
+            if self._failure is None:
+                try:
+                    self._writer.write_batch(batch)
+                except BaseException as err:  # raised to the producer at its next write or the close
+                    self._failure = err
 
     def __enter__(self) -> TrajectoryParquetWriter:
         return self
@@ -74,10 +123,16 @@ class TrajectoryParquetWriter:
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         try:
+            try:
+                if kind is None:
+                    self._flush()
+            finally:
+                self._batches.put(None)
+                self._thread.join()
+                self._writer.close()
             if kind is None:
-                self._flush()
-            self._writer.close()
-            if kind is None:
+                if self._failure is not None:
+                    raise self._failure
                 publish(self._tmp, self.path)
         finally:
             self._tmp.unlink(missing_ok=True)

@@ -1,0 +1,118 @@
+"""The bounded pool: the same files as one process, input order, bounded memory, any host script."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from tests.helpers import REPO
+from training_pipeline.datasets.daily import ingest_day
+from training_pipeline.datasets.validate import inspect_dataset_file, inspect_dataset_files
+from training_pipeline.intake.filtered import FilteredDay
+from training_pipeline.privacy.filter import PrivacyFilter
+from training_pipeline.privacy.scan import SecretScanner
+from training_pipeline.samples import write_long_sample
+from training_pipeline.trajectories.files import read_files
+from training_pipeline.workers import IN_FLIGHT, ordered_map
+
+
+def _day(source: Path, out: Path, workers: int) -> dict:
+    manifest = ingest_day(
+        read_files(source),
+        out / "t.parquet",
+        out / "q.jsonl",
+        "test",
+        PrivacyFilter("strict", env_secrets=("tok-live-0f9e8d7c6b5a",)),
+        FilteredDay(out / "f.parquet", out / "report.json"),
+        out / "datasets",
+        workers=workers,
+    )
+    return {**manifest.__dict__, "ingest_id": None}
+
+
+def test_the_daily_pass_on_the_pool_writes_what_one_process_writes(tmp_path: Path) -> None:
+    source = tmp_path / "in.jsonl"
+    write_long_sample(source, 400, target_bytes=4000)
+    with source.open("a") as handle:  # a bad record, quarantined by the parent wherever it falls
+        handle.write('{"trajectoryId": "broken"\n')
+    one, pool = tmp_path / "one", tmp_path / "pool"
+    assert _day(source, one, 1) == _day(source, pool, 2)
+    manifest = json.loads((one / "t.manifest.json").read_text())
+    assert manifest["kept"] == 400 and manifest["quarantined"] == 1 and manifest["redactions_by_rule"]
+    files = sorted(p.relative_to(one) for p in one.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(pool) for p in pool.rglob("*") if p.is_file())
+    for name in files:
+        mine, theirs = one / name, pool / name
+        if name.name in ("t.parquet", ".staged.f.parquet"):  # the stored and the filtered day, row by row
+            assert pq.read_table(mine).equals(pq.read_table(theirs)), name
+        elif name.suffix == ".jsonl" or name.name == ".staged.report.json":  # datasets, quarantine, report
+            assert mine.read_bytes() == theirs.read_bytes(), name
+
+
+def _square(n: int) -> int:
+    return n * n
+
+
+def _noop() -> None:
+    return None
+
+
+def test_results_come_in_input_order_with_a_bounded_number_in_flight() -> None:
+    drawn = 0
+
+    def shares():
+        nonlocal drawn
+        for n in range(40):
+            drawn += 1
+            yield n
+
+    results = []
+    for result in ordered_map(shares(), _square, 2, _square, _noop, (), start_method="fork"):
+        assert drawn - len(results) <= IN_FLIGHT * 2  # never more than this read ahead of the writer
+        results.append(result)
+    assert results == [n * n for n in range(40)]
+
+
+def test_the_checks_inspect_files_side_by_side_as_one_scanner_would(tmp_path: Path) -> None:
+    paths = []
+    for index, content in enumerate(["plain words", "token ghp_PLANTEDsecretAbCdEfGhIjKlMnOpQrStUvWx", "x"]):
+        path = tmp_path / f"{index}.jsonl"
+        line = {"messages": [{"role": r, "content": content} for r in ("system", "user", "model")]}
+        path.write_text((json.dumps(line) + "\n") * (index + 1) + ("{bad\n" if index == 2 else ""))
+        paths.append(path)
+    alone = [inspect_dataset_file(path, SecretScanner()) for path in paths]
+    assert inspect_dataset_files(paths, (), workers=2) == alone
+    assert not alone[1][1].clean and [e[:17] for e in alone[2][0].errors] == ["line 4: not JSON "]
+
+
+def test_the_pool_starts_from_a_script_without_a_main_guard(tmp_path: Path) -> None:
+    """Inside a host whose main script would run again in each worker (a script calling `materialize`
+    with no `if __name__ == "__main__"`), the workers start clean and the day is built once."""
+    source = tmp_path / "in.jsonl"
+    write_long_sample(source, 50, target_bytes=2000)
+    script = tmp_path / "host.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            from pathlib import Path
+            from tests.unit.test_workers import _day
+            print("host ran")
+            print(_day(Path({str(source)!r}), Path({str(tmp_path / "out")!r}), 2)["kept"])
+            """
+        )
+    )
+    run = subprocess.run(
+        [sys.executable, str(script)],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["host", "ran", "50"]  # the script ran once: no worker re-ran it

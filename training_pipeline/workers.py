@@ -1,0 +1,82 @@
+"""The bounded process pool both builds share: the CLI's `build-datasets` and a day of the daily assets.
+
+Shares of the input go to worker processes and come back in input order, so the files written are the
+same, byte for byte, as a one-process run's. At most `IN_FLIGHT` shares per worker are in flight
+(submitted and not yet written): memory holds that many shares and their results whatever the input's
+size and however slow the writer or busy the machine is. A share waits to be submitted until the oldest
+one is written, so a slow writer (or a starved parent) throttles the reading instead of piling up
+results.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import sys
+import types
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from typing import Any, TypeVar
+
+Share = TypeVar("Share")
+Result = TypeVar("Result")
+
+#: shares in flight per worker: one being processed, one queued so the worker never waits on the parent
+IN_FLIGHT = 2
+
+
+def default_workers() -> int:
+    return os.cpu_count() or 1
+
+
+def ordered_map(
+    shares: Iterable[Share],
+    here: Callable[[Share], Result],
+    workers: int,
+    remote: Callable[[Share], Result],
+    initializer: Callable[..., None],
+    initargs: tuple[Any, ...],
+    start_method: str = "fork",
+) -> Iterator[Result]:
+    """`here(share)` for each share in this process when `workers` <= 1; else `remote(share)` on
+    `workers` processes set up by `initializer(*initargs)`, results yielded in input order.
+
+    `start_method`: `fork` where this process runs no other threads (the CLI); `forkserver` inside a
+    host with threads of its own (a Dagster step, with Arrow's and Dagster's threads): workers are forked
+    from a clean server process, which imports `remote`'s module once for all of them."""
+    if workers <= 1:
+        yield from map(here, shares)
+        return
+    context = multiprocessing.get_context(start_method)
+    if start_method == "forkserver":
+        context.set_forkserver_preload([remote.__module__])
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=initializer, initargs=initargs) as pool:
+        pending: deque[Future[Result]] = deque()
+        for share in shares:
+            with _host_main_hidden(start_method):  # a submit may start a worker
+                pending.append(pool.submit(remote, share))
+            if len(pending) >= IN_FLIGHT * workers:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+
+
+@contextlib.contextmanager
+def _host_main_hidden(start_method: str) -> Iterator[None]:
+    """While a worker starts from the fork server, the host's `__main__` is an empty module.
+
+    multiprocessing runs the host's main script again in every such worker (`__mp_main__`): inside a
+    Dagster step that is the `dagster` command or the script that called `materialize`, which imports
+    Dagster (seconds per worker) or, without a main guard, starts a second run. The workers need only
+    `remote`'s module, which the fork server has already imported."""
+    if start_method == "fork":
+        yield
+        return
+    host = sys.modules["__main__"]
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = host
