@@ -1,11 +1,13 @@
 """Dataset build speed and memory against elizaOS's own code, on the same generated input.
 
-    python bench/export_vs_reference.py [N] [--work DIR] [--no-reference]
+    python bench/export_vs_reference.py [N] [--work DIR] [--no-reference] [--hog K]
 
 Generates N realistic trajectories (long conversation prompts, credentials, @handles), runs
 `../shared/reference/run-reference.sh` and `training-pipeline build-datasets --privacy-profile elizaos`
 on the same file, checks the five datasets agree line for line (parsed JSON) and the summaries match,
 then runs the default `strict` profile, and prints throughput, the ratio and each run's peak RSS.
+`--hog K` runs K busy processes beside our builds (not the reference), to see that memory stays bounded
+when the machine is busy and the workers' results wait on a starved parent.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from process_tree import tree_rss_kb
 
 from training_pipeline.datasets.tasks import SUMMARY_FILE_NAME, TASK_FILE_NAMES
 from training_pipeline.samples import write_long_sample
@@ -38,7 +42,7 @@ def run(command: list[str], env: dict[str, str]) -> tuple[float, float, float]:
         )
         tree_peak = 0
         while proc.poll() is None:
-            tree_peak = max(tree_peak, sum(_rss_kb(pid) for pid in _tree(proc.pid)))
+            tree_peak = max(tree_peak, tree_rss_kb(proc.pid))
             time.sleep(0.05)
         seconds = time.perf_counter() - started
         stderr.seek(0)
@@ -46,22 +50,6 @@ def run(command: list[str], env: dict[str, str]) -> tuple[float, float, float]:
     if proc.returncode:
         raise SystemExit(f"{command[0]} failed: {errors[-2000:]}")
     return seconds, int(errors.strip().splitlines()[-1]) / 1024, tree_peak / 1024
-
-
-def _tree(pid: int) -> list[int]:
-    try:
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    except OSError:
-        return []
-    return [pid, *(p for child in children for p in _tree(int(child)))]
-
-
-def _rss_kb(pid: int) -> int:
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return 0
-    return next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0)
 
 
 def agree(ours: Path, theirs: Path) -> list[str]:
@@ -86,6 +74,7 @@ def main() -> None:
     parser.add_argument("n", type=int, nargs="?", default=20_000)
     parser.add_argument("--work", type=Path, default=Path("/tmp/tp-bench"))
     parser.add_argument("--no-reference", action="store_true")
+    parser.add_argument("--hog", type=int, default=0, help="busy processes beside our builds")
     args = parser.parse_args()
     shutil.rmtree(args.work, ignore_errors=True)
     args.work.mkdir(parents=True)
@@ -99,6 +88,7 @@ def main() -> None:
     if not args.no_reference:
         seconds, rss, tree = run(["bash", str(REFERENCE), str(source), str(args.work / "reference")], env)
         rows.append(("elizaOS reference", seconds, rss, tree))
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.hog)]
     for profile in ("elizaos", "strict"):
         seconds, rss, tree = run(
             [
@@ -114,6 +104,8 @@ def main() -> None:
             env,
         )
         rows.append((f"ours, {profile}", seconds, rss, tree))
+    for hog in hogs:
+        hog.kill()
     if not args.no_reference:
         problems = agree(args.work / "elizaos", args.work / "reference")
         print("outputs agree with the reference" if not problems else f"OUTPUTS DIFFER: {problems}")

@@ -4,7 +4,8 @@
 
 Generates one UTC day of trajectories holding CALLS LLM calls in all, materialises that day's
 partition (trajectories → filtered_trajectories → the five datasets, 17 checks) on an ephemeral
-instance in a child process, and prints the wall time, the child's peak RSS and the day's counts.
+instance in a child process, and prints the wall time, the peak RSS of its largest process and of all
+its processes (the pool's workers included), and the day's counts.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import tempfile
 import time
 from datetime import date
 from pathlib import Path
+
+from process_tree import tree_pss_kb, tree_rss_kb
 
 DAY = date(2026, 11, 1)
 
@@ -87,18 +90,27 @@ def main(calls: int) -> None:
         f"{file.stat().st_size / 1e6:,.0f} MB in {time.perf_counter() - started:.0f} s"
     )
     started = time.perf_counter()
-    child = subprocess.run(
-        [sys.executable, __file__, "--child", str(source), str(work / "data")],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    elapsed = time.perf_counter() - started
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        child = subprocess.Popen(
+            [sys.executable, __file__, "--child", str(source), str(work / "data")], stdout=out, stderr=err
+        )
+        tree_peak = tree_pss_peak = 0
+        while child.poll() is None:  # the Dagster process, its fork server and the pool's workers
+            tree_peak = max(tree_peak, tree_rss_kb(child.pid))
+            tree_pss_peak = max(tree_pss_peak, tree_pss_kb(child.pid))
+            time.sleep(0.1)
+        elapsed = time.perf_counter() - started
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
     peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     if child.returncode != 0:
-        raise SystemExit(child.stderr[-3000:])
-    outcome = json.loads(child.stdout.strip().splitlines()[-1])
-    print(f"Dagster day: {elapsed:.0f} s, {written / elapsed:,.0f} LLM calls/s, peak RSS {peak_mb:,.0f} MB")
+        raise SystemExit(stderr[-3000:])
+    outcome = json.loads(stdout.strip().splitlines()[-1])
+    print(
+        f"Dagster day: {elapsed:.0f} s, {written / elapsed:,.0f} LLM calls/s, peak RSS {peak_mb:,.0f} MB "
+        f"(largest process), {tree_peak / 1024:,.0f} MB (all processes; PSS {tree_pss_peak / 1024:,.0f} MB)"
+    )
     print(json.dumps(outcome))
 
 

@@ -60,7 +60,12 @@ class DatasetWriter:
             {t: self._staged.open(PROVENANCE_FILE_NAMES[t], "wb") for t in TASKS} if provenance else {}
         )
         self.counts: dict[Task, int] = dict.fromkeys(TASKS, 0)
-        self._trajectory_ids: dict[Task, set[Any]] = {t: set() for t in TASKS}
+        # elizaOS counts the distinct trajectory ids behind each task's examples: one entry per id, the
+        # tasks it has given examples to as bits (a set per task held each id up to five times: 100+ MB
+        # at a million calls)
+        self._tasks_of: dict[Any, int] = {}
+        self._bit = {task: 1 << index for index, task in enumerate(TASKS)}
+        self._source_trajectories: dict[Task, int] = dict.fromkeys(TASKS, 0)
         self.trajectory_count = 0
         self.llm_call_count = 0
         self._preview_rows = preview_rows
@@ -80,7 +85,10 @@ class DatasetWriter:
             if self._provenance:
                 self._provenance[task].write(jscompat.dumpb(trajectory_id) + b"\n")
             self.counts[task] += 1
-            self._trajectory_ids[task].add(trajectory_id)
+            seen = self._tasks_of.get(trajectory_id, 0)
+            if not seen & self._bit[task]:
+                self._tasks_of[trajectory_id] = seen | self._bit[task]
+                self._source_trajectories[task] += 1
             if len(self.previews[task]) < self._preview_rows:
                 self.previews[task].append(json.loads(line))
 
@@ -97,7 +105,7 @@ class DatasetWriter:
                 task: {
                     "exampleCount": self.counts[task],
                     "sourceCallCount": self.counts[task],
-                    "sourceTrajectoryCount": len(self._trajectory_ids[task]),
+                    "sourceTrajectoryCount": self._source_trajectories[task],
                 }
                 for task in TASKS
             },

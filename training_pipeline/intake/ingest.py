@@ -55,7 +55,7 @@ Derive = Callable[[dict[str, Any]], Any]
 #: a share of a day for the pool: the fused pass's `Derive` (None: store only), and the valid records'
 #: (origin, JSON text); the text crosses processes, far cheaper than the parsed trajectory
 _Share = tuple[Derive | None, list[tuple[str, str]]]
-_SHARE_CHARS = 2 << 20
+_SHARE_CHARS = 1 << 20
 _SHARE_RECORDS = 1024
 
 
@@ -130,6 +130,7 @@ def ingest_records(
             start_worker_filter,
             privacy.recipe() if privacy is not None else (),
             start_method="forkserver",
+            preload=("pandas",),  # Arrow imports it to build a batch: once in the server, not per worker
         )
         for done in results:
             store.add_batch(done.stored)
