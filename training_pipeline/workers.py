@@ -5,7 +5,8 @@ same, byte for byte, as a one-process run's. At most `IN_FLIGHT` shares per work
 (submitted and not yet written): memory holds that many shares and their results whatever the input's
 size and however slow the writer or busy the machine is. A share waits to be submitted until the oldest
 one is written, so a slow writer (or a starved parent) throttles the reading instead of piling up
-results.
+results. While workers start (a second from a fork server), the first shares are processed here, so a
+small day does not wait for a pool it hardly needs.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import contextlib
 import multiprocessing
 import os
 import sys
+import threading
 import types
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -54,15 +56,47 @@ def ordered_map(
     context = multiprocessing.get_context(start_method)
     if start_method == "forkserver":
         context.set_forkserver_preload([remote.__module__, *preload])
-    with ProcessPoolExecutor(workers, mp_context=context, initializer=initializer, initargs=initargs) as pool:
-        pending: deque[Future[Result]] = deque()
+    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=initializer, initargs=initargs)
+    started = _start(pool, start_method)
+    pending: deque[Future[Result]] = deque()
+    try:
         for share in shares:
+            if not pending and not started.is_set():
+                yield here(share)  # the workers are still starting: this share here, meanwhile
+                continue
             with _host_main_hidden(start_method):  # a submit may start a worker
                 pending.append(pool.submit(remote, share))
             if len(pending) >= IN_FLIGHT * workers:
                 yield pending.popleft().result()
         while pending:
             yield pending.popleft().result()
+    finally:
+        # a day done before the workers were up does not wait for them
+        pool.shutdown(wait=started.is_set(), cancel_futures=True)
+
+
+def _ready() -> None:
+    """A worker's first task: that it answers means the pool is up."""
+
+
+def _start(pool: ProcessPoolExecutor, start_method: str) -> threading.Event:
+    """Starts the pool's first worker; the event is set once it answers. From a fork server that takes
+    about a second (a clean interpreter importing the worker's modules), so it happens on a thread while
+    the first shares are processed here; a fork is immediate, so it is waited for."""
+    started = threading.Event()
+
+    def start() -> None:
+        with contextlib.suppress(Exception):  # a pool that cannot start fails the first real submit
+            with _host_main_hidden(start_method):
+                first = pool.submit(_ready)
+            first.result()
+        started.set()
+
+    if start_method == "fork":
+        start()
+    else:
+        threading.Thread(target=start, name="pool-start", daemon=True).start()
+    return started
 
 
 @contextlib.contextmanager

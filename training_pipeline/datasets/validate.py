@@ -69,13 +69,13 @@ def inspect_dataset_files(
 ) -> list[Inspected]:
     """`inspect_dataset_file` of each path, in order: in this process with one scanner (its per-line
     cache shared by the files), or one file per worker of the bounded pool at a time (the largest
-    first, so the others share the remaining workers while it runs)."""
+    first, so the others share the remaining workers while it runs; here while the workers start)."""
     workers = min(workers, len(paths))
-    scanner = SecretScanner(env_secrets) if workers <= 1 else None
+    scanner = SecretScanner(env_secrets)  # here: alone, or while the pool's workers start
     largest_first = sorted(range(len(paths)), key=lambda i: -paths[i].stat().st_size)
     done = ordered_map(
         [paths[i] for i in largest_first],
-        lambda path: inspect_dataset_file(path, scanner),  # type: ignore[arg-type]
+        lambda path: inspect_dataset_file(path, scanner),
         workers,
         _inspect_in_worker,
         _start_scanner,
