@@ -50,7 +50,9 @@ def ordered_map(
     host with threads of its own (a Dagster step, with Arrow's and Dagster's threads): workers are forked
     from a clean server process, which imports `remote`'s module and `preload` once for all of them
     (their pages then shared, not copied per worker)."""
-    if workers <= 1:
+    if workers <= 1 or multiprocessing.current_process().daemon:
+        # a daemonic process (a step on a Celery prefork worker) may not start processes: the shares
+        # run here, and the deployment's scale-out is its workers
         yield from map(here, shares)
         return
     context = multiprocessing.get_context(start_method)

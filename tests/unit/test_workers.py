@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import subprocess
 import sys
@@ -77,6 +78,21 @@ def test_results_come_in_input_order_with_a_bounded_number_in_flight() -> None:
         assert drawn - len(results) <= IN_FLIGHT * 2  # never more than this read ahead of the writer
         results.append(result)
     assert results == [n * n for n in range(40)]
+
+
+def _in_a_daemon(results) -> None:
+    results.put(list(ordered_map(range(5), _square, 2, _square, _noop, (), start_method="forkserver")))
+
+
+def test_a_daemonic_process_runs_the_shares_itself() -> None:
+    """A Celery prefork worker is daemonic and may not start processes: the shares run in it."""
+    context = multiprocessing.get_context("fork")
+    results = context.Queue()
+    daemon = context.Process(target=_in_a_daemon, args=(results,), daemon=True)
+    daemon.start()
+    assert results.get(timeout=60) == [0, 1, 4, 9, 16]
+    daemon.join(timeout=10)
+    assert daemon.exitcode == 0
 
 
 def test_the_checks_inspect_files_side_by_side_as_one_scanner_would(tmp_path: Path) -> None:
