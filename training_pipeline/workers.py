@@ -101,6 +101,10 @@ def _start(pool: ProcessPoolExecutor, start_method: str) -> threading.Event:
     return started
 
 
+_main_lock = threading.Lock()
+_main_hidden: list[types.ModuleType] = []  # the host's `__main__` while hidden, once per holder
+
+
 @contextlib.contextmanager
 def _host_main_hidden(start_method: str) -> Iterator[None]:
     """While a worker starts from the fork server, the host's `__main__` is an empty module.
@@ -108,13 +112,18 @@ def _host_main_hidden(start_method: str) -> Iterator[None]:
     multiprocessing runs the host's main script again in every such worker (`__mp_main__`): inside a
     Dagster step that is the `dagster` command or the script that called `materialize`, which imports
     Dagster (seconds per worker) or, without a main guard, starts a second run. The workers need only
-    `remote`'s module, which the fork server has already imported."""
+    `remote`'s module, which the fork server has already imported. Two pools starting at once (two
+    threads) hide it once and the last to finish puts it back."""
     if start_method == "fork":
         yield
         return
-    host = sys.modules["__main__"]
-    sys.modules["__main__"] = types.ModuleType("__main__")
+    with _main_lock:
+        _main_hidden.append(sys.modules["__main__"] if not _main_hidden else _main_hidden[0])
+        sys.modules["__main__"] = types.ModuleType("__main__")
     try:
         yield
     finally:
-        sys.modules["__main__"] = host
+        with _main_lock:
+            host = _main_hidden.pop()
+            if not _main_hidden:
+                sys.modules["__main__"] = host

@@ -132,3 +132,16 @@ def test_the_pool_starts_from_a_script_without_a_main_guard(tmp_path: Path) -> N
     )
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.split() == ["host", "ran", "50"]  # the script ran once: no worker re-ran it
+
+
+def test_overlapping_pool_starts_put_the_hosts_main_back() -> None:
+    from training_pipeline.workers import _host_main_hidden
+
+    host = sys.modules["__main__"]
+    first, second = _host_main_hidden("forkserver"), _host_main_hidden("forkserver")
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)  # the first to finish leaves it hidden for the other
+    assert sys.modules["__main__"] is not host
+    second.__exit__(None, None, None)
+    assert sys.modules["__main__"] is host
