@@ -97,18 +97,7 @@ class TinkerBackend(ConfigurableResource):
     seed: int = 0
 
     def config(self) -> TinkerConfig:
-        return TinkerConfig(
-            base_url=self.base_url,
-            api_key=self.api_key or "",
-            base_model=self.base_model,
-            tokenizer=self.tokenizer,
-            lora_rank=self.lora_rank,
-            learning_rate=self.learning_rate,
-            epochs=self.epochs,
-            batch_size=self.batch_size,
-            max_example_tokens=self.max_example_tokens,
-            seed=self.seed,
-        )
+        return TinkerConfig(**{**self.model_dump(), "api_key": self.api_key or ""})
 
     def dispatch(self, request: DispatchRequest) -> DispatchResult:
         if importlib.util.find_spec("tinker") is None:

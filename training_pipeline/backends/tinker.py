@@ -33,16 +33,18 @@ from training_pipeline.backends.formats import convert_file, to_chat
 
 @dataclass(frozen=True)
 class TinkerConfig:
+    """The `tinker` backend resource's settings (its defaults live there)."""
+
     base_url: str | None
     api_key: str
     base_model: str
     tokenizer: str | None
-    lora_rank: int = 32
-    learning_rate: float = 1e-4
-    epochs: int = 1
-    batch_size: int = 32
-    max_example_tokens: int = 8192
-    seed: int = 0
+    lora_rank: int
+    learning_rate: float
+    epochs: int
+    batch_size: int
+    max_example_tokens: int
+    seed: int
 
 
 def validate_chat_file(path: Path, chat: Llama3Chat, max_tokens: int) -> list[int]:
