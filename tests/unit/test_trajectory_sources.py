@@ -189,3 +189,41 @@ def test_task_runs_write_trajectories_the_database_source_reads_back(
         and parsed.trajectory["steps"] == trajectory["steps"]
     )
     assert parsed.trajectory["source"] == "task:reply-to-dana"
+
+
+def test_stored_rows_make_the_batch_arrow_itself_would() -> None:
+    """Batches are built from buffers (Arrow's own conversion imports pandas): the same batch."""
+    import pyarrow as pa
+
+    from training_pipeline.trajectories.store import SCHEMA, StoreRows
+
+    rows = StoreRows()
+    rows.add(
+        {"trajectoryId": "t-é", "agentId": "a", "startTime": 1.5e12, "steps": []}, "f:1", '{"x":"é🤖"}\n'
+    )
+    rows.add({"trajectoryId": "t2", "agentId": 7, "startTime": 2, "steps": [{"llmCalls": [{}, {}]}]}, "f:2")
+    columns = {name: list(values) for name, values in rows._columns.items()}
+    batch = rows.take()
+    batch.validate(full=True)
+    assert batch.equals(pa.RecordBatch.from_pydict(columns, schema=SCHEMA))
+    assert batch.column("agent_id").to_pylist() == ["a", None] and batch.column(
+        "llm_call_count"
+    ).to_pylist() == [0, 2]
+    assert rows.take().num_rows == 0 and len(rows) == 0
+
+
+def test_building_a_batch_does_not_load_pandas() -> None:
+    """Every worker of the pool builds batches: pandas would cost each half a second and 40 MB."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from training_pipeline.trajectories.store import StoreRows\n"
+        "rows = StoreRows()\n"
+        "rows.add({'trajectoryId': 't', 'startTime': 1, 'steps': []}, 'o')\n"
+        "rows.take()\n"
+        "print('pandas' in sys.modules)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert run.stdout.strip() == "False"

@@ -130,7 +130,6 @@ def ingest_records(
             start_worker_filter,
             privacy.recipe() if privacy is not None else (),
             start_method="forkserver",
-            preload=("pandas",),  # Arrow imports it to build a batch: once in the server, not per worker
         )
         for done in results:
             store.add_batch(done.stored)

@@ -15,6 +15,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -59,10 +60,38 @@ class StoreRows:
         return len(self._columns["raw"])
 
     def take(self) -> pa.RecordBatch:
-        """The rows so far as a batch; the buffer starts again empty."""
-        batch = pa.RecordBatch.from_pydict(self._columns, schema=SCHEMA)
-        self._columns = {name: [] for name in SCHEMA.names}
-        return batch
+        """The rows so far as a batch; the buffer starts again empty.
+
+        Arrays are assembled from their buffers: Arrow's conversion of Python lists imports pandas
+        (half a second and 40 MB in every process that builds a batch)."""
+        columns, self._columns = self._columns, {name: [] for name in SCHEMA.names}
+        arrays = [
+            _numbers(columns[field.name], field.type)
+            if field.type in _NUMBERS
+            else _strings(columns[field.name], field.type)
+            for field in SCHEMA
+        ]
+        return pa.RecordBatch.from_arrays(arrays, schema=SCHEMA)
+
+
+#: the numeric columns' types, as numpy's
+_NUMBERS = {pa.float64(): np.float64, pa.int32(): np.int32}
+
+
+def _numbers(values: list[float], kind: pa.DataType) -> pa.Array:
+    data = np.asarray(values, dtype=_NUMBERS[kind])
+    return pa.Array.from_buffers(kind, len(values), [None, pa.py_buffer(data)])
+
+
+def _strings(values: list[str | None], kind: pa.DataType) -> pa.Array:
+    """A string column from its UTF-8 bytes, offsets and validity bitmap."""
+    encoded = [b"" if value is None else value.encode("utf-8") for value in values]
+    offsets = np.zeros(len(values) + 1, dtype=np.int64 if pa.types.is_large_string(kind) else np.int32)
+    np.cumsum([len(value) for value in encoded], out=offsets[1:])
+    missing = np.fromiter((value is None for value in values), dtype=bool, count=len(values))
+    validity = pa.py_buffer(np.packbits(~missing, bitorder="little")) if missing.any() else None
+    buffers = [validity, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
+    return pa.Array.from_buffers(kind, len(values), buffers, null_count=int(missing.sum()))
 
 
 class TrajectoryParquetWriter:
