@@ -14,7 +14,7 @@ from pydantic import Field
 from training_pipeline import jscompat
 from training_pipeline.atomic import atomic_open
 from training_pipeline.trajectories.database import read_table, write_trajectory
-from training_pipeline.trajectories.files import read_files
+from training_pipeline.trajectories.files import Unparsed, unparsed_files
 from training_pipeline.trajectories.models import start_day
 from training_pipeline.trajectories.records import ParsedRecord
 
@@ -27,6 +27,10 @@ class TrajectorySource(ConfigurableResource):
 
     def read_day(self, day: date) -> Iterator[ParsedRecord]:
         raise NotImplementedError
+
+    def day_records(self, day: date) -> Iterator[ParsedRecord | Unparsed]:
+        """The day for the daily pass, whose pool parses what comes unparsed (default: `read_day`)."""
+        return self.read_day(day)
 
     def describe(self) -> str:
         """Where the data came from, safe to show (no credentials)."""
@@ -46,14 +50,21 @@ class FileTrajectorySource(TrajectorySource):
     )
 
     def read_day(self, day: date) -> Iterator[ParsedRecord]:
-        yield from read_files(Path(self.path), day)
+        for unparsed in self.day_records(day):
+            parsed = unparsed.parse()
+            if parsed is not None:
+                yield parsed
+
+    def day_records(self, day: date) -> Iterator[Unparsed]:
+        """Read, not parsed: the day check needs the parse, which the pool's workers do."""
+        yield from unparsed_files(Path(self.path), day)
         runs = Path(self.agent_runs_dir) if self.agent_runs_dir else None
         if (
             runs is not None
             and runs.is_dir()
             and not runs.resolve().is_relative_to(Path(self.path).resolve())
         ):
-            yield from read_files(runs, day)
+            yield from unparsed_files(runs, day)
 
     def write(self, trajectory: dict[str, Any]) -> None:
         if not self.agent_runs_dir:

@@ -60,7 +60,7 @@ def trajectory_assets(
         try:
             # one pass: the stored day, and the filtered day and datasets staged for the next layers
             manifest = ingest_day(
-                trajectory_source.read_day(date.fromisoformat(day)),
+                trajectory_source.day_records(date.fromisoformat(day)),
                 parquet,
                 store.quarantine(day),
                 trajectory_source.describe(),

@@ -19,13 +19,15 @@ from training_pipeline.intake.filtered import FilteredDay
 from training_pipeline.privacy.filter import PrivacyFilter
 from training_pipeline.privacy.scan import SecretScanner
 from training_pipeline.samples import write_long_sample
-from training_pipeline.trajectories.files import read_files
+from training_pipeline.trajectories.files import read_files, unparsed_files
+from training_pipeline.trajectories.models import start_day
 from training_pipeline.workers import IN_FLIGHT, ordered_map
 
 
-def _day(source: Path, out: Path, workers: int) -> dict:
+def _day(source: Path, out: Path, workers: int, unparsed: bool = False) -> dict:
+    day = start_day(json.loads(source.read_text().splitlines()[0])["startTime"])
     manifest = ingest_day(
-        read_files(source),
+        unparsed_files(source, day) if unparsed else read_files(source, day),
         out / "t.parquet",
         out / "q.jsonl",
         "test",
@@ -38,18 +40,21 @@ def _day(source: Path, out: Path, workers: int) -> dict:
 
 
 def test_the_daily_pass_on_the_pool_writes_what_one_process_writes(tmp_path: Path) -> None:
-    source = tmp_path / "in.jsonl"
+    source = tmp_path / "2026-11-01.jsonl"  # a record without a start time is this day's
     write_long_sample(source, 400, target_bytes=4000)
-    with source.open("a") as handle:  # a bad record, quarantined by the parent wherever it falls
-        handle.write('{"trajectoryId": "broken"\n')
-    one, pool = tmp_path / "one", tmp_path / "pool"
-    assert _day(source, one, 1) == _day(source, pool, 2)
+    other_day = json.loads(source.read_text().splitlines()[0]) | {"startTime": 1_600_000_000_000}
+    with source.open("a") as handle:  # a bad record, another day's, and a record with no start time
+        handle.write('{"trajectoryId": "broken"\n' + json.dumps(other_day) + "\n" + '{"trajectoryId": 1}\n')
+    one, pool, unparsed = tmp_path / "one", tmp_path / "pool", tmp_path / "unparsed"
+    assert _day(source, one, 1) == _day(source, pool, 2) == _day(source, unparsed, 2, unparsed=True)
     manifest = json.loads((one / "t.manifest.json").read_text())
-    assert manifest["kept"] == 400 and manifest["quarantined"] == 1 and manifest["redactions_by_rule"]
+    assert manifest["records_in"] == 402 and manifest["kept"] == 400 and manifest["quarantined"] == 2
+    assert manifest["redactions_by_rule"]
     files = sorted(p.relative_to(one) for p in one.rglob("*") if p.is_file())
-    assert files == sorted(p.relative_to(pool) for p in pool.rglob("*") if p.is_file())
-    for name in files:
-        mine, theirs = one / name, pool / name
+    for other in (pool, unparsed):
+        assert files == sorted(p.relative_to(other) for p in other.rglob("*") if p.is_file())
+    for name, theirs in ((name, other / name) for name in files for other in (pool, unparsed)):
+        mine = one / name
         if name.name in ("t.parquet", ".staged.f.parquet"):  # the stored and the filtered day, row by row
             assert pq.read_table(mine).equals(pq.read_table(theirs)), name
         elif name.suffix == ".jsonl" or name.name == ".staged.report.json":  # datasets, quarantine, report

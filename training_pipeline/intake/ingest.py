@@ -17,6 +17,7 @@ from training_pipeline.atomic import atomic_write_text
 from training_pipeline.intake.filtered import FilteredDay, report_of, stage
 from training_pipeline.intake.quarantine import QuarantineWriter
 from training_pipeline.privacy.filter import FilterStats, PrivacyFilter, start_worker_filter, worker_filter
+from training_pipeline.trajectories.files import Unparsed
 from training_pipeline.trajectories.records import ParsedRecord
 from training_pipeline.trajectories.store import StoreRows, TrajectoryParquetWriter
 from training_pipeline.workers import ordered_map
@@ -52,9 +53,10 @@ def manifest_path(parquet: Path) -> Path:
 #: what is made of each trajectory the filter keeps, where it is filtered (a module-level function, so
 #: it reaches the pool's workers): the datasets' examples (`datasets.export.prepare`)
 Derive = Callable[[dict[str, Any]], Any]
-#: a share of a day for the pool: the fused pass's `Derive` (None: store only), and the valid records'
-#: (origin, JSON text); the text crosses processes, far cheaper than the parsed trajectory
-_Share = tuple[Derive | None, list[tuple[str, str]]]
+#: a share of a day for the pool: the fused pass's `Derive` (None: store only), and its records: valid
+#: ones as (origin, JSON text) (the text crosses processes far cheaper than the parsed trajectory), or
+#: records read and not parsed yet, which the worker parses (and checks the day of)
+_Share = tuple[Derive | None, list[tuple[str, str] | Unparsed]]
 _SHARE_CHARS = 1 << 20
 _SHARE_RECORDS = 1024
 
@@ -67,6 +69,9 @@ class _Ingested:
     filtered: pa.RecordBatch
     derived: list[Any]
     stats: FilterStats
+    #: records of the share's unparsed ones that belong to the day, and those of them that failed
+    records: int
+    quarantined: list[ParsedRecord]
 
 
 def _ingest_share(privacy: PrivacyFilter | None, share: _Share) -> _Ingested:
@@ -74,8 +79,20 @@ def _ingest_share(privacy: PrivacyFilter | None, share: _Share) -> _Ingested:
     if privacy is not None:
         privacy.stats = FilterStats()  # this share's counts only; the caller merges them
     stored, filtered, derived = StoreRows(), StoreRows(), []
-    for origin, text in items:
-        trajectory = jscompat.loads(text)
+    records, quarantined = 0, []
+    for item in items:
+        if isinstance(item, Unparsed):
+            parsed = item.parse()
+            if parsed is None:
+                continue  # another day's
+            records += 1
+            if parsed.trajectory is None:
+                quarantined.append(parsed)
+                continue
+            origin, text, trajectory = parsed.origin, parsed.text, parsed.trajectory
+        else:
+            origin, text = item
+            trajectory = jscompat.loads(text)
         if privacy is not None and privacy.redact_credentials(trajectory):
             text = None  # stored as re-serialised, not as it came
         stored.add(trajectory, origin, text)
@@ -83,7 +100,7 @@ def _ingest_share(privacy: PrivacyFilter | None, share: _Share) -> _Ingested:
             filtered.add(trajectory, origin)
             derived.append(derive(trajectory))
     stats = privacy.stats if privacy is not None else FilterStats()
-    return _Ingested(stored.take(), filtered.take(), derived, stats)
+    return _Ingested(stored.take(), filtered.take(), derived, stats, records, quarantined)
 
 
 def _ingest_in_worker(share: _Share) -> _Ingested:
@@ -91,7 +108,7 @@ def _ingest_in_worker(share: _Share) -> _Ingested:
 
 
 def ingest_records(
-    records: Iterable[ParsedRecord],
+    records: Iterable[ParsedRecord | Unparsed],
     parquet: Path,
     quarantine: Path,
     source: str,
@@ -111,7 +128,7 @@ def ingest_records(
     With `workers` > 1 (and `privacy`), the redaction, the filter and the examples run on that many
     processes of the bounded pool (`training_pipeline.workers`), started from a fork server (a Dagster
     step has threads of its own); everything is written here, in input order, so the files are the same
-    as with one."""
+    as with one. Records that come unparsed (a file source's) are parsed there too."""
     counted = [0]
     ingest_id = uuid.uuid4().hex
     fused = privacy is not None and filtered is not None
@@ -132,6 +149,9 @@ def ingest_records(
             start_method="forkserver",
         )
         for done in results:
+            counted[0] += done.records
+            for parsed in done.quarantined:
+                bad.add(parsed)
             store.add_batch(done.stored)
             if staged is not None:
                 staged.add_batch(done.filtered)
@@ -156,12 +176,23 @@ def _nothing(trajectory: dict[str, Any]) -> None:
 
 
 def _shares(
-    records: Iterable[ParsedRecord], bad: QuarantineWriter, counted: list[int], derive: Derive | None
+    records: Iterable[ParsedRecord | Unparsed],
+    bad: QuarantineWriter,
+    counted: list[int],
+    derive: Derive | None,
 ) -> Iterator[_Share]:
-    """The valid records in shares of about `_SHARE_CHARS`; the rest quarantined as they come by."""
-    items: list[tuple[str, str]] = []
+    """The records in shares of about `_SHARE_CHARS`: unparsed ones as they are, parsed ones if valid
+    (the others quarantined as they come by)."""
+    items: list[tuple[str, str] | Unparsed] = []
     size = 0
     for parsed in records:
+        if isinstance(parsed, Unparsed):
+            items.append(parsed)
+            size += len(parsed.raw.data)
+            if size >= _SHARE_CHARS or len(items) >= _SHARE_RECORDS:
+                yield derive, items
+                items, size = [], 0
+            continue
         counted[0] += 1
         if parsed.trajectory is None:
             bad.add(parsed)

@@ -229,19 +229,36 @@ def fallback_day(file: Entry) -> date:
     return datetime.fromtimestamp(file.lstat().st_mtime, tz=UTC).date()
 
 
+@dataclass(frozen=True, slots=True)
+class Unparsed:
+    """A record read but not parsed yet, with what deciding its day needs: parsing can then happen
+    where the work is (a worker of the pool), not where the file is read."""
+
+    raw: RawRecord
+    #: the day wanted (None: any)
+    day: date | None
+    #: where a record whose start time cannot be read belongs (`fallback_day` of its file)
+    fallback: date | None
+
+    def parse(self) -> ParsedRecord | None:
+        """The parsed record, or None when it belongs to another day."""
+        parsed = parse_record(self.raw)
+        if self.day is None or (parsed.day or self.fallback) == self.day:
+            return parsed
+        return None
+
+
+def unparsed_files(path: Path, day: date | None = None, max_bytes: int | None = None) -> Iterator[Unparsed]:
+    """The records under `path`, read but not parsed; `Unparsed.parse` keeps `day`'s."""
+    for file in export_files(path):
+        fallback = fallback_day(file) if day is not None else None
+        for raw in iter_file_records(file, max_bytes):
+            yield Unparsed(raw, day, fallback)
+
+
 def read_files(path: Path, day: date | None = None, max_bytes: int | None = None) -> Iterator[ParsedRecord]:
     """Parsed records under `path`; with `day`, only those that belong to that UTC day."""
-    for file in export_files(path):
-        file_day: date | None = None
-        for raw in iter_file_records(file, max_bytes):
-            parsed = parse_record(raw)
-            if day is None:
-                yield parsed
-                continue
-            record_day = parsed.day
-            if record_day is None:
-                if file_day is None:
-                    file_day = fallback_day(file)
-                record_day = file_day
-            if record_day == day:
-                yield parsed
+    for unparsed in unparsed_files(path, day, max_bytes):
+        parsed = unparsed.parse()
+        if parsed is not None:
+            yield parsed
