@@ -7,14 +7,16 @@ import json
 import re
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from training_pipeline.datasets.build import build_datasets
 from training_pipeline.datasets.tasks import TASKS, build_example, infer_tasks
 from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.filter import PrivacyFilter
+from training_pipeline.privacy.prefilter import LineGate
 from training_pipeline.privacy.rules import PROFILES, literal_first
+from training_pipeline.privacy.scan import SecretScanner
 from training_pipeline.trajectories.records import RawRecord, parse_record
 
 from .test_privacy import FAMILIES
@@ -113,6 +115,104 @@ def test_the_prefilter_never_skips_a_rule_that_matches(text: str, profile: str) 
     chosen = rules.applicable(text)
     missed = [r.label for r in rules.rules if r.pattern.search(text) and r not in chosen]
     assert missed == []
+
+
+#: a value each of detect-secrets' regex plugins finds (the independent scanner's families)
+SCANNER_SAMPLES = [
+    "artifactory: AKCp8jQ8bq4wPJzYfnNNHn3LeQ1rrt6dMYK7aQzh7FAkwcUo2Nbbx8pLD34e9eVfqq6DHoNQ3",
+    'key="AP6xxxxxxxxxxx"',
+    "AKIAIOSFODNN7EXAMPLQ",
+    'aws_secret_key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEX"',
+    "AccountKey=" + "a" * 86 + "==",
+    "https://user:s3cretpass@example.com",
+    'cloudant_password = "abcdefghijklmnopqrstuvwx"',
+    "https://u:" + "a" * 64 + "@acc.cloudant.com",
+    "MTk4NjIyNDgzNDcxOTI1MjQ4.Cl2FMQ.ZnCjm1XVW7vRze4b7Cq4se7kKWs",
+    "ghp_" + "a1B2" * 9,
+    "glpat-abcdefghij0123456789",
+    'ibm_cloud_iam_api_key = "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGH"',
+    'ibm_cos_hmac_secret_access_key = "' + "a1" * 24 + '"',
+    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+    "0123456789abcdef0123456789abcdef-us12",
+    "//registry.npmjs.org/:_authToken=npm_abcdefghijklmnop",
+    "sk-proj-abcdefghij1234567890T3BlbkFJabcdefghij1234567890",
+    "-----BEGIN RSA PRIVATE KEY-----",
+    "pypi-AgEIcHlwaS5vcmc" + "A" * 70,
+    "SG." + "a" * 22 + "." + "b" * 43,
+    "xoxb-123456789012-abcdefghij",
+    "https://hooks.slack.com/services/T01234567/B01234567/abcdefghijklmnop",
+    'softlayer_api_key = "' + "a" * 64 + '"',
+    "sq0csp-" + "a" * 43,
+    "sk_live_" + "a1" * 12,
+    "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw7",
+    "AC" + "a1" * 16,
+    "SK" + "b2" * 16,
+]
+_scanner_pieces = st.sampled_from(SCANNER_SAMPLES) | st.tuples(
+    st.sampled_from(SCANNER_SAMPLES), st.integers(0, 90), st.integers(0, 90)
+).map(lambda t: t[0][t[1] : t[1] + t[2]])
+# where Python's per-line view and a whole-text scan could part: every line break `splitlines` knows,
+# Python's extra spaces (\x1c-\x1f), digits and letters outside ASCII, case folding outside ASCII
+# (dotless i, long s, the Kelvin sign), a lone surrogate
+_scanner_noise = st.text(
+    alphabet="aZ09_-.:/=@'\" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\u2028\u2029\u00a0"
+    "é😀İı\u017f\u212a\u0663\ud800",
+    max_size=30,
+)
+_GATED = SecretScanner()
+_UNGATED = SecretScanner()
+_UNGATED.gate = None
+
+
+def test_the_scanner_gate_is_built_for_every_detect_secrets_plugin() -> None:
+    assert _GATED.gate is not None
+    unicode_cases = [  # what Python's `re` matches outside ASCII: digits, case folding, line breaks
+        "\u0661\u0662\u0663\u0664\u0665\u0666\u0667\u0668\u0669:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw7",
+        'aws_secret_\u212aey = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEX"',
+        "https://hooks.\u017flack.com/services/T01234567/B01234567/abcdefghijklmnop",
+        "\u2028AKCp8jQ8bq4wPJzYfnNNHn3LeQ1rrt6dMYK7aQzh7FAkwcUo2Nbbx8pLD34e9eVfqq6DHoNQ3\x85",
+    ]
+    for text in unicode_cases:
+        assert _UNGATED.find(text), text
+        assert _GATED.find(text) == _UNGATED.find(text), text
+    for sample in SCANNER_SAMPLES:
+        assert _UNGATED.find(sample), sample
+        for context in ("{}", "é {} ü", "x\u2028{}\x85y", "\x1f{}\x1c", "ſ\u212a {}\n"):
+            text = context.format(sample)
+            assert _GATED.find(text) == _UNGATED.find(text), text
+
+
+_LINE_PATTERNS = [r"^tok\d{3}$", r"\Atok\w\Z", r"\btok[\s=]+\w+\b", r"[^\W_]ok\s", r"(?P<k>tok).{2}$"]
+
+
+_LINE_PIECES = ["tok", "TO\u212a", "\u0131ok", "333", "\u0663\u0663", "=", "_", " ", "é", "x", "\x1f"]
+_LINE_BREAKS = ["\n", "\r", "\r\n", "\x0b", "\x1c", "\x85", "\u2028"]
+
+
+@given(
+    st.lists(st.sampled_from(_LINE_PIECES + _LINE_BREAKS), max_size=8).map("".join),
+    st.sampled_from(_LINE_PATTERNS),
+    st.booleans(),
+)
+# each of the ways Python's per-line view differs from a plain multi-line scan
+@example("x\rtok333", _LINE_PATTERNS[0], False)  # a line break that is not \n, before `^`
+@example("tok333\x85x", _LINE_PATTERNS[0], False)  # ... and after `$`
+@example("tok\u0663\u0663\u0663", _LINE_PATTERNS[0], False)  # digits outside ASCII
+@example("TO\u212a333", _LINE_PATTERNS[0], True)  # the Kelvin sign folds to k
+@example("tok=é", _LINE_PATTERNS[2], False)  # a letter outside ASCII, and a boundary after it
+@example("éok\x1f", _LINE_PATTERNS[3], False)  # a negated class that takes letters; \x1f is a space
+def test_a_line_gate_takes_every_text_with_a_line_its_pattern_matches(
+    text: str, pattern: str, caseless: bool
+) -> None:
+    compiled = re.compile(pattern, re.IGNORECASE if caseless else 0)
+    if any(compiled.search(line) for line in text.splitlines()):
+        assert LineGate([compiled]).candidates(text) == {0}
+
+
+@settings(max_examples=500)
+@given(st.lists(_scanner_pieces | _scanner_noise, max_size=6).map("".join))
+def test_the_scanner_gate_never_hides_what_the_plugins_find(text: str) -> None:
+    assert _GATED.find(text) == _UNGATED.find(text)
 
 
 _BOUNDARY_PATTERNS = [r"\bsk-[A-Za-z0-9_-]{4,}\b", r"\bBearer\s+[a-z]{3,}", r"\bab?c\d", r"\bx_y-z"]

@@ -7,10 +7,14 @@ automaton and scans a text once. It only gates: each rule is compiled in prefilt
 approximated) with its bounded repeats widened, so it matches a superset of what the Python pattern
 matches, and the Python pattern alone decides what is redacted. Text that is not UTF-8 (lone surrogates)
 cannot be scanned and gets every rule.
+
+`LineGate` does the same for patterns that are matched line by line (detect-secrets' plugins) with a
+single scan of the whole text.
 """
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import hashlib
 import re
@@ -45,6 +49,99 @@ def gate_expression(pattern: str) -> bytes:
         else:
             out.append(token.group())
     return "".join(out).encode("utf-8")
+
+
+#: a stand-in for every character outside ASCII in what `LineGate` scans (a byte no ASCII text holds)
+_OTHER = "\x80"
+
+
+def _stand_in(error: UnicodeError) -> tuple[bytes, int]:
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    return b"\x80" * (error.end - error.start), error.end
+
+
+#: the codec error handler that writes the stand-in (an encoder's handler runs once per run of
+#: characters outside ASCII, and a text has few: three times faster than a substitution over the text)
+_STAND_IN = "training_pipeline.stand_in"
+codecs.register_error(_STAND_IN, _stand_in)
+#: where Python's `str.splitlines` ends a line besides `\n` (Hyperscan's multi-line anchors know `\n` only)
+_LINE_BREAKS = rf"[\r\x0b\x0c\x1c-\x1e{_OTHER}]"
+#: what each escape matches in a line gate: Python's `\d`, `\w` and `\s` also match characters outside
+#: ASCII, and its `\s` the separators \x1c-\x1f; `\b` and `\B` are dropped (an assertion left out only
+#: widens the match), as a boundary beside a character outside ASCII cannot be told from its stand-in
+_LINE_ESCAPES = {
+    r"\d": rf"[\d{_OTHER}]",
+    r"\w": rf"[\w{_OTHER}]",
+    r"\s": rf"[\s\x1c-\x1f{_OTHER}]",
+    r"\b": "",
+    r"\B": "",
+    r"\A": rf"(?:^|{_LINE_BREAKS})",
+    r"\Z": rf"(?:$|{_LINE_BREAKS})",
+    "^": rf"(?:^|{_LINE_BREAKS})",
+    "$": rf"(?:$|{_LINE_BREAKS})",
+}
+#: letters that Python's case-insensitive matching also finds outside ASCII (İ, ı, ſ and the Kelvin sign)
+_FOLDS_OUTSIDE_ASCII = frozenset("iIsSkK")
+
+
+def line_gate_expression(pattern: str, caseless: bool) -> bytes:
+    """`pattern`, matched by Python one line at a time, as a Hyperscan expression over the whole text
+    with every character outside ASCII replaced by one stand-in byte (`_OTHER`), matching a superset:
+    wherever the pattern can match a character outside ASCII, the expression accepts the stand-in."""
+    if not pattern.isascii() or re.search(r"\{,\d|\(\?P=", pattern):
+        raise ValueError(f"a line gate cannot take {pattern!r}")
+    pattern = re.sub(r"\(\?P<\w+>", "(", pattern)  # a group's name is not matched
+    out: list[str] = []
+    for token in _TOKEN.finditer(pattern):
+        char_class, escape, low = token.groups()
+        text = token.group()
+        if escape is not None:
+            raise ValueError(f"a line gate cannot take {pattern!r}")
+        if char_class is not None:
+            out.append(_line_class(char_class, caseless))
+        elif low is not None:
+            out.append(f"{{{low},}}")
+        elif text in _LINE_ESCAPES:
+            out.append(_LINE_ESCAPES[text])
+        elif caseless and text in _FOLDS_OUTSIDE_ASCII:
+            out.append(f"[{text}{_OTHER}]")
+        else:
+            out.append(text)
+    return "".join(out).encode("latin-1")
+
+
+def _line_class(char_class: str, caseless: bool) -> str:
+    negated = char_class.startswith("[^")
+    body = char_class[2 if negated else 1 : -1]
+    if negated:  # it takes the stand-in already, unless it names a class that holds such characters
+        return r"[\s\S]" if re.search(r"\\[WSD]", body) else char_class
+    if re.search(r"\\[dws]", body) or (caseless and re.search(r"[A-Za-z]", body)):
+        return f"(?:{char_class}|[\\x1c-\\x1f{_OTHER}])" if "\\s" in body else f"(?:{char_class}|{_OTHER})"
+    return char_class
+
+
+class LineGate:
+    """Which of `patterns` may match some line of a text, from one scan of the whole text; never
+    leaves out one that does (the patterns are matched per line with Python's `re`, as detect-secrets
+    matches them). The text is scanned as bytes, each character outside ASCII as one stand-in byte, so
+    nothing depends on Hyperscan's reading of Unicode classes or case folding."""
+
+    def __init__(self, patterns: Sequence[re.Pattern[str]]) -> None:
+        expressions = [line_gate_expression(p.pattern, bool(p.flags & re.IGNORECASE)) for p in patterns]
+        base = hyperscan.HS_FLAG_PREFILTER | hyperscan.HS_FLAG_SINGLEMATCH | hyperscan.HS_FLAG_MULTILINE
+        flags = [base | (hyperscan.HS_FLAG_CASELESS if p.flags & re.IGNORECASE else 0) for p in patterns]
+        self._database = _cached_database(expressions, flags)
+        self._local = threading.local()
+
+    def candidates(self, text: str) -> set[int]:
+        data = text.encode("ascii", _STAND_IN)
+        scratch = getattr(self._local, "scratch", None)
+        if scratch is None:
+            scratch = self._local.scratch = hyperscan.Scratch(self._database)
+        found: set[int] = set()
+        self._database.scan(data, match_event_handler=_collect, context=found, scratch=scratch)
+        return found
 
 
 class RuleGate:
