@@ -72,8 +72,13 @@ def ordered_map(
         while pending:
             yield pending.popleft().result()
     finally:
-        # a day done before the workers were up does not wait for them
-        pool.shutdown(wait=started.is_set(), cancel_futures=True)
+        if started.is_set():
+            pool.shutdown(cancel_futures=True)
+        else:  # a day done before the workers were up does not wait for them: the start thread is
+            # inside `submit`, holding the lock `shutdown` takes, until the fork server has started
+            threading.Thread(
+                target=pool.shutdown, kwargs={"cancel_futures": True}, name="pool-stop", daemon=True
+            ).start()
 
 
 def _ready() -> None:

@@ -212,17 +212,41 @@ def test_stored_rows_make_the_batch_arrow_itself_would() -> None:
     assert rows.take().num_rows == 0 and len(rows) == 0
 
 
-def test_building_a_batch_does_not_load_pandas() -> None:
-    """Every worker of the pool builds batches: pandas would cost each half a second and 40 MB."""
+def test_a_stored_days_profile_counts_agents_calls_and_times(tmp_path: Path) -> None:
+    from training_pipeline.trajectories.store import TrajectoryParquetWriter, day_profile
+
+    store = tmp_path / "day.parquet"
+    with TrajectoryParquetWriter(store) as writer:
+        for index, agent in enumerate(["b", None, "a", "b", None, "b"]):
+            calls = [{"llmCalls": [{}] * index}]
+            writer.add(
+                {"trajectoryId": f"t{index}", "agentId": agent, "startTime": 1.7e12 + index, "steps": calls},
+                "o",
+            )
+    assert day_profile(store) == {
+        "agents": {"b": 3, "(none)": 2, "a": 1},  # most first, then by name
+        "calls_per_trajectory": {"mean": 2.5, "max": 5},
+        "first_start": "2023-11-14T22:13:20+00:00",
+        "last_start": "2023-11-14T22:13:20.005000+00:00",
+    }
+
+
+def test_building_a_batch_and_profiling_a_day_do_not_load_pandas(tmp_path: Path) -> None:
+    """Every worker of the pool builds batches, and every day's run profiles its store: where pandas
+    is installed, importing it would cost each half a second and 40 MB."""
     import subprocess
     import sys
 
     code = (
         "import sys\n"
-        "from training_pipeline.trajectories.store import StoreRows\n"
+        "from training_pipeline.trajectories.store import StoreRows, TrajectoryParquetWriter, day_profile\n"
         "rows = StoreRows()\n"
         "rows.add({'trajectoryId': 't', 'startTime': 1, 'steps': []}, 'o')\n"
         "rows.take()\n"
+        f"with TrajectoryParquetWriter(__import__('pathlib').Path({str(tmp_path / 'd.parquet')!r})) as w:\n"
+        "    w.add({'trajectoryId': 't', 'startTime': 1, 'steps': []}, 'o')\n"
+        "    w.add({'trajectoryId': 'u', 'agentId': 'a', 'startTime': 2, 'steps': []}, 'o')\n"
+        f"day_profile(__import__('pathlib').Path({str(tmp_path / 'd.parquet')!r}))\n"
         "print('pandas' in sys.modules)\n"
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
