@@ -15,7 +15,8 @@ import pyarrow.parquet as pq
 from tests.helpers import REPO
 from training_pipeline.datasets.daily import ingest_day
 from training_pipeline.datasets.validate import inspect_dataset_file, inspect_dataset_files
-from training_pipeline.intake.filtered import FilteredDay
+from training_pipeline.intake.filtered import FilteredDay, filter_store
+from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.filter import PrivacyFilter
 from training_pipeline.privacy.scan import SecretScanner
 from training_pipeline.samples import write_long_sample
@@ -150,3 +151,42 @@ def test_overlapping_pool_starts_put_the_hosts_main_back() -> None:
     assert sys.modules["__main__"] is not host
     second.__exit__(None, None, None)
     assert sys.modules["__main__"] is host
+
+
+def test_the_filtered_day_is_the_same_fused_on_the_pool_and_filtered_again(tmp_path: Path) -> None:
+    """Rows the filter leaves alone are handed on as stored rows (they cross processes once); rows it
+    anonymises come as rows of their own. Either way the filtered day is the one a separate filtering
+    of the stored day writes, byte for byte, including a row stored as it came (not re-serialised)."""
+    source = tmp_path / "2026-11-01.jsonl"
+    write_long_sample(source, 300, target_bytes=3000)
+    lines = source.read_text().splitlines()
+    # the second half's records as a person would write them (indented keys): stored as they came
+    lines[150:] = [json.dumps(json.loads(line), indent=None, separators=(", ", ": ")) for line in lines[150:]]
+    source.write_text("\n".join(lines) + "\n")
+    directory = EntityDirectory(
+        {"discord:erin": "e-erin", "discord:alice": "e-alice"}, frozenset({"e-alice"})
+    )
+    tables = []
+    for workers in (1, 2):
+        out = tmp_path / f"w{workers}"
+        privacy = PrivacyFilter("strict", directory)
+        manifest = ingest_day(
+            read_files(source, start_day(json.loads(lines[0])["startTime"])),
+            out / "t.parquet",
+            out / "q.jsonl",
+            "test",
+            privacy,
+            FilteredDay(out / "f.parquet", out / "report.json"),
+            out / "datasets",
+            workers=workers,
+        )
+        staged = pq.read_table(FilteredDay(out / "f.parquet", out / "report.json").staged().store)
+        filter_store(
+            out / "t.parquet", out / "again.parquet", out / "again.json", PrivacyFilter("strict", directory)
+        )
+        assert staged.equals(pq.read_table(out / "again.parquet"))
+        assert 0 < staged.num_rows < manifest.kept  # the private person's trajectories are dropped
+        raws = staged.column("raw").to_pylist()
+        assert any("<entity:e-erin>" in raw for raw in raws) and any('", "' in raw for raw in raws)
+        tables.append(staged)
+    assert tables[0].equals(tables[1])

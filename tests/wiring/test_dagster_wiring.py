@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 import sqlalchemy as sa
 from dagster import AssetKey, DagsterInstance, RunsFilter, materialize
@@ -125,6 +126,10 @@ def test_the_day_is_filtered_while_ingesting_and_refiltered_when_the_filter_chan
         IngestManifest.read(manifest_path(tmp_path / "trajectories" / f"{DAY}.parquet")).redactions_by_rule,
     )
     assert list(iter_trajectories(tmp_path / "separate.parquet")) == fused
+    # byte for byte: a row the filter left alone is stored as it came either way
+    assert pq.read_table(tmp_path / "separate.parquet").equals(
+        pq.read_table(tmp_path / "filtered_trajectories" / f"{DAY}.parquet")
+    )
     report = json.loads((tmp_path / "filtered_trajectories" / f"{DAY}.privacy_report.json").read_text())
     assert report == separate and report["redactionCount"] > 0
     assert asset_metadata(result, "response")["exported_while_ingesting"] is True

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from training_pipeline import jscompat
 from training_pipeline.atomic import atomic_write_text, publish
 from training_pipeline.privacy.filter import PrivacyFilter
-from training_pipeline.trajectories.store import TrajectoryParquetWriter, iter_trajectories
+from training_pipeline.trajectories.store import TrajectoryParquetWriter, iter_stored
 
 
 @dataclass(frozen=True)
@@ -80,10 +81,15 @@ def filter_store(
 ) -> dict[str, Any]:
     """Returns the report (also written to `report_path`): counts by rule (those the store was
     redacted with when it was written, plus any more), anonymisations, drops."""
+    stats = privacy.stats
     with TrajectoryParquetWriter(target) as out:
-        for origin, trajectory in iter_trajectories(source):
+        for origin, raw in iter_stored(source):
+            trajectory = jscompat.loads(raw)
+            before = stats.redaction_count, stats.anonymization_count
             if privacy.apply(trajectory, origin):
-                out.add(trajectory, origin)
+                # a row the filter left as it was is stored as it was (as the ingest's fused pass does)
+                changed = (stats.redaction_count, stats.anonymization_count) != before
+                out.add(trajectory, origin, None if changed else raw)
     report = report_of(privacy, redacted_at_ingest)
     atomic_write_text(report_path, json.dumps(report, indent=2) + "\n")
     return report

@@ -66,7 +66,10 @@ class _Ingested:
     """What a share became: its stored rows, the filtered day's rows and the examples, in input order."""
 
     stored: pa.RecordBatch
-    filtered: pa.RecordBatch
+    #: the filtered day's rows, or None when each is its stored row unchanged (the filter anonymised
+    #: nothing): then `kept` says which stored rows they are, and the rows cross processes once
+    filtered: pa.RecordBatch | None
+    kept: list[int]
     derived: list[Any]
     stats: FilterStats
     #: records of the share's unparsed ones that belong to the day, and those of them that failed
@@ -79,7 +82,7 @@ def _ingest_share(privacy: PrivacyFilter | None, share: _Share) -> _Ingested:
     if privacy is not None:
         privacy.stats = FilterStats()  # this share's counts only; the caller merges them
     stored, filtered, derived = StoreRows(), StoreRows(), []
-    records, quarantined = 0, []
+    records, quarantined, kept, anonymised = 0, [], [], False
     for item in items:
         if isinstance(item, Unparsed):
             parsed = item.parse()
@@ -95,12 +98,20 @@ def _ingest_share(privacy: PrivacyFilter | None, share: _Share) -> _Ingested:
             trajectory = jscompat.loads(text)
         if privacy is not None and privacy.redact_credentials(trajectory):
             text = None  # stored as re-serialised, not as it came
-        stored.add(trajectory, origin, text)
-        if derive is not None and privacy.apply(trajectory, origin, redacted=True):  # type: ignore[union-attr]
-            filtered.add(trajectory, origin)
+        raw = stored.add(trajectory, origin, text)
+        if derive is None:
+            continue
+        before = privacy.stats.anonymization_count  # type: ignore[union-attr]
+        if privacy.apply(trajectory, origin, redacted=True):  # type: ignore[union-attr]
+            unchanged = privacy.stats.anonymization_count == before  # type: ignore[union-attr]
+            anonymised |= not unchanged
+            kept.append(len(stored) - 1)
+            filtered.add(trajectory, origin, raw if unchanged else None)
             derived.append(derive(trajectory))
     stats = privacy.stats if privacy is not None else FilterStats()
-    return _Ingested(stored.take(), filtered.take(), derived, stats, records, quarantined)
+    return _Ingested(
+        stored.take(), filtered.take() if anonymised else None, kept, derived, stats, records, quarantined
+    )
 
 
 def _ingest_in_worker(share: _Share) -> _Ingested:
@@ -154,7 +165,9 @@ def ingest_records(
                 bad.add(parsed)
             store.add_batch(done.stored)
             if staged is not None:
-                staged.add_batch(done.filtered)
+                staged.add_batch(
+                    done.filtered if done.filtered is not None else done.stored.take(pa.array(done.kept))
+                )
             if each_derived is not None:
                 for derived in done.derived:
                     each_derived(derived)

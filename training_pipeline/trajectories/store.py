@@ -46,8 +46,9 @@ class StoreRows:
     def __init__(self) -> None:
         self._columns: dict[str, list[Any]] = {name: [] for name in SCHEMA.names}
 
-    def add(self, trajectory: dict[str, Any], origin: str, text: str | None = None) -> None:
-        """`text`: the trajectory's JSON as it came, when unchanged (stored as it is)."""
+    def add(self, trajectory: dict[str, Any], origin: str, text: str | None = None) -> str:
+        """`text`: the trajectory's JSON as it came, when unchanged (stored as it is). Returns the JSON
+        stored."""
         columns = self._columns
         agent = trajectory.get("agentId")
         columns["trajectory_id"].append(trajectory["trajectoryId"])
@@ -55,7 +56,9 @@ class StoreRows:
         columns["start_time_ms"].append(float(trajectory["startTime"]))
         columns["llm_call_count"].append(sum(1 for _ in iter_llm_calls(trajectory)))
         columns["origin"].append(origin)
-        columns["raw"].append(text.rstrip("\r\n") if text is not None else jscompat.dumps(trajectory))
+        raw = text.rstrip("\r\n") if text is not None else jscompat.dumps(trajectory)
+        columns["raw"].append(raw)
+        return raw
 
     def __len__(self) -> int:
         return len(self._columns["raw"])
@@ -171,12 +174,15 @@ class TrajectoryParquetWriter:
 
 def iter_trajectories(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     """(origin, trajectory) pairs of a store file, one row group at a time."""
+    for origin, raw in iter_stored(path):
+        yield origin, jscompat.loads(raw)
+
+
+def iter_stored(path: Path) -> Iterator[tuple[str, str]]:
+    """(origin, the trajectory's JSON as stored) pairs of a store file, one row group at a time."""
     parquet = pq.ParquetFile(path)
     for batch in parquet.iter_batches(columns=["origin", "raw"], batch_size=_BATCH_ROWS):
-        for origin, raw in zip(
-            batch.column("origin").to_pylist(), batch.column("raw").to_pylist(), strict=True
-        ):
-            yield origin, jscompat.loads(raw)
+        yield from zip(batch.column("origin").to_pylist(), batch.column("raw").to_pylist(), strict=True)
 
 
 def row_count(path: Path) -> int:
