@@ -34,7 +34,7 @@ from resources.privacy import PrivacySettings
 from resources.storage import DataStore
 from training_pipeline.datasets.daily import adopt_datasets, export_store
 from training_pipeline.datasets.tasks import SUMMARY_FILE_NAME, TASK_FILE_NAMES, TASKS, Task
-from training_pipeline.datasets.validate import inspect_dataset_files
+from training_pipeline.datasets.validate import INSPECTION_FILE_NAME, inspect_dataset_files
 from training_pipeline.privacy.scan import SecretScanner
 
 _PREVIEW_CHARS = 240
@@ -111,8 +111,11 @@ def _dataset_checks(daily_partitions: PartitionsDefinition) -> AssetChecksDefini
             [_dataset_file(store, day, task) for task in tasks],
             privacy.scanner_secrets(),
             privacy.pool_size(),
+            store.datasets(day) / INSPECTION_FILE_NAME,
         )
-        for task, (validation, scan) in zip(tasks, inspected, strict=True):
+        for task, ((validation, scan), recorded) in zip(tasks, inspected, strict=True):
+            # how the file was read: as it was written (and hashed now, unchanged), or now
+            how = "while exporting; the file's SHA-256 matches" if recorded else "now"
             wanted = {name for name in _CHECKS if (task, name) in selected}
             metrics = summary["taskMetrics"][task]
             results = {
@@ -122,6 +125,7 @@ def _dataset_checks(daily_partitions: PartitionsDefinition) -> AssetChecksDefini
                     passed=scan.clean,
                     severity=AssetCheckSeverity.ERROR,
                     metadata={
+                        "inspected": how,
                         "messages_scanned": scan.texts_scanned,
                         "findings": sum(scan.findings.values()),
                         "findings_by_type": MetadataValue.json(dict(scan.findings)),
@@ -133,6 +137,7 @@ def _dataset_checks(daily_partitions: PartitionsDefinition) -> AssetChecksDefini
                     check_name="valid_jsonl",
                     passed=not validation.errors,
                     metadata={
+                        "inspected": how,
                         "lines": validation.lines,
                         "errors": MetadataValue.json(validation.errors[:20]),
                     },

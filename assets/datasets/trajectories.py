@@ -68,6 +68,7 @@ def trajectory_assets(
                 FilteredDay(store.filtered(day), store.privacy_report(day)),
                 store.datasets(day),
                 workers=privacy.pool_size(),
+                scanner_secrets=privacy.scanner_secrets(),  # the checks' inspection, made on the way
             )
         except SourceUnavailable as err:
             # the source may come back: retry this step (only this one) before failing the run

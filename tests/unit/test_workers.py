@@ -14,7 +14,12 @@ import pyarrow.parquet as pq
 
 from tests.helpers import REPO
 from training_pipeline.datasets.daily import ingest_day
-from training_pipeline.datasets.validate import inspect_dataset_file, inspect_dataset_files
+from training_pipeline.datasets.tasks import TASK_FILE_NAMES, TASKS
+from training_pipeline.datasets.validate import (
+    INSPECTION_FILE_NAME,
+    inspect_dataset_file,
+    inspect_dataset_files,
+)
 from training_pipeline.intake.filtered import FilteredDay, filter_store
 from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.filter import PrivacyFilter
@@ -109,8 +114,50 @@ def test_the_checks_inspect_files_side_by_side_as_one_scanner_would(tmp_path: Pa
         path.write_text((json.dumps(line) + "\n") * (index + 1) + ("{bad\n" if index == 2 else ""))
         paths.append(path)
     alone = [inspect_dataset_file(path, SecretScanner()) for path in paths]
-    assert inspect_dataset_files(paths, (), workers=2) == alone
+    assert inspect_dataset_files(paths, (), workers=2) == [(done, False) for done in alone]
     assert not alone[1][1].clean and [e[:17] for e in alone[2][0].errors] == ["line 4: not JSON "]
+
+
+def test_datasets_inspected_as_they_are_made_are_not_read_again_unless_changed(tmp_path: Path) -> None:
+    """The fused pass inspects each example where it is made (a worker) as the checks inspect a file;
+    the checks then only hash each file. A file changed since, or a scanner looking for other secret
+    values, means the file is read and inspected again."""
+    source = tmp_path / "2026-11-01.jsonl"
+    write_long_sample(source, 200, target_bytes=3000)
+    out = tmp_path / "out"
+    ingest_day(
+        read_files(source, start_day(json.loads(source.read_text().splitlines()[0])["startTime"])),
+        out / "t.parquet",
+        out / "q.jsonl",
+        "test",
+        PrivacyFilter("strict", env_secrets=("tok-live-0f9e8d7c6b5a",)),
+        FilteredDay(out / "f.parquet", out / "report.json"),
+        out / "datasets",
+        workers=2,
+        scanner_secrets=("tok-live-0f9e8d7c6b5a",),
+    )
+    staged = out / ".staged.datasets"
+    record = staged / INSPECTION_FILE_NAME
+    paths = [staged / TASK_FILE_NAMES[task] for task in TASKS]
+    read_now = [inspect_dataset_file(path, SecretScanner(("tok-live-0f9e8d7c6b5a",))) for path in paths]
+    assert sum(done[1].texts_scanned for done in read_now) > 1000 and all(done[1].clean for done in read_now)
+    assert inspect_dataset_files(paths, ("tok-live-0f9e8d7c6b5a",), 2, record) == [
+        (d, True) for d in read_now
+    ]
+
+    # a secret added to one file after it was inspected: that file is read again, and the secret found
+    with paths[0].open("a") as handle:
+        leak = "token ghp_PLANTEDsecretAbCdEfGhIjKlMnOpQrStUvWx"
+        handle.write(
+            json.dumps({"messages": [{"role": r, "content": leak} for r in ("system", "user", "model")]})
+            + "\n"
+        )
+    changed = inspect_dataset_files(paths, ("tok-live-0f9e8d7c6b5a",), 2, record)
+    assert [recorded for _, recorded in changed] == [False] + [True] * (len(paths) - 1)
+    assert changed[0][0][1].findings == {"GitHub Token": 3}
+    # the checks' scanner looks for another secret value: nothing recorded stands
+    other = inspect_dataset_files(paths, ("another-secret-value",), 2, record)
+    assert not any(recorded for _, recorded in other)
 
 
 def test_the_pool_starts_from_a_script_without_a_main_guard(tmp_path: Path) -> None:

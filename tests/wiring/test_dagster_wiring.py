@@ -87,6 +87,12 @@ def test_a_day_materialises_with_counts_that_add_up(tmp_path: Path) -> None:
     assert result.success
     assert all(e.passed for e in result.get_asset_check_evaluations())
     assert len(result.get_asset_check_evaluations()) == 17
+    # the datasets were inspected as the day's pass wrote them; the checks only hashed the files
+    assert {
+        e.metadata["inspected"].value
+        for e in result.get_asset_check_evaluations()
+        if e.check_name in ("no_credentials", "valid_jsonl")
+    } == {"while exporting; the file's SHA-256 matches"}
 
     raw = asset_metadata(result, "trajectories")
     assert raw["records_in"] == raw["kept"] + raw["quarantined"] and raw["quarantined"] == 3
@@ -184,6 +190,7 @@ def test_blocking_credential_check_fails_when_the_filter_misses_a_secret(tmp_pat
     assert failed == {("response", "no_credentials")}
     evaluation = next(e for e in result.get_asset_check_evaluations() if not e.passed)
     assert evaluation.metadata["findings_by_type"].value == {"Stripe Access Key": 1}
+    assert evaluation.metadata["inspected"].value.startswith("while exporting")  # found where it was made
     assert STRIPE_KEY not in json.dumps(
         [str(e) for e in result.all_events], default=str
     )  # the preview was masked, the check reports only types and places
@@ -212,7 +219,8 @@ def test_a_day_reaches_the_shared_storage_only_once_its_checks_pass(tmp_path: Pa
     assert {p.name: p.read_bytes() for p in copied.iterdir()} == {
         p.name: p.read_bytes() for p in local.iterdir()
     }
-    assert asset_metadata(result, "shared_datasets") == {"url": f"file://{copied}", "files": 11}  # + ids
+    # the five datasets, their provenance ids, the summary, and how they were inspected
+    assert asset_metadata(result, "shared_datasets") == {"url": f"file://{copied}", "files": 12}
 
 
 def test_the_shared_copy_is_part_of_the_daily_job_only_when_configured(tmp_path: Path) -> None:

@@ -10,7 +10,6 @@ day is byte for byte the one they were exported from (its SHA-256, stamped besid
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 from collections.abc import Iterable
@@ -19,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from training_pipeline.atomic import atomic_write_text, publish
-from training_pipeline.datasets.export import DatasetWriter, prepare
+from training_pipeline.datasets.export import DatasetWriter, InspectedExamples, prepare
 from training_pipeline.datasets.tasks import SUMMARY_FILE_NAME
+from training_pipeline.datasets.validate import file_sha256, scanner_for
 from training_pipeline.intake.filtered import FilteredDay
 from training_pipeline.intake.ingest import IngestManifest, ingest_records
 from training_pipeline.privacy.filter import PrivacyFilter
@@ -41,14 +41,6 @@ def staged_dir(datasets: Path) -> Path:
     return datasets.with_name(f".staged.{datasets.name}")
 
 
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def ingest_day(
     records: Iterable[ParsedRecord],
     parquet: Path,
@@ -59,14 +51,25 @@ def ingest_day(
     datasets: Path,
     preview_rows: int = 3,
     workers: int = 1,
+    scanner_secrets: tuple[str, ...] | None = None,
 ) -> IngestManifest:
     """The stored day, its quarantine and manifest, the staged filtered day and the staged datasets;
-    with `workers` > 1, filtered and exported on that many processes."""
+    with `workers` > 1, filtered and exported on that many processes. With `scanner_secrets`, each
+    example is also inspected as the dataset checks' scanner (with those secret values) inspects it,
+    where it is made, and the inspections are staged with the datasets."""
     (staged_dir(datasets) / STAMP_NAME).unlink(missing_ok=True)  # nothing older adopted if this stops
-    writer = DatasetWriter(staged_dir(datasets), preview_rows=preview_rows, provenance=True)
+    inspected_by = scanner_for(scanner_secrets).fingerprint() if scanner_secrets is not None else None
+    writer = DatasetWriter(
+        staged_dir(datasets), preview_rows=preview_rows, provenance=True, inspected_by=inspected_by
+    )
+    derive, each = (
+        (InspectedExamples(scanner_secrets), writer.add_inspected)
+        if scanner_secrets is not None
+        else (prepare, writer.add_prepared)
+    )
     try:
         manifest = ingest_records(
-            records, parquet, quarantine, source, privacy, filtered, prepare, writer.add_prepared, workers
+            records, parquet, quarantine, source, privacy, filtered, derive, each, workers
         )
     except BaseException:
         writer.abort()

@@ -6,7 +6,9 @@ published together once the summary is complete, so a reader sees the old set or
 
 from __future__ import annotations
 
+import hashlib
 import json
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
@@ -21,6 +23,14 @@ from training_pipeline.datasets.tasks import (
     Task,
     build_example,
     infer_tasks,
+)
+from training_pipeline.datasets.validate import (
+    INSPECTION_FILE_NAME,
+    FileInspection,
+    LineInspection,
+    inspect_line,
+    inspection_record,
+    scanner_for,
 )
 from training_pipeline.trajectories.models import iter_llm_calls
 
@@ -43,14 +53,37 @@ def prepare(trajectory: dict[str, Any]) -> Prepared:
     return trajectory.get("trajectoryId"), llm_calls, rows
 
 
+@dataclass(frozen=True)
+class InspectedExamples:
+    """A `Derive` for the fused daily pass: a trajectory's examples, each line inspected as the dataset
+    checks inspect a file (`validate.inspect_line`), where it is made (a worker of the pool)."""
+
+    #: the secret values the checks' scanner looks for (crosses to the workers as the filter's do)
+    scanner_secrets: tuple[str, ...]
+
+    def __call__(self, trajectory: dict[str, Any]) -> tuple[Prepared, list[LineInspection]]:
+        prepared = prepare(trajectory)
+        scanner = scanner_for(self.scanner_secrets)
+        return prepared, [inspect_line(line, scanner) for _, line in prepared[2]]
+
+
 class DatasetWriter:
     """Feed validated, privacy-filtered trajectories with `add`; `close` publishes the files."""
 
-    def __init__(self, out_dir: Path, preview_rows: int = 0, provenance: bool = False) -> None:
+    def __init__(
+        self, out_dir: Path, preview_rows: int = 0, provenance: bool = False, inspected_by: str | None = None
+    ) -> None:
         """With `provenance`, each task file gets a sidecar (`PROVENANCE_FILE_NAMES`) holding, line for
         line, the id of the trajectory each example came from: what a leakage-safe split needs. It is
-        off for `build-datasets`, whose file set is elizaOS's."""
+        off for `build-datasets`, whose file set is elizaOS's.
+
+        `inspected_by`: the fingerprint of the scanner that inspects each line as it is made
+        (`add_inspected`); the inspections and each file's SHA-256 are written beside the files
+        (`INSPECTION_FILE_NAME`), so the dataset checks need not read the files again."""
         self.out_dir = out_dir
+        self._inspected_by = inspected_by
+        self._inspections = {t: FileInspection() for t in TASKS}
+        self._digests = {t: hashlib.sha256() for t in TASKS}
         self._staged = StagedFiles(out_dir)
         # examples run to kilobytes each: a large buffer turns thousands of writes into a few
         self._files: dict[Task, IO[bytes]] = {
@@ -75,8 +108,18 @@ class DatasetWriter:
     def add(self, trajectory: dict[str, Any]) -> None:
         self.add_prepared(prepare(trajectory))
 
-    def add_prepared(self, prepared: Prepared) -> None:
+    def add_inspected(self, inspected: tuple[Prepared, list[LineInspection]]) -> None:
+        """`add_prepared`, each line with its inspection (`inspected_examples`)."""
+        prepared, lines = inspected
+        for (task, line), inspection in zip(prepared[2], lines, strict=True):
+            self._inspections[task].record(inspection)
+            self._digests[task].update(line)
+        self.add_prepared(prepared, inspected=True)
+
+    def add_prepared(self, prepared: Prepared, inspected: bool = False) -> None:
         """Write a trajectory's examples, already built and serialised (possibly in another process)."""
+        if not inspected:
+            self._inspected_by = None  # a line was not inspected: no record of the files
         trajectory_id, llm_calls, rows = prepared
         self.trajectory_count += 1
         self.llm_call_count += llm_calls
@@ -117,6 +160,15 @@ class DatasetWriter:
             for handle in (*self._files.values(), *self._provenance.values()):
                 handle.close()
             summary = self.last_summary = self.summary()
+            if self._inspected_by is not None:
+                record = inspection_record(
+                    self._inspected_by,
+                    {TASK_FILE_NAMES[t]: (self._digests[t].hexdigest(), self._inspections[t]) for t in TASKS},
+                )
+                with self._staged.open(INSPECTION_FILE_NAME) as handle:
+                    handle.write(record)
+            else:  # an older record would not match these files; it goes with them
+                (self.out_dir / INSPECTION_FILE_NAME).unlink(missing_ok=True)
             with self._staged.open(SUMMARY_FILE_NAME) as handle:
                 handle.write(json.dumps(summary, indent=2, ensure_ascii=False))
             self._staged.publish()

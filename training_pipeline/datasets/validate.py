@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -21,69 +24,167 @@ class ValidationResult:
     errors: list[str] = field(default_factory=list)
 
 
-def inspect_dataset_file(path: Path, scanner: SecretScanner) -> tuple[ValidationResult, ScanReport]:
+#: what the checks learn from one line of a dataset file: how many messages were scanned, what is wrong
+#: with the line (None: nothing), and for each message with a finding its role and the secret types
+#: found (never the secret)
+LineInspection = tuple[int, str | None, tuple[tuple[str, tuple[str, ...]], ...]]
+Inspected = tuple[ValidationResult, ScanReport]
+
+
+def inspect_line(raw: bytes, scanner: SecretScanner) -> LineInspection:
+    """Is the line `{"messages": [system, user, model]}` with string contents, and what does the
+    scanner find in its messages. Pure: a worker can inspect lines as it makes them."""
+    try:
+        record = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        try:  # what orjson refuses but JSON allows (an escaped lone surrogate)
+            record = json.loads(raw)
+        except ValueError as err:
+            return 0, f"not JSON ({err})", ()
+    messages = record.get("messages") if isinstance(record, dict) else None
+    texts, hits = 0, []
+    for message in messages if isinstance(messages, list) else ():
+        if isinstance(message, dict) and isinstance(message.get("content"), str):
+            texts += 1
+            found = scanner.find(message["content"])
+            if found:
+                hits.append((str(message.get("role")), tuple(kind for kind, _ in found)))
+    return texts, _record_problem(record), tuple(hits)
+
+
+@dataclass
+class FileInspection:
+    """A dataset file's inspection, gathered line by line in file order."""
+
+    validation: ValidationResult = field(default_factory=ValidationResult)
+    scan: ScanReport = field(default_factory=ScanReport)
+
+    def record(self, line: LineInspection) -> None:
+        texts, problem, hits = line
+        self.validation.lines += 1
+        number = self.validation.lines
+        if problem:
+            self.validation.errors.append(f"line {number}: {problem}")
+        self.scan.texts_scanned += texts
+        for role, kinds in hits:
+            self.scan.findings.update(kinds)
+            if len(self.scan.locations) < 50:
+                self.scan.locations.append(f"line {number} ({role})")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "lines": self.validation.lines,
+            "errors": self.validation.errors,
+            "texts_scanned": self.scan.texts_scanned,
+            "findings": dict(self.scan.findings),
+            "locations": self.scan.locations,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Inspected:
+        return (
+            ValidationResult(data["lines"], list(data["errors"])),
+            ScanReport(data["texts_scanned"], Counter(data["findings"]), list(data["locations"])),
+        )
+
+
+def inspect_dataset_file(path: Path, scanner: SecretScanner) -> Inspected:
     """Is every line `{"messages": [system, user, model]}` with string contents (errors name the
     line), and what does the scanner find in the messages: both in one read of the file."""
-    result = ValidationResult()
-
-    def texts() -> Iterator[tuple[str, str]]:
-        with path.open("rb") as handle:
-            for number, raw in enumerate(handle, start=1):
-                result.lines += 1
-                try:
-                    record = orjson.loads(raw)
-                except orjson.JSONDecodeError:
-                    try:  # what orjson refuses but JSON allows (an escaped lone surrogate)
-                        record = json.loads(raw)
-                    except ValueError as err:
-                        result.errors.append(f"line {number}: not JSON ({err})")
-                        continue
-                problem = _record_problem(record)
-                if problem:
-                    result.errors.append(f"line {number}: {problem}")
-                messages = record.get("messages") if isinstance(record, dict) else None
-                for message in messages if isinstance(messages, list) else ():
-                    if isinstance(message, dict) and isinstance(message.get("content"), str):
-                        yield f"line {number} ({message.get('role')})", message["content"]
-
-    report = scanner.scan(texts())
-    return result, report
+    inspection = FileInspection()
+    with path.open("rb") as handle:
+        for raw in handle:
+            inspection.record(inspect_line(raw, scanner))
+    return inspection.validation, inspection.scan
 
 
-Inspected = tuple[ValidationResult, ScanReport]
-_worker_scanner: SecretScanner | None = None
+#: beside a day's dataset files: how each was inspected as it was written (`inspection_record`)
+INSPECTION_FILE_NAME = "dataset_inspection.json"
 
 
-def _start_scanner(env_secrets: tuple[str, ...]) -> None:
-    global _worker_scanner
-    _worker_scanner = SecretScanner(env_secrets)
+def inspection_record(scanner_fingerprint: str, files: dict[str, tuple[str, FileInspection]]) -> str:
+    """The inspections of dataset files made as they were written, as JSON: file name -> (SHA-256,
+    inspection), and the scanner that made them."""
+    record = {
+        "scanner": scanner_fingerprint,
+        "files": {name: {"sha256": digest, **done.to_json()} for name, (digest, done) in files.items()},
+    }
+    return json.dumps(record, indent=2, ensure_ascii=False)
 
 
-def _inspect_in_worker(path: Path) -> Inspected:
-    assert _worker_scanner is not None, "not a worker of the inspection pool"
-    return inspect_dataset_file(path, _worker_scanner)
+def recorded_inspection(
+    record: dict[str, Any] | None, path: Path, scanner_fingerprint: str
+) -> Inspected | None:
+    """The inspection recorded for `path` when it was written, if the file is still byte for byte the
+    one inspected (its SHA-256) and the scanner looks for the same things; else None."""
+    if record is None or record.get("scanner") != scanner_fingerprint:
+        return None
+    entry = record.get("files", {}).get(path.name)
+    if entry is None or not path.is_file() or entry.get("sha256") != file_sha256(path):
+        return None
+    return FileInspection.from_json(entry)
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+_scanners: dict[tuple[str, ...], SecretScanner] = {}
+
+
+def scanner_for(env_secrets: tuple[str, ...]) -> SecretScanner:
+    """This process's scanner for these secret values, built once (its plugins, its gate and its
+    per-line cache serve every file and every share after)."""
+    scanner = _scanners.get(env_secrets)
+    if scanner is None:
+        _scanners.clear()  # one set of secret values at a time
+        scanner = _scanners[env_secrets] = SecretScanner(env_secrets)
+    return scanner
+
+
+def _inspect_in_worker(share: tuple[Path, tuple[str, ...]]) -> Inspected:
+    path, env_secrets = share
+    return inspect_dataset_file(path, scanner_for(env_secrets))
+
+
+def _nothing_to_start() -> None:
+    return None
 
 
 def inspect_dataset_files(
-    paths: Sequence[Path], env_secrets: tuple[str, ...], workers: int
-) -> list[Inspected]:
-    """`inspect_dataset_file` of each path, in order: in this process with one scanner (its per-line
-    cache shared by the files), or one file per worker of the bounded pool at a time (the largest
-    first, so the others share the remaining workers while it runs; here while the workers start)."""
-    workers = min(workers, len(paths))
-    scanner = SecretScanner(env_secrets)  # here: alone, or while the pool's workers start
-    largest_first = sorted(range(len(paths)), key=lambda i: -paths[i].stat().st_size)
+    paths: Sequence[Path], env_secrets: tuple[str, ...], workers: int, record: Path | None = None
+) -> list[tuple[Inspected, bool]]:
+    """`inspect_dataset_file` of each path, in order, and whether it was read from `record` (the
+    inspection made as the file was written, `write_inspections`) instead: a file still byte for byte
+    the one inspected, by a scanner looking for the same things, is not read again but hashed.
+
+    The others are inspected here with one scanner (its per-line cache shared by the files), or one
+    file per worker of the bounded pool at a time (the largest first, so the others share the remaining
+    workers while it runs; here while the workers start)."""
+    scanner = scanner_for(env_secrets)
+    recorded: dict[int, Inspected] = {}
+    if record is not None and record.is_file():
+        written = json.loads(record.read_text(encoding="utf-8"))
+        for index, path in enumerate(paths):
+            found = recorded_inspection(written, path, scanner.fingerprint())
+            if found is not None:
+                recorded[index] = found
+    left = sorted((i for i in range(len(paths)) if i not in recorded), key=lambda i: -paths[i].stat().st_size)
     done = ordered_map(
-        [paths[i] for i in largest_first],
-        lambda path: inspect_dataset_file(path, scanner),
-        workers,
+        [(paths[i], env_secrets) for i in left],
+        lambda share: inspect_dataset_file(share[0], scanner),
+        min(workers, len(left)),
         _inspect_in_worker,
-        _start_scanner,
-        (env_secrets,),
+        _nothing_to_start,
+        (),
         start_method="forkserver",
     )
-    by_index = dict(zip(largest_first, done, strict=True))
-    return [by_index[i] for i in range(len(paths))]
+    inspected = {**dict(zip(left, done, strict=True)), **recorded}
+    return [(inspected[i], i in recorded) for i in range(len(paths))]
 
 
 def _record_problem(record: object) -> str | None:

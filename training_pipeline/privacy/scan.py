@@ -13,6 +13,7 @@ as before. The gate is a superset, so what is found is exactly what the plugins 
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import hyperscan
+from detect_secrets.__version__ import VERSION as DETECT_SECRETS_VERSION
 from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
 from detect_secrets.plugins.base import BasePlugin, RegexBasedDetector
 from detect_secrets.settings import default_settings
@@ -75,6 +77,18 @@ class SecretScanner:
         self._env_secrets = tuple(env_secrets)
         # a day's prompts repeat the same lines (system prompts, shared history) thousands of times
         self._line = lru_cache(maxsize=200_000)(self._scan_line)
+
+    def fingerprint(self) -> str:
+        """What this scanner looks for, as a digest (the plugins' patterns, and a hash of each secret
+        value, never the value): an inspection made by a scanner with the same fingerprint stands."""
+        digest = hashlib.sha256(f"detect-secrets {DETECT_SECRETS_VERSION}".encode())
+        for plugin in self._plugins:
+            digest.update(f"\0{type(plugin).__name__}".encode())
+            for pattern in getattr(plugin, "denylist", ()):
+                digest.update(f"\1{pattern.pattern}\1{pattern.flags}".encode())
+        for secret in self._env_secrets:
+            digest.update(b"\2" + hashlib.sha256(secret.encode()).digest())
+        return digest.hexdigest()
 
     def find(self, text: str) -> list[tuple[str, str]]:
         """(secret type, matched value) pairs in `text`, line by line as detect-secrets scans."""
