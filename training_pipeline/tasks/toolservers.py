@@ -16,13 +16,13 @@ import json
 import threading
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
-
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
+from typing import TYPE_CHECKING, Any
 
 from training_pipeline.sandbox import Sandbox
 from training_pipeline.tasks.sandboxes import argv_of
+
+if TYPE_CHECKING:
+    from mcp import ClientSession
 
 #: a tool's reply longer than this goes back to the agent cut, with a note
 RESULT_LIMIT = 64 * 1024
@@ -67,6 +67,11 @@ class ToolServer:
         self.close()
 
     async def _serve(self, ready: Future[None]) -> None:
+        # here, not at the top: the `mcp` package costs every process that loads the code location
+        # (each run's among them) most of a second, and only a task with a tool server needs it
+        from mcp import ClientSession, StdioServerParameters
+        from mcp.client.stdio import stdio_client
+
         self.sandbox.workdir.mkdir(parents=True, exist_ok=True)
         argv = self.sandbox.argv(argv_of(self.command))
         parameters = StdioServerParameters(
