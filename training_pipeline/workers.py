@@ -18,7 +18,7 @@ import sys
 import threading
 import types
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any, TypeVar
 
@@ -41,6 +41,7 @@ def ordered_map(
     initializer: Callable[..., None],
     initargs: tuple[Any, ...],
     start_method: str = "fork",
+    preload: Sequence[str] = (),
 ) -> Iterator[Result]:
     """`here(share)` for each share in this process when `workers` <= 1; else `remote(share)` on
     `workers` processes set up by `initializer(*initargs)`, results yielded in input order.
@@ -48,7 +49,8 @@ def ordered_map(
     `start_method`: `fork` where this process runs no other threads (the CLI); `forkserver` inside a
     host with threads of its own (a Dagster step, with Arrow's and Dagster's threads): workers are forked
     from a clean server process, which imports `remote`'s module once for all of them (its pages then
-    shared, not copied per worker)."""
+    shared, not copied per worker), and the modules named in `preload` (what the shares bring along,
+    which each worker would otherwise import on its first)."""
     if workers <= 1 or multiprocessing.current_process().daemon:
         # a daemonic process (a step on a Celery prefork worker) may not start processes: the shares
         # run here, and the deployment's scale-out is its workers
@@ -56,7 +58,7 @@ def ordered_map(
         return
     context = multiprocessing.get_context(start_method)
     if start_method == "forkserver":
-        context.set_forkserver_preload([remote.__module__])
+        context.set_forkserver_preload([remote.__module__, *preload])
     pool = ProcessPoolExecutor(workers, mp_context=context, initializer=initializer, initargs=initargs)
     started = _start(pool, start_method)
     pending: deque[Future[Result]] = deque()

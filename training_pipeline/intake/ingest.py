@@ -158,6 +158,7 @@ def ingest_records(
             start_worker_filter,
             privacy.recipe() if privacy is not None else (),
             start_method="forkserver",
+            preload=[derive.__module__] if derive is not None else [],
         )
         for done in results:
             counted[0] += done.records
