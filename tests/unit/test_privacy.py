@@ -251,3 +251,15 @@ def test_a_dataset_file_is_validated_and_scanned_in_one_read(tmp_path) -> None:
     assert validation.lines == 3
     assert [e.split(":")[0] for e in validation.errors] == ["line 2", "line 3"]
     assert scan.texts_scanned == 3 and not scan.clean and scan.locations == ["line 1 (model)"]
+
+
+def test_a_secret_value_that_is_not_utf8_is_redacted_and_fingerprinted() -> None:
+    """An environment value with bytes that are not UTF-8 reaches Python with lone surrogates: the
+    filter and the scanner still take it, and their fingerprints (hashes of it) still compute."""
+    secret = "abc\udcff-secret-value"
+    privacy = PrivacyFilter("strict", env_secrets=(secret,))
+    assert secret not in privacy.redact(f"x {secret} y")
+    assert privacy.fingerprint() != PrivacyFilter("strict").fingerprint()
+    scanner = SecretScanner((secret,))
+    assert scanner.find(f"x {secret} y") == [("Environment secret", secret)]
+    assert scanner.fingerprint() != SecretScanner().fingerprint()

@@ -109,7 +109,7 @@ class DatasetWriter:
         self.add_prepared(prepare(trajectory))
 
     def add_inspected(self, inspected: tuple[Prepared, list[LineInspection]]) -> None:
-        """`add_prepared`, each line with its inspection (`inspected_examples`)."""
+        """`add_prepared`, each line with its inspection (what `InspectedExamples` makes)."""
         prepared, lines = inspected
         for (task, line), inspection in zip(prepared[2], lines, strict=True):
             self._inspections[task].record(inspection)

@@ -127,7 +127,7 @@ class PrivacyFilter:
             digest.update(repr(sorted(self.directory.private)).encode())
             digest.update(repr(self.directory.platforms).encode())
         for secret in self.env_secrets:
-            digest.update(b"\1" + hashlib.sha256(secret.encode()).digest())
+            digest.update(b"\1" + hashlib.sha256(secret.encode("utf-8", "surrogatepass")).digest())
         return digest.hexdigest()
 
     def apply(self, trajectory: dict[str, Any], origin: str = "", redacted: bool = False) -> bool:

@@ -5,7 +5,7 @@ regex-based ones; the entropy and keyword heuristics are too noisy on prose) plu
 found in the environment. A secret the filter's rules miss is still caught here.
 
 detect-secrets runs every plugin's regexes on every line: a day's datasets are millions of lines, nearly
-all clean. Its patterns are compiled into a Hyperscan gate (`prefilter.RuleGate`, the same engine as the
+all clean. Its patterns are compiled into a Hyperscan gate (`prefilter.LineGate`, the same engine as the
 filter's, with these patterns and no others) that scans a whole text once; a text in which no
 pattern can match on any line has nothing for the plugins, and any other text is scanned line by line
 as before. The gate is a superset, so what is found is exactly what the plugins alone find.
@@ -87,7 +87,7 @@ class SecretScanner:
             for pattern in getattr(plugin, "denylist", ()):
                 digest.update(f"\1{pattern.pattern}\1{pattern.flags}".encode())
         for secret in self._env_secrets:
-            digest.update(b"\2" + hashlib.sha256(secret.encode()).digest())
+            digest.update(b"\2" + hashlib.sha256(secret.encode("utf-8", "surrogatepass")).digest())
         return digest.hexdigest()
 
     def find(self, text: str) -> list[tuple[str, str]]:
