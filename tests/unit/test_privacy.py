@@ -263,3 +263,20 @@ def test_a_secret_value_that_is_not_utf8_is_redacted_and_fingerprinted() -> None
     scanner = SecretScanner((secret,))
     assert scanner.find(f"x {secret} y") == [("Environment secret", secret)]
     assert scanner.fingerprint() != SecretScanner().fingerprint()
+
+
+def test_a_repeated_long_prompt_is_redacted_and_counted_every_time_within_a_bounded_memo() -> None:
+    """A system prompt repeats in every call of an agent: its redaction is remembered and replayed, each
+    occurrence counted as if redacted anew, and what is remembered stays within its bound."""
+    from training_pipeline.privacy import filter as privacy_filter
+
+    prompt = "You are Eliza. " * 200 + "Deploy with ghp_C3J27XDCG2LmlZGEONYlgCtjfIZ4SOcMz9CP today."
+    privacy = PrivacyFilter("strict")
+    outputs = {privacy.redact(prompt) for _ in range(3)}
+    assert len(outputs) == 1 and "<REDACTED:github-token>" in outputs.pop()
+    assert privacy.stats.redactions["github-token"] == 3
+    clean = "Nothing secret here. " * 200
+    assert privacy.redact(clean) is clean and privacy.redact(clean) is clean
+    for index in range(1500):  # 6 MB of distinct prompts: the memo starts over rather than grow
+        privacy.redact(f"{index:05d} " + "x" * 4000)
+        assert privacy._memo_chars <= privacy_filter._MEMO_BUDGET_CHARS

@@ -33,9 +33,10 @@ HANDLE = re.compile(r"@[a-zA-Z0-9_.-]{2,}")
 _TEXT_FIELDS = ("systemPrompt", "userPrompt", "response")
 ENV_SECRET_LABEL = "env-secret"
 #: Strings up to this long are remembered with their redaction (`PrivacyFilter.redact`), at most this
-#: many at a time.
-_MEMO_MAX_CHARS = 256
+#: many at a time, and holding at most this many characters in all (the memo keeps them alive).
+_MEMO_MAX_CHARS = 64 * 1024
 _MEMO_MAX_ENTRIES = 8192
+_MEMO_BUDGET_CHARS = 4 * 1024 * 1024
 
 
 def secret_env_values(
@@ -109,7 +110,9 @@ class PrivacyFilter:
         self.directory = directory
         self.env_secrets = env_secrets
         self.stats = FilterStats()
-        self._memo: dict[str, tuple[str, tuple[tuple[str, int], ...]]] = {}
+        #: text -> (its redaction, or None when unchanged; the counts by rule)
+        self._memo: dict[str, tuple[str | None, tuple[tuple[str, int], ...]]] = {}
+        self._memo_chars = 0
 
     def recipe(self) -> tuple[Profile, EntityDirectory | None, tuple[str, ...]]:
         """What a worker process needs to build the same filter (`start_worker_filter`)."""
@@ -176,10 +179,11 @@ class PrivacyFilter:
     def redact(self, text: str) -> str:
         """`text` with its credentials redacted, each counted.
 
-        A trajectory repeats its short strings in every call (model names, step kinds, the agent's
-        name, often the system prompt) and so does the next one; under `strict` they are a third of
-        every string walked. Redaction depends on the text alone, so a short string's result and its
-        counts are remembered and replayed (a bounded memo, cleared when full)."""
+        A trajectory repeats its strings in every call (model names, step kinds, the agent's name,
+        its system prompt, often kilobytes) and so does the next one; under `strict` the short ones
+        are a third of every string walked. Redaction depends on the text alone, so a string's result
+        and its counts are remembered and replayed (a memo bounded in entries and characters, cleared
+        when full; a string it has not seen costs one hash more)."""
         if len(text) < 4:  # shorter than any rule's match or any secret (8 UTF-16 units, 4 astral chars)
             return text
         if len(text) > _MEMO_MAX_CHARS:
@@ -187,14 +191,17 @@ class PrivacyFilter:
         remembered = self._memo.get(text)
         if remembered is None:
             counts: Counter[str] = Counter()
-            remembered = (self._redact(text, counts), tuple(counts.items()))
-            if len(self._memo) >= _MEMO_MAX_ENTRIES:
+            redacted = self._redact(text, counts)
+            remembered = (None if redacted == text else redacted, tuple(counts.items()))
+            if len(self._memo) >= _MEMO_MAX_ENTRIES or self._memo_chars + len(text) > _MEMO_BUDGET_CHARS:
                 self._memo.clear()
+                self._memo_chars = 0
             self._memo[text] = remembered
-        redacted, hits = remembered
+            self._memo_chars += len(text)
+        changed, hits = remembered
         for label, count in hits:
             self.stats.redactions[label] += count
-        return redacted
+        return text if changed is None else changed
 
     def _redact(self, text: str, counts: Counter[str]) -> str:
         if self.profile == "strict":
