@@ -6,8 +6,8 @@ one-pass build on the same trajectories.
 WORKERS: processes of the day's pass (`TRAINING_PIPELINE_WORKERS`; default 0, one per core).
 
 The Dagster path does more than the core (a Parquet store of the validated day and of the filtered day,
-17 asset checks including the detect-secrets re-scan of every message, event-log writes), so the figure
-is the price of lineage, checks and partition bookkeeping, each shown separately.
+the detect-secrets inspection of every message, made in the pass and confirmed by the 17 asset checks,
+event-log writes), so the figure is the price of lineage, checks and partition bookkeeping.
 """
 
 from __future__ import annotations
