@@ -131,17 +131,10 @@ class LineGate:
         expressions = [line_gate_expression(p.pattern, bool(p.flags & re.IGNORECASE)) for p in patterns]
         base = hyperscan.HS_FLAG_PREFILTER | hyperscan.HS_FLAG_SINGLEMATCH | hyperscan.HS_FLAG_MULTILINE
         flags = [base | (hyperscan.HS_FLAG_CASELESS if p.flags & re.IGNORECASE else 0) for p in patterns]
-        self._database = _cached_database(expressions, flags)
-        self._local = threading.local()
+        self._scanner = _Scanner(expressions, flags)
 
     def candidates(self, text: str) -> set[int]:
-        data = text.encode("ascii", _STAND_IN)
-        scratch = getattr(self._local, "scratch", None)
-        if scratch is None:
-            scratch = self._local.scratch = hyperscan.Scratch(self._database)
-        found: set[int] = set()
-        self._database.scan(data, match_event_handler=_collect, context=found, scratch=scratch)
-        return found
+        return self._scanner.matching(text.encode("ascii", _STAND_IN))
 
 
 class RuleGate:
@@ -157,9 +150,8 @@ class RuleGate:
         flags = [
             _BASE_FLAGS | (hyperscan.HS_FLAG_CASELESS if p.flags & re.IGNORECASE else 0) for p in patterns
         ]
-        self._database = _cached_database(expressions, flags)
+        self._scanner = _Scanner(expressions, flags)
         self._everything = frozenset(range(len(patterns)))
-        self._local = threading.local()  # a scratch space may serve one scan at a time
 
     def candidates(self, text: str) -> frozenset[int] | set[int]:
         """Indices of the patterns that may match `text` (all of them if it is not valid UTF-8)."""
@@ -167,6 +159,18 @@ class RuleGate:
             data = text.encode("utf-8")
         except UnicodeEncodeError:
             return self._everything
+        return self._scanner.matching(data)
+
+
+class _Scanner:
+    """A compiled database (`_cached_database`) and a scratch space per thread (one scan at a time each)."""
+
+    def __init__(self, expressions: list[bytes], flags: list[int]) -> None:
+        self._database = _cached_database(expressions, flags)
+        self._local = threading.local()
+
+    def matching(self, data: bytes) -> set[int]:
+        """The ids of the expressions that match somewhere in `data`."""
         scratch = getattr(self._local, "scratch", None)
         if scratch is None:
             scratch = self._local.scratch = hyperscan.Scratch(self._database)
