@@ -7,6 +7,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -14,7 +15,7 @@ from training_pipeline.datasets.build import build_datasets
 from training_pipeline.datasets.tasks import TASKS, build_example, infer_tasks
 from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.filter import PrivacyFilter
-from training_pipeline.privacy.prefilter import LineGate
+from training_pipeline.privacy.prefilter import LineGate, RuleGate
 from training_pipeline.privacy.rules import PROFILES, literal_first
 from training_pipeline.privacy.scan import SecretScanner
 from training_pipeline.trajectories.records import RawRecord, parse_record
@@ -213,6 +214,67 @@ def test_a_line_gate_takes_every_text_with_a_line_its_pattern_matches(
 @given(st.lists(_scanner_pieces | _scanner_noise, max_size=6).map("".join))
 def test_the_scanner_gate_never_hides_what_the_plugins_find(text: str) -> None:
     assert _GATED.find(text) == _UNGATED.find(text)
+
+
+class _OneAtATime(PrivacyFilter):
+    """The filter with every text gated alone (no batches)."""
+
+    def _clear_short_texts(self, texts: list[str]) -> None:
+        return None
+
+
+_gate_values = st.recursive(
+    st.none() | st.integers() | gate_texts | st.just("pw hunter2hunter2 ok"),
+    lambda inner: st.lists(inner, max_size=6) | st.dictionaries(st.sampled_from(["a", "token", "b"]), inner),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(_gate_values, st.sampled_from(sorted(PROFILES)))
+def test_texts_gated_in_batches_are_redacted_as_texts_gated_alone(value: object, profile: str) -> None:
+    """Short texts are cleared a batch at a time: the same output and the same counts, in the same
+    order, as when each is gated alone; a credential among clean neighbours is still redacted."""
+    trajectory = {"trajectoryId": "t", "metadata": value, "steps": [{"llmCalls": [{"userPrompt": "hi"}]}]}
+    batched = PrivacyFilter(profile, env_secrets=("hunter2hunter2",))
+    alone = _OneAtATime(profile, env_secrets=("hunter2hunter2",))
+    ours, theirs = json.loads(json.dumps(trajectory)), json.loads(json.dumps(trajectory))
+    assert batched.redact_credentials(ours) == alone.redact_credentials(theirs)
+    assert ours == theirs and list(batched.stats.redactions.items()) == list(alone.stats.redactions.items())
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        r"^abcdefgh",
+        r"\Aabcdefgh",
+        r"abcdefgh$",
+        r"abcdefgh\Z",
+        r"(?<!\s)abcdefgh",
+        r"abcdefgh(?![\n])",
+        r"\babcdefgh\b",
+    ],
+)
+def test_joined_texts_have_a_candidate_whenever_one_of_them_has(pattern: str) -> None:
+    """The joining newline stands where each text starts and ends: anchors, lookarounds and word
+    boundaries that hold at a text's edge hold beside it."""
+    gate = RuleGate([re.compile(pattern)])
+    for texts in (["x y", "abcdefgh"], ["abcdefgh", "y z"], ["q", "abcdefgh", "r"]):
+        assert any(gate.candidates(text) for text in texts)
+        assert gate.any_candidate(texts)
+    assert not gate.any_candidate(["abcdefg", "h"])
+
+
+def test_a_credential_among_many_clean_short_texts_is_redacted() -> None:
+    neighbours = [f"step {index} finished in {index * 7} ms" for index in range(40)]
+    trajectory = {
+        "trajectoryId": "t",
+        "metadata": {"log": [*neighbours[:20], "ghp_C3J27XDCG2LmlZGEONYlgCtjfIZ4SOcMz9CP", *neighbours[20:]]},
+    }
+    privacy = PrivacyFilter("strict")
+    assert privacy.redact_credentials(trajectory) == 1
+    assert trajectory["metadata"]["log"][20] == "<REDACTED:github-token>"
+    assert trajectory["metadata"]["log"][:20] == neighbours[:20]
 
 
 _BOUNDARY_PATTERNS = [r"\bsk-[A-Za-z0-9_-]{4,}\b", r"\bBearer\s+[a-z]{3,}", r"\bab?c\d", r"\bx_y-z"]

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from training_pipeline.jscompat import utf16_len
 from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.rules import (
+    MIN_SECRET_LENGTH,
     PROFILES,
     SECRET_ENV_NAME,
     STRICT_SECRET_ENV_NAME,
@@ -37,6 +38,11 @@ ENV_SECRET_LABEL = "env-secret"
 _MEMO_MAX_CHARS = 64 * 1024
 _MEMO_MAX_ENTRIES = 8192
 _MEMO_BUDGET_CHARS = 4 * 1024 * 1024
+#: Texts this long are cleared in batches of about `_BATCH_CHARS` (`PrivacyFilter._clear_short_texts`):
+#: shorter ones cannot hold a match, longer ones cost more in the scan than in the call.
+_MIN_BATCHED = MIN_SECRET_LENGTH
+_MAX_BATCHED = 512
+_BATCH_CHARS = 4096
 
 
 def secret_env_values(
@@ -166,15 +172,54 @@ class PrivacyFilter:
         credential once. Returns how many it redacted."""
         before = self.stats.redaction_count
         calls: set[int] = set()
+        slots: list[tuple[Any, Any, str]] = []  # (container, key, text), in the order they are redacted
         for call in iter_llm_calls(trajectory):
             calls.add(id(call))
             for name in _TEXT_FIELDS:
                 value = call.get(name)
                 if isinstance(value, str):
-                    call[name] = self.redact(value)
+                    slots.append((call, name, value))
         if self.profile == "strict":
-            self._redact_everything_else(trajectory, calls)
+            self._everything_else(trajectory, calls, slots)
+        self._clear_short_texts([text for _, _, text in slots])
+        for container, key, text in slots:
+            container[key] = self.redact(text)
         return self.stats.redaction_count - before
+
+    def _clear_short_texts(self, texts: list[str]) -> None:
+        """Remember as clean the short texts nothing could be redacted in, found a batch at a time.
+
+        Most of a trajectory's strings are short and clean, and asking the gate about each costs more
+        in the call than in the scan: texts the memo does not know go to the gate joined in batches
+        (`RuleGate.any_candidate`), and every text of a batch without a candidate rule or a secret value
+        is what `_redact` would return unchanged, with nothing counted. Any other text is redacted
+        alone, as before."""
+        batch: list[str] = []
+        size = 0
+        seen: set[str] = set()
+        for text in texts:
+            if not _MIN_BATCHED <= len(text) <= _MAX_BATCHED or text in self._memo or text in seen:
+                continue
+            if not text.isascii():  # a lone surrogate cannot be scanned; such texts go alone
+                try:
+                    text.encode("utf-8")
+                except UnicodeEncodeError:
+                    continue
+            seen.add(text)
+            batch.append(text)
+            size += len(text)
+            if size >= _BATCH_CHARS:
+                self._clear_batch(batch)
+                batch, size = [], 0
+        if batch:
+            self._clear_batch(batch)
+
+    def _clear_batch(self, batch: list[str]) -> None:
+        if len(batch) > 1 and not self.rules.any_candidate(batch):
+            joined = "\n".join(batch)
+            if not any(secret in joined for secret in self.env_secrets):
+                for text in batch:
+                    self._remember(text, (None, ()))
 
     def redact(self, text: str) -> str:
         """`text` with its credentials redacted, each counted.
@@ -193,15 +238,18 @@ class PrivacyFilter:
             counts: Counter[str] = Counter()
             redacted = self._redact(text, counts)
             remembered = (None if redacted == text else redacted, tuple(counts.items()))
-            if len(self._memo) >= _MEMO_MAX_ENTRIES or self._memo_chars + len(text) > _MEMO_BUDGET_CHARS:
-                self._memo.clear()
-                self._memo_chars = 0
-            self._memo[text] = remembered
-            self._memo_chars += len(text)
+            self._remember(text, remembered)
         changed, hits = remembered
         for label, count in hits:
             self.stats.redactions[label] += count
         return text if changed is None else changed
+
+    def _remember(self, text: str, result: tuple[str | None, tuple[tuple[str, int], ...]]) -> None:
+        if len(self._memo) >= _MEMO_MAX_ENTRIES or self._memo_chars + len(text) > _MEMO_BUDGET_CHARS:
+            self._memo.clear()
+            self._memo_chars = 0
+        self._memo[text] = result
+        self._memo_chars += len(text)
 
     def _redact(self, text: str, counts: Counter[str]) -> str:
         if self.profile == "strict":
@@ -237,9 +285,9 @@ class PrivacyFilter:
 
         return HANDLE.sub(replace, text)
 
-    def _redact_everything_else(self, trajectory: dict[str, Any], calls: set[int]) -> None:
-        """Strict only: credentials in any other string (metadata, tool output, provider data...).
-        `calls` are the LLM calls whose prompt fields `apply` has already transformed."""
+    def _everything_else(self, trajectory: dict[str, Any], calls: set[int], slots: list) -> None:
+        """Strict only: the other strings of the trajectory (metadata, tool output, provider data...)
+        added to `slots`; `calls` are the LLM calls whose prompt fields are there already."""
         stack: list[Any] = [trajectory]
         while stack:
             node = stack.pop()
@@ -248,14 +296,14 @@ class PrivacyFilter:
                 for key, value in node.items():
                     if isinstance(value, str):
                         if len(value) > 3 and not (is_call and key in _TEXT_FIELDS):
-                            node[key] = self.redact(value)
+                            slots.append((node, key, value))
                     elif isinstance(value, dict | list):
                         stack.append(value)
             elif isinstance(node, list):
                 for index, value in enumerate(node):
                     if isinstance(value, str):
                         if len(value) > 3:
-                            node[index] = self.redact(value)
+                            slots.append((node, index, value))
                     elif isinstance(value, dict | list):
                         stack.append(value)
 

@@ -36,18 +36,24 @@ def _pcre_escapes(text: str) -> str:
     return _ESCAPE.sub(lambda m: f"\\x{{{m.group(1)}}}" if m.group(1) else m.group(), text)
 
 
-def gate_expression(pattern: str) -> bytes:
+def gate_expression(pattern: str, joined: bool = False) -> bytes:
     """`pattern` (Python `re` syntax, as the rules write it) in Hyperscan's syntax, with every `{m,n}`
-    outside a class widened to `{m,}`: a superset, and far cheaper to compile than a wide bounded repeat."""
+    outside a class widened to `{m,}`: a superset, and far cheaper to compile than a wide bounded repeat.
+
+    `joined`: for texts scanned joined by newlines (`RuleGate.any_candidate`), compiled multi-line:
+    `\\A` and `\\Z` become `^` and `$`, which then match at each text's start and end."""
     out: list[str] = []
     for token in _TOKEN.finditer(pattern):
         char_class, escape, low = token.groups()
+        text = token.group()
         if char_class is not None or escape is not None:
-            out.append(_pcre_escapes(token.group()))
+            out.append(_pcre_escapes(text))
         elif low is not None:
             out.append(f"{{{low},}}")
+        elif joined and text in (r"\A", r"\Z", r"\z"):
+            out.append("^" if text == r"\A" else "$")
         else:
-            out.append(token.group())
+            out.append(text)
     return "".join(out).encode("utf-8")
 
 
@@ -152,6 +158,8 @@ class RuleGate:
         ]
         self._scanner = _Scanner(expressions, flags)
         self._everything = frozenset(range(len(patterns)))
+        self._patterns = patterns
+        self._joined: _Scanner | None = None
 
     def candidates(self, text: str) -> frozenset[int] | set[int]:
         """Indices of the patterns that may match `text` (all of them if it is not valid UTF-8)."""
@@ -160,6 +168,25 @@ class RuleGate:
         except UnicodeEncodeError:
             return self._everything
         return self._scanner.matching(data)
+
+    def any_candidate(self, texts: Sequence[str]) -> bool:
+        """Whether any pattern may match any of `texts` (valid UTF-8 each), from one scan of them
+        joined by newlines: one call instead of one per text, which for short texts is most of the cost.
+
+        False only when `candidates` is empty for every one: a text's match is a match of the joined
+        texts, as the separator is what a text's edge is to every construct (a non-word character for
+        `\\b` and lookarounds; a line's end and start for `^` and `$`, the expressions compiled
+        multi-line). Matches across a separator can only add to the answer."""
+        if self._joined is None:
+            expressions = [gate_expression(p.pattern, joined=True) for p in self._patterns]
+            flags = [
+                _BASE_FLAGS
+                | hyperscan.HS_FLAG_MULTILINE
+                | (hyperscan.HS_FLAG_CASELESS if p.flags & re.IGNORECASE else 0)
+                for p in self._patterns
+            ]
+            self._joined = _Scanner(expressions, flags)
+        return bool(self._joined.matching("\n".join(texts).encode("utf-8")))
 
 
 class _Scanner:

@@ -150,6 +150,12 @@ class RuleSet:
         found = self._gate.candidates(text)
         return [self.rules[index] for index in sorted(found)] if found else []
 
+    def any_candidate(self, texts: list[str]) -> bool:
+        """Whether `applicable` could name a rule for any of `texts` (valid UTF-8 each), in one scan."""
+        if self._gate is None:
+            self._gate = RuleGate([rule.pattern for rule in self.rules])
+        return self._gate.any_candidate(texts)
+
 
 PROFILES: dict[str, RuleSet] = {"elizaos": RuleSet(ELIZAOS_RULES), "strict": RuleSet(STRICT_RULES)}
 
