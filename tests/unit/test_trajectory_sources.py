@@ -231,23 +231,30 @@ def test_a_stored_days_profile_counts_agents_calls_and_times(tmp_path: Path) -> 
     }
 
 
-def test_building_a_batch_and_profiling_a_day_do_not_load_pandas(tmp_path: Path) -> None:
-    """Every worker of the pool builds batches, and every day's run profiles its store: where pandas
-    is installed, importing it would cost each half a second and 40 MB."""
+def test_the_days_pass_and_its_profile_do_not_load_pandas(tmp_path: Path) -> None:
+    """Every worker of the pool builds batches, and every day's run passes and profiles its day:
+    where pandas is installed, importing it (as Arrow's conversions of lists do) would cost each half a
+    second and 40 MB."""
     import subprocess
     import sys
 
-    code = (
-        "import sys\n"
-        "from training_pipeline.trajectories.store import StoreRows, TrajectoryParquetWriter, day_profile\n"
-        "rows = StoreRows()\n"
-        "rows.add({'trajectoryId': 't', 'startTime': 1, 'steps': []}, 'o')\n"
-        "rows.take()\n"
-        f"with TrajectoryParquetWriter(__import__('pathlib').Path({str(tmp_path / 'd.parquet')!r})) as w:\n"
-        "    w.add({'trajectoryId': 't', 'startTime': 1, 'steps': []}, 'o')\n"
-        "    w.add({'trajectoryId': 'u', 'agentId': 'a', 'startTime': 2, 'steps': []}, 'o')\n"
-        f"day_profile(__import__('pathlib').Path({str(tmp_path / 'd.parquet')!r}))\n"
-        "print('pandas' in sys.modules)\n"
-    )
+    code = f"""
+import sys
+from datetime import date
+from pathlib import Path
+from training_pipeline.datasets.daily import ingest_day
+from training_pipeline.intake.filtered import FilteredDay
+from training_pipeline.privacy.filter import PrivacyFilter
+from training_pipeline.samples import write_long_sample
+from training_pipeline.trajectories.files import unparsed_files
+from training_pipeline.trajectories.store import day_profile
+out = Path({str(tmp_path)!r})
+write_long_sample(out / "2026-11-01.jsonl", 30, target_bytes=2000)
+ingest_day(unparsed_files(out / "2026-11-01.jsonl", date(2026, 11, 1)), out / "t.parquet", out / "q.jsonl",
+           "test", PrivacyFilter("strict"), FilteredDay(out / "f.parquet", out / "r.json"), out / "ds",
+           scanner_secrets=())
+assert day_profile(out / "t.parquet")["calls_per_trajectory"]
+print('pandas' in sys.modules)
+"""
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert run.stdout.strip() == "False"

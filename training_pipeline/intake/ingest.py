@@ -19,7 +19,7 @@ from training_pipeline.intake.quarantine import QuarantineWriter
 from training_pipeline.privacy.filter import FilterStats, PrivacyFilter, start_worker_filter, worker_filter
 from training_pipeline.trajectories.files import Unparsed
 from training_pipeline.trajectories.records import ParsedRecord
-from training_pipeline.trajectories.store import StoreRows, TrajectoryParquetWriter
+from training_pipeline.trajectories.store import StoreRows, TrajectoryParquetWriter, rows_of
 from training_pipeline.workers import ordered_map
 
 
@@ -167,7 +167,7 @@ def ingest_records(
             store.add_batch(done.stored)
             if staged is not None:
                 staged.add_batch(
-                    done.filtered if done.filtered is not None else done.stored.take(pa.array(done.kept))
+                    done.filtered if done.filtered is not None else rows_of(done.stored, done.kept)
                 )
             if each_derived is not None:
                 for derived in done.derived:

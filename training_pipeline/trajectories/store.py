@@ -78,8 +78,14 @@ class StoreRows:
         return pa.RecordBatch.from_arrays(arrays, schema=SCHEMA)
 
 
+def rows_of(batch: pa.RecordBatch, indices: list[int]) -> pa.RecordBatch:
+    """The rows of `batch` at `indices`, in that order (the index array built from its buffer: Arrow's
+    conversion of a list or an ndarray imports pandas)."""
+    return batch.take(_numbers(indices, pa.int64()))
+
+
 #: the numeric columns' types, as numpy's
-_NUMBERS = {pa.float64(): np.float64, pa.int32(): np.int32}
+_NUMBERS = {pa.float64(): np.float64, pa.int32(): np.int32, pa.int64(): np.int64}
 
 
 def _numbers(values: list[float], kind: pa.DataType) -> pa.Array:
