@@ -14,12 +14,17 @@ def tree(pid: int) -> list[int]:
     return [pid, *(p for child in children for p in tree(int(child)))]
 
 
-def rss_kb(pid: int) -> int:
+def _field_kb(path: str, field: str) -> int:
+    """A `field:  N kB` line of a /proc file, 0 when the process has gone."""
     try:
-        status = Path(f"/proc/{pid}/status").read_text()
+        text = Path(path).read_text()
     except OSError:
         return 0
-    return next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0)
+    return next((int(line.split()[1]) for line in text.splitlines() if line.startswith(field)), 0)
+
+
+def rss_kb(pid: int) -> int:
+    return _field_kb(f"/proc/{pid}/status", "VmRSS:")
 
 
 def tree_rss_kb(pid: int) -> int:
@@ -29,11 +34,7 @@ def tree_rss_kb(pid: int) -> int:
 def pss_kb(pid: int) -> int:
     """Proportional set size: shared pages (a fork server's imports, copy-on-write after fork) split
     between the processes sharing them, so a tree's sum counts each page once."""
-    try:
-        rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
-    except OSError:
-        return 0
-    return next((int(line.split()[1]) for line in rollup.splitlines() if line.startswith("Pss:")), 0)
+    return _field_kb(f"/proc/{pid}/smaps_rollup", "Pss:")
 
 
 def tree_pss_kb(pid: int) -> int:

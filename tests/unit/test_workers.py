@@ -30,7 +30,13 @@ from training_pipeline.trajectories.models import start_day
 from training_pipeline.workers import IN_FLIGHT, ordered_map
 
 
-def _day(source: Path, out: Path, workers: int, unparsed: bool = False) -> dict:
+def _day(
+    source: Path,
+    out: Path,
+    workers: int,
+    unparsed: bool = False,
+    scanner_secrets: tuple[str, ...] | None = None,
+) -> dict:
     day = start_day(json.loads(source.read_text().splitlines()[0])["startTime"])
     manifest = ingest_day(
         unparsed_files(source, day) if unparsed else read_files(source, day),
@@ -41,6 +47,7 @@ def _day(source: Path, out: Path, workers: int, unparsed: bool = False) -> dict:
         FilteredDay(out / "f.parquet", out / "report.json"),
         out / "datasets",
         workers=workers,
+        scanner_secrets=scanner_secrets,
     )
     return {**manifest.__dict__, "ingest_id": None}
 
@@ -125,17 +132,7 @@ def test_datasets_inspected_as_they_are_made_are_not_read_again_unless_changed(t
     source = tmp_path / "2026-11-01.jsonl"
     write_long_sample(source, 200, target_bytes=3000)
     out = tmp_path / "out"
-    ingest_day(
-        read_files(source, start_day(json.loads(source.read_text().splitlines()[0])["startTime"])),
-        out / "t.parquet",
-        out / "q.jsonl",
-        "test",
-        PrivacyFilter("strict", env_secrets=("tok-live-0f9e8d7c6b5a",)),
-        FilteredDay(out / "f.parquet", out / "report.json"),
-        out / "datasets",
-        workers=2,
-        scanner_secrets=("tok-live-0f9e8d7c6b5a",),
-    )
+    _day(source, out, 2, scanner_secrets=("tok-live-0f9e8d7c6b5a",))
     staged = out / ".staged.datasets"
     record = staged / INSPECTION_FILE_NAME
     paths = [staged / TASK_FILE_NAMES[task] for task in TASKS]

@@ -159,7 +159,7 @@ def inspect_dataset_files(
     paths: Sequence[Path], env_secrets: tuple[str, ...], workers: int, record: Path | None = None
 ) -> list[tuple[Inspected, bool]]:
     """`inspect_dataset_file` of each path, in order, and whether it was read from `record` (the
-    inspection made as the file was written, `write_inspections`) instead: a file still byte for byte
+    inspection made as the file was written, `inspection_record`) instead: a file still byte for byte
     the one inspected, by a scanner looking for the same things, is not read again but hashed.
 
     The others are inspected here with one scanner (its per-line cache shared by the files), or one
@@ -169,8 +169,9 @@ def inspect_dataset_files(
     recorded: dict[int, Inspected] = {}
     if record is not None and record.is_file():
         written = json.loads(record.read_text(encoding="utf-8"))
+        fingerprint = scanner.fingerprint()
         for index, path in enumerate(paths):
-            found = recorded_inspection(written, path, scanner.fingerprint())
+            found = recorded_inspection(written, path, fingerprint)
             if found is not None:
                 recorded[index] = found
     left = sorted((i for i in range(len(paths)) if i not in recorded), key=lambda i: -paths[i].stat().st_size)

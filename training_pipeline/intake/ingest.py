@@ -203,17 +203,14 @@ def _shares(
         if isinstance(parsed, Unparsed):
             items.append(parsed)
             size += len(parsed.raw.data)
-            if size >= _SHARE_CHARS or len(items) >= _SHARE_RECORDS:
-                yield derive, items
-                items, size = [], 0
-            continue
-        counted[0] += 1
-        if parsed.trajectory is None:
-            bad.add(parsed)
-            continue
-        text = parsed.text if parsed.text is not None else jscompat.dumps(parsed.trajectory)
-        items.append((parsed.origin, text))
-        size += len(text)
+        else:
+            counted[0] += 1
+            if parsed.trajectory is None:
+                bad.add(parsed)
+                continue
+            text = parsed.text if parsed.text is not None else jscompat.dumps(parsed.trajectory)
+            items.append((parsed.origin, text))
+            size += len(text)
         if size >= _SHARE_CHARS or len(items) >= _SHARE_RECORDS:
             yield derive, items
             items, size = [], 0
