@@ -6,13 +6,14 @@ format, placeholders are not, and the vendored rule set refreshes only to one th
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from tests.helpers import REPO
 from training_pipeline.privacy.filter import PrivacyFilter
-from training_pipeline.privacy.gitleaks import RULES_FILE, load_rules, refresh, to_python
+from training_pipeline.privacy.gitleaks import RULES_FILE, _literal_head, load_rules, refresh, to_python
 
 CORPUS = REPO / "bench" / "data" / "credential_corpus.jsonl"
 
@@ -90,3 +91,44 @@ def test_refresh_takes_only_a_rule_set_that_compiles(tmp_path: Path) -> None:
         refresh(str(broken), target)
     assert target.read_text() == RULES_FILE.read_text()
     assert refresh(str(RULES_FILE), target) == len(load_rules())
+
+
+def _parsed_head(pattern: re.Pattern[str]) -> str:
+    """The literal start of every match, as Python's own regex parser sees it."""
+    head = []
+    for op, value in re._parser.parse(pattern.pattern, pattern.flags):  # type: ignore[attr-defined]
+        if op is not re._constants.LITERAL:  # type: ignore[attr-defined]
+            break
+        head.append(chr(value))
+    return "".join(head).lower()
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        r"ab?c",
+        r"abc+",
+        r"a\-b{2}",
+        r"(?i)xoxb-",
+        r"\bx",
+        "a{b",
+        "ab|cd",
+        "a(b|c)d|e",
+        r"a[|]b",
+        r"a\|b",
+        "(?x)a b",
+        "a b#c",
+        r"(?i)ab(?:c|d)",
+        r"a[\]|]b|c",
+    ],
+)
+def test_a_rules_literal_head_read_off_its_text_never_claims_more_than_the_parser(pattern: str) -> None:
+    """A rule whose keyword is in every match skips its keyword check: a head longer than the true one
+    would skip it wrongly."""
+    compiled = re.compile(pattern)
+    assert _parsed_head(compiled).startswith(_literal_head(compiled))
+
+
+def test_the_vendored_rules_skip_their_keyword_check_exactly_where_the_parser_says() -> None:
+    for rule in load_rules():
+        assert rule.keyword_in_every_match == any(k in _parsed_head(rule.pattern) for k in rule.keywords)

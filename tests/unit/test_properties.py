@@ -297,6 +297,26 @@ def test_task_inference_never_fails_and_examples_are_well_formed(call: dict) -> 
             assert all(isinstance(m["content"], str) for m in example["messages"])
 
 
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+@given(
+    st.lists(st.sampled_from(["available", "AVAILABLE", " ", "actions", "AcTiOnS", "aCtIoNnAmEs", "names"]))
+    .map("".join)
+    .flatmap(lambda words: st.text(alphabet="aAcCtTiİıKk\u212a \ud800é", max_size=8).map(words.__add__)),
+    st.booleans(),
+)
+@example("available actİons", True)
+@example("AVAILABLE\ud800ACTIONS", False)
+def test_a_prompt_naming_actions_makes_a_planner_example_as_javascripts_ascii_only_i_does(
+    prompt: str, in_system: bool
+) -> None:
+    """elizaOS tests `/available actions|actionnames/i` on the prompts: ASCII letters fold, nothing else."""
+    expected = any(word in prompt.translate(_ASCII_LOWER) for word in ("available actions", "actionnames"))
+    call = {"systemPrompt" if in_system else "userPrompt": prompt, "response": "ok"}
+    assert ("action_planner" in infer_tasks(call)) == expected
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.binary(max_size=200) | trajectories.map(lambda t: json.dumps(t).encode()), max_size=12))
 def test_every_record_is_in_the_output_or_a_report(tmp_path: Path, lines: list[bytes]) -> None:

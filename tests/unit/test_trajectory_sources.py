@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import date
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -11,7 +13,7 @@ import sqlalchemy as sa
 
 from training_pipeline.intake.ingest import ingest_records
 from training_pipeline.trajectories.database import SourceUnavailable, read_table
-from training_pipeline.trajectories.files import read_files
+from training_pipeline.trajectories.files import line_spans, read_files
 from training_pipeline.trajectories.store import iter_trajectories
 
 DAY = date(2026, 11, 24)
@@ -43,6 +45,35 @@ def test_jsonl_and_json_arrays_keep_unknown_fields_and_filter_by_day(tmp_path: P
     assert [p.trajectory["trajectoryId"] for p in parsed] == ["t1", "t2", "t3"]
     assert parsed[0].trajectory["customField"] == {"kept": True}
     assert parsed[0].origin.endswith("a.jsonl:1") and parsed[2].origin.endswith("b.json:[0]")
+
+
+def test_shares_of_a_file_tile_it_and_number_its_lines(tmp_path: Path) -> None:
+    """The build's shares: whole lines, together the whole file, each knowing its first line's number
+    (what quarantine origins say), for long lines, thousands of short ones and a last line with no
+    newline."""
+    lines = [b"x" * n for n in (5000, 0, 3, 7000)] + [b"y" * (i % 7) for i in range(5000)] + [b"z" * 9000]
+    file = tmp_path / "day.jsonl"
+    file.write_bytes(b"\n".join(lines))
+    spans = list(line_spans(file, 4096, 1 << 20))
+    assert spans[0].start == 0 and spans[-1].end == file.stat().st_size
+    starts = [0]
+    for line in lines[:-1]:
+        starts.append(starts[-1] + len(line) + 1)
+    for span, after in pairwise(spans):
+        assert span.end == after.start
+    for span in spans:
+        assert span.start in starts and span.first_line == starts.index(span.start) + 1
+    records = [record for span in spans for record in span.records()]
+    assert [record.data for record in records] == [line + b"\n" for line in lines[:-1] if line] + lines[-1:]
+    # a share longer than the cap is read line by line, bounded: the same records, a long line measured
+    whole = replace(spans[0], end=spans[-1].end, max_bytes=8000)
+    assert [(r.origin, r.data) for r in whole.records() if r.problem is None] == [
+        (r.origin, r.data) for r in records if len(r.data) <= 8000
+    ]
+    assert [r.size for r in whole.records() if r.problem] == [9000]
+    empty = tmp_path / "empty.jsonl"
+    empty.touch()
+    assert list(line_spans(empty, 4096)) == []
 
 
 def test_bad_records_are_quarantined_with_reason_and_origin(tmp_path: Path) -> None:

@@ -137,7 +137,7 @@ class LineGate:
         expressions = [line_gate_expression(p.pattern, bool(p.flags & re.IGNORECASE)) for p in patterns]
         base = hyperscan.HS_FLAG_PREFILTER | hyperscan.HS_FLAG_SINGLEMATCH | hyperscan.HS_FLAG_MULTILINE
         flags = [base | (hyperscan.HS_FLAG_CASELESS if p.flags & re.IGNORECASE else 0) for p in patterns]
-        self._scanner = _Scanner(expressions, flags)
+        self._scanner = Scanner(expressions, flags)
 
     def candidates(self, text: str) -> set[int]:
         return self._scanner.matching(text.encode("ascii", _STAND_IN))
@@ -156,10 +156,10 @@ class RuleGate:
         flags = [
             _BASE_FLAGS | (hyperscan.HS_FLAG_CASELESS if p.flags & re.IGNORECASE else 0) for p in patterns
         ]
-        self._scanner = _Scanner(expressions, flags)
+        self._scanner = Scanner(expressions, flags)
         self._everything = frozenset(range(len(patterns)))
         self._patterns = patterns
-        self._joined: _Scanner | None = None
+        self._joined: Scanner | None = None
 
     def candidates(self, text: str) -> frozenset[int] | set[int]:
         """Indices of the patterns that may match `text` (all of them if it is not valid UTF-8)."""
@@ -185,12 +185,13 @@ class RuleGate:
                 | (hyperscan.HS_FLAG_CASELESS if p.flags & re.IGNORECASE else 0)
                 for p in self._patterns
             ]
-            self._joined = _Scanner(expressions, flags)
+            self._joined = Scanner(expressions, flags)
         return bool(self._joined.matching("\n".join(texts).encode("utf-8")))
 
 
-class _Scanner:
-    """A compiled database (`_cached_database`) and a scratch space per thread (one scan at a time each)."""
+class Scanner:
+    """A compiled database (`_cached_database`) and a scratch space per thread (one scan at a time each).
+    Also what the export's case-insensitive word tests use (`datasets.tasks`)."""
 
     def __init__(self, expressions: list[bytes], flags: list[int]) -> None:
         self._database = _cached_database(expressions, flags)

@@ -19,19 +19,25 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import hyperscan
-from detect_secrets.__version__ import VERSION as DETECT_SECRETS_VERSION
-from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
-from detect_secrets.plugins.base import BasePlugin, RegexBasedDetector
-from detect_secrets.settings import default_settings
 
 from training_pipeline.privacy.prefilter import LineGate
 
+if TYPE_CHECKING:
+    from detect_secrets.plugins.base import BasePlugin
+
 _NOT_CREDENTIALS = {"Base64HighEntropyString", "HexHighEntropyString", "KeywordDetector", "IPPublicDetector"}
+
+# detect-secrets is imported where a scanner is made, not with this module: it brings `requests` along
+# (a tenth of a second), and the build and the code location import this module without scanning.
 
 
 def _plugins() -> list[BasePlugin]:
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+    from detect_secrets.settings import default_settings
+
     with default_settings():
         return [
             cls()
@@ -44,6 +50,8 @@ def plugin_gate(plugins: Sequence[BasePlugin]) -> LineGate | None:
     """A gate over every plugin's patterns, or None when one of them cannot be gated (a plugin that is
     not regex-based, a verbose pattern with spaces or comments, a pattern Hyperscan refuses): then
     every text is scanned in full, slower and as exact."""
+    from detect_secrets.plugins.base import RegexBasedDetector
+
     patterns: list[re.Pattern[str]] = []
     for plugin in plugins:
         if not isinstance(plugin, RegexBasedDetector):
@@ -81,7 +89,9 @@ class SecretScanner:
     def fingerprint(self) -> str:
         """What this scanner looks for, as a digest (the plugins' patterns, and a hash of each secret
         value, never the value): an inspection made by a scanner with the same fingerprint stands."""
-        digest = hashlib.sha256(f"detect-secrets {DETECT_SECRETS_VERSION}".encode())
+        from detect_secrets.__version__ import VERSION
+
+        digest = hashlib.sha256(f"detect-secrets {VERSION}".encode())
         for plugin in self._plugins:
             digest.update(f"\0{type(plugin).__name__}".encode())
             for pattern in getattr(plugin, "denylist", ()):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import mmap
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -20,6 +21,8 @@ _DATE_IN_NAME = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
 _SUFFIXES = (".jsonl", ".json")
 #: Lines are read in pieces of this size, so a line over the cap is measured, never held.
 _PIECE = 1 << 20
+#: `line_spans` counts a span's lines one `find` at a time up to this many.
+_FIND_LINES = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,33 +125,60 @@ class LineSpan:
     max_bytes: int
 
     def records(self) -> Iterator[RawRecord]:
+        """The span read at once and cut at its newlines when no line in it can be over the cap (a
+        line read by `readline` is copied for every 8 KiB buffer it spans); else line by line, bounded."""
+        length = self.end - self.start
         with self.file.open("rb") as handle:
             handle.seek(self.start)
-            yield from _line_records(
-                self.file,
-                _bounded_lines(handle, self.max_bytes, self.end - self.start),
-                self.first_line,
-                self.max_bytes,
-            )
+            if length <= self.max_bytes:
+                lines: Iterable[bytes | int] = _cut_lines(handle.read(length))
+            else:
+                lines = _bounded_lines(handle, self.max_bytes, length)
+            yield from _line_records(self.file, lines, self.first_line, self.max_bytes)
 
 
 def line_spans(file: Path, size: int, max_bytes: int | None = None) -> Iterator[LineSpan]:
-    """`file` cut into spans of about `size` bytes, each ending at the end of a line (found in pieces,
-    so a giant line is never held)."""
+    """`file` cut into spans of about `size` bytes, each ending at the end of a line.
+
+    The file is mapped, not read: a span's end and its lines are found by `memchr` (`find`), so the
+    process that cuts the shares (the build's parent, beside its workers) neither copies the file nor
+    holds it, and each span's pages are let go once it is cut."""
     limit = max_bytes or settings().max_record_bytes
     with file.open("rb") as handle:
-        start, line = 0, 1
-        while block := handle.read(size):
-            lines = block.count(b"\n")
-            end = start + len(block)
-            if not block.endswith(b"\n"):  # up to the end of the line the block stopped in
-                while piece := handle.readline(_PIECE):
-                    end += len(piece)
-                    if piece.endswith(b"\n"):
-                        lines += 1
-                        break
-            yield LineSpan(file, start, end, line, limit)
-            start, line = end, line + lines
+        length = os.fstat(handle.fileno()).st_size
+        if not length:
+            return
+        with mmap.mmap(handle.fileno(), length, access=mmap.ACCESS_READ) as view:
+            start, line = 0, 1
+            while start < length:
+                newline = view.find(b"\n", min(start + size, length) - 1)
+                end = length if newline == -1 else newline + 1
+                yield LineSpan(file, start, end, line, limit)
+                line += _newlines(view, start, end)
+                page = start - start % mmap.PAGESIZE
+                view.madvise(mmap.MADV_DONTNEED, page, end - page)  # off this process's RSS
+                start = end
+
+
+def _newlines(view: mmap.mmap, start: int, end: int) -> int:
+    """Newlines in `view[start:end]`: one `find` per line while lines are long (most exports); once a
+    span shows many short ones, a copy of the rest counted at once."""
+    count, position = 0, view.find(b"\n", start, end)
+    while position != -1:
+        count += 1
+        if count == _FIND_LINES:
+            return count - 1 + view[position:end].count(b"\n")
+        position = view.find(b"\n", position + 1, end)
+    return count
+
+
+def _cut_lines(data: bytes) -> Iterator[bytes]:
+    """`data`'s lines, each with its newline (the last may have none), as `readline` gives them."""
+    position, size = 0, len(data)
+    while position < size:
+        stop = data.find(b"\n", position) + 1 or size
+        yield data[position:stop]
+        position = stop
 
 
 def _bounded_lines(handle: BinaryIO, limit: int, length: int | None = None) -> Iterator[bytes | int]:

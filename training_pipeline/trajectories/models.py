@@ -18,7 +18,9 @@ _MAX_START_MS = 253_402_300_799_999
 
 
 class _Wire(BaseModel):
-    model_config = ConfigDict(extra="allow", strict=True, alias_generator=to_camel)
+    # unknown fields are welcome; `ignore`, not `allow`, as the model is thrown away after validating
+    # (the record flows on as its own dict) and copying every extra field cost a sixth of the time
+    model_config = ConfigDict(extra="ignore", strict=True, alias_generator=to_camel)
 
 
 class LlmCall(_Wire):
