@@ -10,6 +10,7 @@ import contextlib
 import fcntl
 import os
 import re
+import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -119,3 +120,41 @@ class StagedFiles:
             temp.path.unlink(missing_ok=True)
             temp.release()
         self._staged.clear()
+
+
+class ScratchFolder:
+    """A private folder in `parent` for files handed from one process to another (the build's workers
+    leave each share's examples there for the parent to append), removed by `close`.
+
+    It is locked (`flock` on the folder) while in use, so one left by a process that died is told from
+    one in use and removed by the next `ScratchFolder` made in the same place."""
+
+    def __init__(self, parent: Path) -> None:
+        parent.mkdir(parents=True, exist_ok=True)
+        for stale in parent.glob(".scratch-*"):
+            with contextlib.suppress(OSError):
+                _remove_if_unlocked(stale)
+        while True:
+            self.path = Path(tempfile.mkdtemp(prefix=".scratch-", dir=parent))
+            self._lock = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY)
+            fcntl.flock(self._lock, fcntl.LOCK_EX)
+            if os.fstat(self._lock).st_nlink:  # not taken for stale by another process before the lock
+                break
+            os.close(self._lock)
+
+    def close(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+        os.close(self._lock)
+
+
+def _remove_if_unlocked(folder: Path) -> None:
+    """Removed holding its lock: a process that made it a moment ago and locks it now finds it gone
+    (`ScratchFolder` then makes another)."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        shutil.rmtree(folder, ignore_errors=True)
+    except BlockingIOError:
+        pass  # in use
+    finally:
+        os.close(fd)

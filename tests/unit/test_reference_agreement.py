@@ -137,3 +137,19 @@ def test_a_folder_of_json_arrays_and_jsonl_files_builds_the_same_on_many_workers
         outputs.append({p.name: p.read_bytes() for p in out.iterdir() if p.name != SUMMARY_FILE_NAME})
         assert result.records_in == 2 * len(records[:300]) + sum(1 for x in lines if x.strip())
     assert outputs[0] == outputs[1]
+
+
+def test_a_trajectory_id_seen_again_counts_once_per_task_as_elizaos_counts_it(tmp_path: Path) -> None:
+    """elizaOS counts the distinct trajectory ids behind each task's examples (checked with its own
+    code on this shape of input): records sharing an id, in different shares of a build, count once."""
+
+    def record(trajectory_id: str, purpose: str) -> str:
+        call = {"purpose": purpose, "systemPrompt": "s", "userPrompt": "u", "response": "r " * 1500}
+        return json.dumps({"trajectoryId": trajectory_id, "startTime": 1, "steps": [{"llmCalls": [call]}]})
+
+    lines = [record("a", "reply"), record("b", "reply"), record("a", "planner"), record("a", "reply")]
+    (tmp_path / "in.jsonl").write_text("\n".join(lines) + "\n")
+    build_datasets(tmp_path / "in.jsonl", tmp_path / "out", PrivacyFilter("elizaos"), workers=2, span_bytes=1)
+    metrics = _summary_without_timestamp(tmp_path / "out" / SUMMARY_FILE_NAME)["taskMetrics"]
+    assert metrics["response"] == {"exampleCount": 3, "sourceCallCount": 3, "sourceTrajectoryCount": 2}
+    assert metrics["action_planner"] == {"exampleCount": 1, "sourceCallCount": 1, "sourceTrajectoryCount": 1}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import multiprocessing
 import os
@@ -13,6 +14,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from tests.helpers import REPO
+from training_pipeline.datasets.build import build_datasets
 from training_pipeline.datasets.daily import ingest_day
 from training_pipeline.datasets.tasks import TASK_FILE_NAMES, TASKS
 from training_pipeline.datasets.validate import (
@@ -234,3 +236,48 @@ def test_the_filtered_day_is_the_same_fused_on_the_pool_and_filtered_again(tmp_p
         assert any("<entity:e-erin>" in raw for raw in raws) and any('", "' in raw for raw in raws)
         tables.append(staged)
     assert tables[0].equals(tables[1])
+
+
+def test_a_build_leaves_no_scratch_and_clears_one_a_dead_build_left(tmp_path: Path) -> None:
+    """The workers leave each share's examples in a scratch folder beside the output; it goes when the
+    build ends, and one left by a build that was killed is removed by the next, while one in use is not."""
+    out = tmp_path / "out"
+    make = (
+        "from pathlib import Path; from training_pipeline.atomic import ScratchFolder; "
+        f"ScratchFolder(Path({str(out)!r}))"
+    )
+    in_use = subprocess.Popen(
+        [sys.executable, "-c", f"{make}; print(); input()"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    try:
+        assert in_use.stdout is not None and in_use.stdout.readline()  # made and locked
+        assert subprocess.run([sys.executable, "-c", make]).returncode == 0  # left behind, never closed
+        assert len(list(out.glob(".scratch-*"))) == 2
+        source = tmp_path / "in.jsonl"
+        write_long_sample(source, 300)
+        result = build_datasets(source, out, PrivacyFilter("strict"), workers=2, span_bytes=64 << 10)
+        assert result.summary["trajectoryCount"] == 300
+        assert len(list(out.glob(".scratch-*"))) == 1  # the live one's
+    finally:
+        in_use.communicate(b"\n")
+    alone = build_datasets(source, tmp_path / "alone", PrivacyFilter("strict"))
+    for name in TASK_FILE_NAMES.values():
+        assert (out / name).read_bytes() == (tmp_path / "alone" / name).read_bytes()
+    assert alone.summary["counts"] == result.summary["counts"]
+
+
+def test_examples_are_appended_through_user_space_where_the_kernel_cannot_copy(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Some file systems refuse `copy_file_range` (EXDEV, EOPNOTSUPP): the build is then slower, not wrong."""
+    source = tmp_path / "in.jsonl"
+    write_long_sample(source, 200)
+    build_datasets(source, tmp_path / "kernel", PrivacyFilter("elizaos"), workers=2, span_bytes=64 << 10)
+
+    def refuse(*_: object) -> int:
+        raise OSError(errno.EXDEV, "cross-device")
+
+    monkeypatch.setattr(os, "copy_file_range", refuse)
+    build_datasets(source, tmp_path / "user", PrivacyFilter("elizaos"), workers=2, span_bytes=64 << 10)
+    for name in TASK_FILE_NAMES.values():
+        assert (tmp_path / "kernel" / name).read_bytes() == (tmp_path / "user" / name).read_bytes()

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from training_pipeline.atomic import atomic_write_text
-from training_pipeline.datasets.export import DatasetWriter, Prepared, prepare
+from training_pipeline.atomic import ScratchFolder, atomic_write_text
+from training_pipeline.datasets.export import DatasetWriter, ExampleBatch, prepare
 from training_pipeline.intake.quarantine import QuarantineWriter, quarantine_line
 from training_pipeline.privacy.filter import FilterStats, PrivacyFilter, start_worker_filter, worker_filter
 from training_pipeline.trajectories.files import (
@@ -58,7 +58,7 @@ class _Chunk:
 
     records: int
     quarantine: list[tuple[str, str]]  # (JSONL line, reason)
-    prepared: list[Prepared]
+    examples: ExampleBatch
     stats: FilterStats
 
 
@@ -68,7 +68,14 @@ _Work = LineSpan | list[RawRecord]
 _ARRAY_CHUNK = 256
 
 
-def _process(privacy: PrivacyFilter, work: _Work) -> _Chunk:
+@dataclass(frozen=True)
+class _Share:
+    work: _Work
+    #: where a worker leaves the share's examples (`ExampleBatch.spill`)
+    scratch: Path
+
+
+def _process(privacy: PrivacyFilter, work: _Work, scratch: Path | None = None) -> _Chunk:
     privacy.stats = FilterStats()  # this chunk's counts only; the caller merges them
     quarantine, prepared = [], []
     records = 0
@@ -79,11 +86,14 @@ def _process(privacy: PrivacyFilter, work: _Work) -> _Chunk:
             quarantine.append((quarantine_line(parsed), parsed.reason or "unknown"))
         elif privacy.apply(parsed.trajectory, parsed.origin):
             prepared.append(prepare(parsed.trajectory))
-    return _Chunk(records, quarantine, prepared, privacy.stats)
+    examples = ExampleBatch.of(prepared)
+    return _Chunk(
+        records, quarantine, examples if scratch is None else examples.spill(scratch), privacy.stats
+    )
 
 
-def _process_in_worker(work: _Work) -> _Chunk:
-    return _process(worker_filter(), work)
+def _process_in_worker(share: _Share) -> _Chunk:
+    return _process(worker_filter(), share.work, share.scratch)
 
 
 def _shares(input_path: Path, span_bytes: int) -> Iterator[_Work]:
@@ -104,12 +114,14 @@ def _shares(input_path: Path, span_bytes: int) -> Iterator[_Work]:
             yield chunk
 
 
-def _processed(input_path: Path, privacy: PrivacyFilter, workers: int, span_bytes: int) -> Iterator[_Chunk]:
+def _processed(
+    input_path: Path, privacy: PrivacyFilter, workers: int, span_bytes: int, scratch: Path
+) -> Iterator[_Chunk]:
     """Shares of the input processed in input order: here, or on `workers` processes (the bounded pool,
-    `workers.ordered_map`)."""
+    `workers.ordered_map`), which leave their examples in `scratch`."""
     return ordered_map(
-        _shares(input_path, span_bytes),
-        lambda share: _process(privacy, share),
+        (_Share(work, scratch) for work in _shares(input_path, span_bytes)),
+        lambda share: _process(privacy, share.work),
         workers,
         _process_in_worker,
         start_worker_filter,
@@ -126,18 +138,20 @@ def build_datasets(
     records_in = 0
     stats = FilterStats()
     writer = DatasetWriter(out_dir)
+    scratch = ScratchFolder(out_dir)
     try:
         with QuarantineWriter(out_dir / QUARANTINE_FILE_NAME) as quarantine:
-            for chunk in _processed(input_path, privacy, workers, span_bytes):
+            for chunk in _processed(input_path, privacy, workers, span_bytes, scratch.path):
                 records_in += chunk.records
                 for line, reason in chunk.quarantine:
                     quarantine.add_line(line, reason)
-                for prepared in chunk.prepared:
-                    writer.add_prepared(prepared)
+                writer.add_batch(chunk.examples)
                 stats.merge(chunk.stats)
     except BaseException:
         writer.abort()
         raise
+    finally:
+        scratch.close()
     privacy.stats = stats
     summary = writer.close()
     report = stats.as_report()
