@@ -10,10 +10,14 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from tests.helpers import REPO
 from training_pipeline.privacy.filter import PrivacyFilter
 from training_pipeline.privacy.gitleaks import RULES_FILE, _literal_head, load_rules, refresh, to_python
+from training_pipeline.privacy.rule import CredentialRule, boundary_free
+from training_pipeline.privacy.rules import STRICT_RULES
 
 CORPUS = REPO / "bench" / "data" / "credential_corpus.jsonl"
 
@@ -132,3 +136,32 @@ def test_a_rules_literal_head_read_off_its_text_never_claims_more_than_the_parse
 def test_the_vendored_rules_skip_their_keyword_check_exactly_where_the_parser_says() -> None:
     for rule in load_rules():
         assert rule.keyword_in_every_match == any(k in _parsed_head(rule.pattern) for k in rule.keywords)
+
+
+_OPENING_WITH_BOUNDARY = [rule for rule in STRICT_RULES if boundary_free(rule.pattern) is not None]
+_CORPUS_TEXTS = [json.loads(line)["text"] for line in CORPUS.read_text(encoding="utf-8").splitlines()]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(_CORPUS_TEXTS)
+        | st.text(alphabet="AKIASxoxb-_0123456789abcdefXYZ \n.:=\"'é", max_size=40),
+        max_size=6,
+    ).map("".join),
+    st.sampled_from(_OPENING_WITH_BOUNDARY),
+)
+@example(
+    "xAKIAIOSFODNN7EXAMPLA AKIAIOSFODNN7EXAMPLB_AKIAIOSFODNN7EXAMPLC",
+    next(rule for rule in STRICT_RULES if rule.label == "aws-access-token"),
+)
+def test_a_rule_opening_with_a_boundary_finds_what_its_pattern_finds(text: str, rule: CredentialRule) -> None:
+    """Such rules are searched for without their `\\b` and kept where it holds: the same matches."""
+    assert [m.span() for m in rule.finditer(text)] == [m.span() for m in rule.pattern.finditer(text)]
+    expected = rule.pattern.sub(lambda m: f"<{m.group()}>", text)
+    assert rule.sub(lambda m: f"<{m.group()}>", text) == expected
+
+
+def test_most_boundary_rules_are_the_vendored_ones_that_re_would_try_everywhere() -> None:
+    labels = {rule.label for rule in _OPENING_WITH_BOUNDARY}
+    assert {"aws-access-token", "grafana-cloud-api-token", "npm-access-token"} <= labels

@@ -3,6 +3,7 @@ and its counts add up."""
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from pathlib import Path
@@ -16,7 +17,8 @@ from training_pipeline.datasets.tasks import TASKS, build_example, infer_tasks
 from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.filter import PrivacyFilter
 from training_pipeline.privacy.prefilter import LineGate, RuleGate
-from training_pipeline.privacy.rules import PROFILES, literal_first
+from training_pipeline.privacy.rule import CredentialRule
+from training_pipeline.privacy.rules import PROFILES, RuleSet, literal_first
 from training_pipeline.privacy.scan import SecretScanner
 from training_pipeline.trajectories.records import RawRecord, parse_record
 
@@ -241,6 +243,64 @@ def test_texts_gated_in_batches_are_redacted_as_texts_gated_alone(value: object,
     ours, theirs = json.loads(json.dumps(trajectory)), json.loads(json.dumps(trajectory))
     assert batched.redact_credentials(ours) == alone.redact_credentials(theirs)
     assert ours == theirs and list(batched.stats.redactions.items()) == list(alone.stats.redactions.items())
+
+
+class _EveryString(_OneAtATime):
+    """The filter walking every string of a trajectory, one at a time: no batches, no shortcut."""
+
+    def _nothing_else_to_redact(self, trajectory: dict, prompts: list) -> bool:
+        return False
+
+
+_escapes = st.sampled_from(["\\", "\n", '"', "\x00", "\ud800", 10**30, 1.5])
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.recursive(
+        st.none() | st.integers() | gate_texts | st.just("pw hunter2hunter2 ok") | _escapes,
+        lambda inner: (
+            st.lists(inner, max_size=6)
+            | st.dictionaries(st.sampled_from(["a", "token", "b", "llmCalls", "systemPrompt"]), inner)
+        ),
+        max_leaves=30,
+    ),
+    st.lists(st.fixed_dictionaries({}, optional={"response": gate_texts, "model": gate_texts}), max_size=3),
+)
+def test_a_trajectory_whose_other_strings_are_clean_is_redacted_as_when_each_is_walked(
+    value: object, calls: list
+) -> None:
+    """Strict skips the walk over a trajectory's other strings when one scan of them serialised finds
+    nothing: the same output and counts as walking each, whatever those strings hold (credentials,
+    escapes, lone surrogates, numbers JSON cannot hold), with the prompt fields back in place."""
+    trajectory = {"trajectoryId": "t", "metadata": value, "steps": [{"llmCalls": calls}]}
+    ours, theirs = copy.deepcopy(trajectory), copy.deepcopy(trajectory)
+    shortcut = PrivacyFilter("strict", env_secrets=("hunter2hunter2",))
+    walked = _EveryString("strict", env_secrets=("hunter2hunter2",))
+    assert shortcut.redact_credentials(ours) == walked.redact_credentials(theirs)
+    assert ours == theirs and list(shortcut.stats.redactions.items()) == list(walked.stats.redactions.items())
+
+
+def test_the_shortcut_is_taken_for_clean_ids_and_names_and_not_for_a_credential_among_them() -> None:
+    call = {"model": "gpt-4o", "userPrompt": "my key is ghp_C3J27XDCG2LmlZGEONYlgCtjfIZ4SOcMz9CP"}
+    clean = {"trajectoryId": "t-1", "metadata": {"room": "r-4", "n": 3}, "steps": [{"llmCalls": [call]}]}
+    privacy = PrivacyFilter("strict", env_secrets=("hunter2hunter2",))
+    prompts = [(call, "userPrompt", call["userPrompt"])]
+    assert privacy._nothing_else_to_redact(clean, prompts)
+    assert call["userPrompt"].startswith("my key")  # put back
+    for leak in ("ghp_C3J27XDCG2LmlZGEONYlgCtjfIZ4SOcMz9CP", "pw hunter2hunter2", "a\nb"):
+        assert not privacy._nothing_else_to_redact({**clean, "note": leak}, prompts)
+
+
+@pytest.mark.parametrize("pattern", [r"^tok_[a-z]{8}$", r"\Atok_[a-z]{8}\Z", r"(?<![^\s])tok_[a-z]{8}(?!\S)"])
+def test_the_shortcut_sees_each_string_whole_as_an_anchored_rule_does(pattern: str) -> None:
+    """Each string of the serialised rest is scanned as a line of its own (its quotes made newlines): a
+    rule anchored to a text's start and end, or needing space around it, is still a candidate."""
+    privacy = PrivacyFilter("strict")
+    privacy.rules = RuleSet((CredentialRule("anchored", re.compile(pattern)),))
+    trajectory = {"trajectoryId": "t", "metadata": {"k": "tok_abcdefgh"}}
+    assert privacy.redact_credentials(trajectory) == 1
+    assert trajectory["metadata"]["k"] == "<REDACTED:anchored>"
 
 
 @pytest.mark.parametrize(

@@ -151,17 +151,14 @@ class GitleaksRule(CredentialRule):
             hits += 1
             return splice(match, span, placeholder)
 
-        return self.pattern.sub(replace, text), hits
+        return self.sub(replace, text), hits
 
     def secrets(self, text: str) -> list[str]:
         """What this rule alone redacts in `text`."""
         if not self.applies(text):
             return []
         return [
-            text[a:b]
-            for m in self.pattern.finditer(text)
-            if (span := self.secret_span(m, text))
-            for a, b in [span]
+            text[a:b] for m in self.finditer(text) if (span := self.secret_span(m, text)) for a, b in [span]
         ]
 
     def secret_span(self, match: re.Match[str], text: str) -> tuple[int, int] | None:

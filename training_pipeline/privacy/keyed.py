@@ -136,7 +136,7 @@ class KeyedSecretRule(CredentialRule):
             hits += 1
             return splice(match, (start, end), placeholder)
 
-        return self.pattern.sub(replace, text), hits
+        return self.sub(replace, text), hits
 
 
 def is_reference(value: str) -> bool:

@@ -177,6 +177,10 @@ class RuleGate:
         texts, as the separator is what a text's edge is to every construct (a non-word character for
         `\\b` and lookarounds; a line's end and start for `^` and `$`, the expressions compiled
         multi-line). Matches across a separator can only add to the answer."""
+        return self.any_candidate_in_lines("\n".join(texts).encode("utf-8"))
+
+    def any_candidate_in_lines(self, lines: bytes) -> bool:
+        """`any_candidate` for texts already joined by newlines, as UTF-8."""
         if self._joined is None:
             expressions = [gate_expression(p.pattern, joined=True) for p in self._patterns]
             flags = [
@@ -186,7 +190,7 @@ class RuleGate:
                 for p in self._patterns
             ]
             self._joined = Scanner(expressions, flags)
-        return bool(self._joined.matching("\n".join(texts).encode("utf-8")))
+        return bool(self._joined.matching(lines))
 
 
 class Scanner:

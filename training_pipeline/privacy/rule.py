@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 
 _PLACEHOLDER = re.compile(r"<REDACTED:[a-z0-9-]+>")
 _A = re.ASCII  # JavaScript's \b and /i (without the u flag) are ASCII-only
@@ -63,7 +65,68 @@ class CredentialRule:
             hits += 1
             return splice(match, match.span(self.group), placeholder)
 
-        return self.pattern.sub(replace, text), hits
+        return self.sub(replace, text), hits
+
+    def sub(self, replace: Callable[[re.Match[str]], str], text: str) -> str:
+        """`self.pattern.sub(replace, text)`, what every rule's redaction runs."""
+        finder = boundary_free(self.pattern)
+        if finder is None:
+            return self.pattern.sub(replace, text)
+        parts: list[str] = []
+        position = 0
+        for match in _matches_after_boundary(self.pattern, finder, text):
+            parts += (text[position : match.start()], replace(match))
+            position = match.end()
+        if not parts:
+            return text
+        parts.append(text[position:])
+        return "".join(parts)
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        """`self.pattern.finditer(text)`, found as `sub` finds them."""
+        finder = boundary_free(self.pattern)
+        if finder is None:
+            return self.pattern.finditer(text)
+        return _matches_after_boundary(self.pattern, finder, text)
+
+
+#: a pattern that opens with `\b` (after its flags, if any): `re` tries such a pattern at every
+#: position of a text, where without the `\b` it finds the first character or literal by fast search
+_OPENING_BOUNDARY = re.compile(r"(\(\?[aiLmsux]+\))?\\b(?![?*+{])")
+
+
+@lru_cache(maxsize=1024)
+def boundary_free(pattern: re.Pattern[str]) -> re.Pattern[str] | None:
+    """`pattern` without its opening `\b`, or None when it has none (or is not found faster without it).
+
+    Every match of the pattern is a match of this one at the same place, where the boundary holds, and
+    the rest of the pattern matches there as it did: so the pattern's matches are found by searching
+    with this one and keeping the places where the pattern itself matches (`_matches_after_boundary`).
+    A gitleaks rule such as `\b((?:A3T[A-Z0-9]|AKIA|ASIA…)…)` took 120 µs on a 9 KB prompt, 5 without."""
+    opening = _OPENING_BOUNDARY.match(pattern.pattern)
+    if opening is None:
+        return None
+    rest = (opening.group(1) or "") + pattern.pattern[opening.end() :]
+    try:
+        return re.compile(rest, pattern.flags)
+    except re.error:
+        return None
+
+
+def _matches_after_boundary(
+    pattern: re.Pattern[str], finder: re.Pattern[str], text: str
+) -> Iterator[re.Match[str]]:
+    """`pattern.finditer(text)` for a pattern that opens with `\b`, `finder` (`boundary_free`) being
+    the rest: the leftmost place where the rest matches and the boundary holds, each time, after the
+    last match (credentials are never empty, so matches never are)."""
+    position = 0
+    while (found := finder.search(text, position)) is not None:
+        match = pattern.match(text, found.start())  # `\b` here looks at the character before, as search does
+        if match is None:
+            position = found.start() + 1
+            continue
+        yield match
+        position = max(match.end(), found.start() + 1)
 
 
 #: `\b` and then literal characters, the first a word character, the last not under a quantifier.

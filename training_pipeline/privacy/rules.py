@@ -145,16 +145,21 @@ class RuleSet:
     def applicable(self, text: str) -> list[CredentialRule]:
         if len(text) < MIN_SECRET_LENGTH:
             return []
-        if self._gate is None:
-            self._gate = RuleGate([rule.pattern for rule in self.rules])
-        found = self._gate.candidates(text)
+        found = self._the_gate().candidates(text)
         return [self.rules[index] for index in sorted(found)] if found else []
 
     def any_candidate(self, texts: list[str]) -> bool:
         """Whether `applicable` could name a rule for any of `texts` (valid UTF-8 each), in one scan."""
+        return self._the_gate().any_candidate(texts)
+
+    def any_candidate_in_lines(self, lines: bytes) -> bool:
+        """`any_candidate` for texts already joined by newlines, as UTF-8."""
+        return self._the_gate().any_candidate_in_lines(lines)
+
+    def _the_gate(self) -> RuleGate:
         if self._gate is None:
             self._gate = RuleGate([rule.pattern for rule in self.rules])
-        return self._gate.any_candidate(texts)
+        return self._gate
 
 
 PROFILES: dict[str, RuleSet] = {"elizaos": RuleSet(ELIZAOS_RULES), "strict": RuleSet(STRICT_RULES)}
