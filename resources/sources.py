@@ -14,7 +14,7 @@ from pydantic import Field
 from training_pipeline import jscompat
 from training_pipeline.atomic import atomic_open
 from training_pipeline.trajectories.database import read_table, write_trajectory
-from training_pipeline.trajectories.files import Unparsed, unparsed_files
+from training_pipeline.trajectories.files import Unparsed, UnparsedSpan, unparsed_files, unparsed_shares
 from training_pipeline.trajectories.models import start_day
 from training_pipeline.trajectories.records import ParsedRecord
 
@@ -28,8 +28,9 @@ class TrajectorySource(ConfigurableResource):
     def read_day(self, day: date) -> Iterator[ParsedRecord]:
         raise NotImplementedError
 
-    def day_records(self, day: date) -> Iterator[ParsedRecord | Unparsed]:
-        """The day for the daily pass, whose pool parses what comes unparsed (default: `read_day`)."""
+    def day_records(self, day: date) -> Iterator[ParsedRecord | Unparsed | UnparsedSpan]:
+        """The day for the daily pass, whose pool reads and parses what comes unparsed (default:
+        `read_day`)."""
         return self.read_day(day)
 
     def describe(self) -> str:
@@ -50,21 +51,25 @@ class FileTrajectorySource(TrajectorySource):
     )
 
     def read_day(self, day: date) -> Iterator[ParsedRecord]:
-        for unparsed in self.day_records(day):
-            parsed = unparsed.parse()
-            if parsed is not None:
-                yield parsed
+        for folder in self._folders():
+            for unparsed in unparsed_files(folder, day):
+                parsed = unparsed.parse()
+                if parsed is not None:
+                    yield parsed
 
-    def day_records(self, day: date) -> Iterator[Unparsed]:
-        """Read, not parsed: the day check needs the parse, which the pool's workers do."""
-        yield from unparsed_files(Path(self.path), day)
+    def day_records(self, day: date) -> Iterator[Unparsed | UnparsedSpan]:
+        """Not parsed, and `.jsonl` files not even read: the pool's workers read their spans, and parse
+        (which the day check needs)."""
+        for folder in self._folders():
+            yield from unparsed_shares(folder, day)
+
+    def _folders(self) -> list[Path]:
+        """`path`, and the task runs' folder unless it is inside `path` (read once)."""
+        folders = [Path(self.path)]
         runs = Path(self.agent_runs_dir) if self.agent_runs_dir else None
-        if (
-            runs is not None
-            and runs.is_dir()
-            and not runs.resolve().is_relative_to(Path(self.path).resolve())
-        ):
-            yield from unparsed_files(runs, day)
+        if runs is not None and runs.is_dir() and not runs.resolve().is_relative_to(folders[0].resolve()):
+            folders.append(runs)
+        return folders
 
     def write(self, trajectory: dict[str, Any]) -> None:
         if not self.agent_runs_dir:

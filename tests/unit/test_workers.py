@@ -27,7 +27,7 @@ from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.filter import PrivacyFilter
 from training_pipeline.privacy.scan import SecretScanner
 from training_pipeline.samples import write_long_sample
-from training_pipeline.trajectories.files import read_files, unparsed_files
+from training_pipeline.trajectories.files import read_files, unparsed_files, unparsed_shares
 from training_pipeline.trajectories.models import start_day
 from training_pipeline.workers import IN_FLIGHT, ordered_map
 
@@ -36,12 +36,16 @@ def _day(
     source: Path,
     out: Path,
     workers: int,
-    unparsed: bool = False,
+    records: str = "parsed",
     scanner_secrets: tuple[str, ...] | None = None,
 ) -> dict:
     day = start_day(json.loads(source.read_text().splitlines()[0])["startTime"])
     manifest = ingest_day(
-        unparsed_files(source, day) if unparsed else read_files(source, day),
+        {
+            "parsed": lambda: read_files(source, day),
+            "unparsed": lambda: unparsed_files(source, day),
+            "spans": lambda: unparsed_shares(source, day, span_bytes=64 << 10),  # the workers read them
+        }[records](),
         out / "t.parquet",
         out / "q.jsonl",
         "test",
@@ -60,15 +64,16 @@ def test_the_daily_pass_on_the_pool_writes_what_one_process_writes(tmp_path: Pat
     other_day = json.loads(source.read_text().splitlines()[0]) | {"startTime": 1_600_000_000_000}
     with source.open("a") as handle:  # a bad record, another day's, and a record with no start time
         handle.write('{"trajectoryId": "broken"\n' + json.dumps(other_day) + "\n" + '{"trajectoryId": 1}\n')
-    one, pool, unparsed = tmp_path / "one", tmp_path / "pool", tmp_path / "unparsed"
-    assert _day(source, one, 1) == _day(source, pool, 2) == _day(source, unparsed, 2, unparsed=True)
+    one, pool, unparsed, spans = (tmp_path / name for name in ("one", "pool", "unparsed", "spans"))
+    assert _day(source, one, 1) == _day(source, pool, 2) == _day(source, unparsed, 2, records="unparsed")
+    assert _day(source, one, 1) == _day(source, spans, 2, records="spans")
     manifest = json.loads((one / "t.manifest.json").read_text())
     assert manifest["records_in"] == 402 and manifest["kept"] == 400 and manifest["quarantined"] == 2
     assert manifest["redactions_by_rule"]
     files = sorted(p.relative_to(one) for p in one.rglob("*") if p.is_file())
-    for other in (pool, unparsed):
+    for other in (pool, unparsed, spans):
         assert files == sorted(p.relative_to(other) for p in other.rglob("*") if p.is_file())
-    for name, theirs in ((name, other / name) for name in files for other in (pool, unparsed)):
+    for name, theirs in ((name, other / name) for name in files for other in (pool, unparsed, spans)):
         mine = one / name
         if name.name in ("t.parquet", ".staged.f.parquet"):  # the stored and the filtered day, row by row
             assert pq.read_table(mine).equals(pq.read_table(theirs)), name

@@ -15,7 +15,7 @@ import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, ClassVar
 
 from training_pipeline import jscompat
 from training_pipeline.atomic import StagedFiles
@@ -36,6 +36,7 @@ from training_pipeline.datasets.validate import (
     inspection_record,
     scanner_for,
 )
+from training_pipeline.privacy.scan import SCANNER_MODULES
 from training_pipeline.trajectories.models import iter_llm_calls
 
 #: (trajectory id, LLM call count, [(task, JSONL line as UTF-8)]) — one trajectory's examples, in
@@ -106,6 +107,8 @@ class InspectedExamples:
 
     #: the secret values the checks' scanner looks for (crosses to the workers as the filter's do)
     scanner_secrets: tuple[str, ...]
+    #: what the pool's fork server imports for the workers' scanners
+    preload: ClassVar[tuple[str, ...]] = SCANNER_MODULES
 
     def __call__(self, trajectory: dict[str, Any]) -> tuple[Prepared, list[LineInspection]]:
         prepared = prepare(trajectory)

@@ -17,7 +17,7 @@ from training_pipeline.atomic import atomic_write_text
 from training_pipeline.intake.filtered import FilteredDay, report_of, stage
 from training_pipeline.intake.quarantine import QuarantineWriter
 from training_pipeline.privacy.filter import FilterStats, PrivacyFilter, start_worker_filter, worker_filter
-from training_pipeline.trajectories.files import Unparsed
+from training_pipeline.trajectories.files import Unparsed, UnparsedSpan
 from training_pipeline.trajectories.records import ParsedRecord
 from training_pipeline.trajectories.store import StoreRows, TrajectoryParquetWriter, rows_of
 from training_pipeline.workers import ordered_map
@@ -55,8 +55,9 @@ def manifest_path(parquet: Path) -> Path:
 Derive = Callable[[dict[str, Any]], Any]
 #: a share of a day for the pool: the fused pass's `Derive` (None: store only), and its records: valid
 #: ones as (origin, JSON text) (the text crosses processes far cheaper than the parsed trajectory), or
-#: records read and not parsed yet, which the worker parses (and checks the day of)
-_Share = tuple[Derive | None, list[tuple[str, str] | Unparsed]]
+#: records read and not parsed yet, which the worker parses (and checks the day of), or a span of a file
+#: that the worker reads too
+_Share = tuple[Derive | None, list[tuple[str, str] | Unparsed | UnparsedSpan]]
 _SHARE_CHARS = 1 << 20
 _SHARE_RECORDS = 1024
 
@@ -83,7 +84,7 @@ def _ingest_share(privacy: PrivacyFilter | None, share: _Share) -> _Ingested:
         privacy.stats = FilterStats()  # this share's counts only; the caller merges them
     stored, filtered, derived = StoreRows(), StoreRows(), []
     records, quarantined, kept, anonymised = 0, [], [], False
-    for item in items:
+    for item in _each_record(items):
         if isinstance(item, Unparsed):
             parsed = item.parse()
             if parsed is None:
@@ -114,12 +115,22 @@ def _ingest_share(privacy: PrivacyFilter | None, share: _Share) -> _Ingested:
     )
 
 
+def _each_record(
+    items: list[tuple[str, str] | Unparsed | UnparsedSpan],
+) -> Iterator[tuple[str, str] | Unparsed]:
+    for item in items:
+        if isinstance(item, UnparsedSpan):
+            yield from item.unparsed()
+        else:
+            yield item
+
+
 def _ingest_in_worker(share: _Share) -> _Ingested:
     return _ingest_share(worker_filter(), share)
 
 
 def ingest_records(
-    records: Iterable[ParsedRecord | Unparsed],
+    records: Iterable[ParsedRecord | Unparsed | UnparsedSpan],
     parquet: Path,
     quarantine: Path,
     source: str,
@@ -158,7 +169,7 @@ def ingest_records(
             start_worker_filter,
             privacy.recipe() if privacy is not None else (),
             start_method="forkserver",
-            preload=[derive.__module__] if derive is not None else [],
+            preload=[derive.__module__, *getattr(derive, "preload", ())] if derive is not None else [],
         )
         for done in results:
             counted[0] += done.records
@@ -190,16 +201,22 @@ def _nothing(trajectory: dict[str, Any]) -> None:
 
 
 def _shares(
-    records: Iterable[ParsedRecord | Unparsed],
+    records: Iterable[ParsedRecord | Unparsed | UnparsedSpan],
     bad: QuarantineWriter,
     counted: list[int],
     derive: Derive | None,
 ) -> Iterator[_Share]:
-    """The records in shares of about `_SHARE_CHARS`: unparsed ones as they are, parsed ones if valid
-    (the others quarantined as they come by)."""
-    items: list[tuple[str, str] | Unparsed] = []
+    """The records in shares of about `_SHARE_CHARS`: a span of a file as a share of its own, unparsed
+    records as they are, parsed ones if valid (the others quarantined as they come by)."""
+    items: list[tuple[str, str] | Unparsed | UnparsedSpan] = []
     size = 0
     for parsed in records:
+        if isinstance(parsed, UnparsedSpan):
+            if items:
+                yield derive, items
+                items, size = [], 0
+            yield derive, [parsed]
+            continue
         if isinstance(parsed, Unparsed):
             items.append(parsed)
             size += len(parsed.raw.data)

@@ -278,12 +278,43 @@ class Unparsed:
         return None
 
 
-def unparsed_files(path: Path, day: date | None = None, max_bytes: int | None = None) -> Iterator[Unparsed]:
-    """The records under `path`, read but not parsed; `Unparsed.parse` keeps `day`'s."""
+@dataclass(frozen=True, slots=True)
+class UnparsedSpan:
+    """The records of a share of a `.jsonl` file, not even read yet: a worker of the pool reads them
+    itself (`LineSpan`), so the file's bytes never cross processes. To a share what `Unparsed` is to
+    one record."""
+
+    span: LineSpan
+    day: date | None
+    fallback: date | None
+
+    def unparsed(self) -> Iterator[Unparsed]:
+        for raw in self.span.records():
+            yield Unparsed(raw, self.day, self.fallback)
+
+
+def unparsed_shares(
+    path: Path, day: date | None = None, span_bytes: int = 1 << 20, max_bytes: int | None = None
+) -> Iterator[Unparsed | UnparsedSpan]:
+    """The records under `path`, not parsed: `.jsonl` files in spans of about `span_bytes`, the rest
+    (`.json` arrays, refused entries) record by record. `Unparsed.parse` keeps `day`'s."""
     for file in export_files(path):
         fallback = fallback_day(file) if day is not None else None
-        for raw in iter_file_records(file, max_bytes):
-            yield Unparsed(raw, day, fallback)
+        if isinstance(file, Refused) or file.suffix == ".json":
+            for raw in iter_file_records(file, max_bytes):
+                yield Unparsed(raw, day, fallback)
+        else:
+            for span in line_spans(file, span_bytes, max_bytes):
+                yield UnparsedSpan(span, day, fallback)
+
+
+def unparsed_files(path: Path, day: date | None = None, max_bytes: int | None = None) -> Iterator[Unparsed]:
+    """The records under `path`, read but not parsed; `Unparsed.parse` keeps `day`'s."""
+    for item in unparsed_shares(path, day, max_bytes=max_bytes):
+        if isinstance(item, UnparsedSpan):
+            yield from item.unparsed()
+        else:
+            yield item
 
 
 def read_files(path: Path, day: date | None = None, max_bytes: int | None = None) -> Iterator[ParsedRecord]:
