@@ -101,6 +101,19 @@ def test_the_filter_always_returns_text_and_counts_what_it_did(text: str, profil
     assert "hunter2hunter2" not in out
 
 
+@given(
+    st.text(alphabet="ab", min_size=8, max_size=24),
+    st.lists(st.sampled_from(["a", "b", "x", "<REDACTED:env-secret>", "SECRET"]), max_size=12),
+)
+@example("ab" * 10 + "a", ["SECRET", "x", "SECRET"])  # as long as the placeholder itself
+def test_a_secret_value_is_replaced_and_counted_at_every_occurrence(secret: str, parts: list[str]) -> None:
+    text = "".join(secret if part == "SECRET" else part for part in parts)
+    privacy = PrivacyFilter("strict", env_secrets=(secret,))
+    assert privacy.redact(text) == text.replace(secret, "<REDACTED:env-secret>")
+    assert privacy.stats.redactions.get("env-secret", 0) == text.count(secret)
+    assert 0 not in privacy.stats.redactions.values()
+
+
 # Credentials, pieces of them, and characters where Python's and Hyperscan's views could part: multi-byte
 # UTF-8, JavaScript whitespace, case folding outside ASCII (the Kelvin sign, dotted I).
 _credentials = [text for _, text in FAMILIES] + ["Authorization: Bearer abcdefghijklmnop", "aws_key='x'"]

@@ -35,6 +35,7 @@ Profile = Literal["elizaos", "strict"]
 HANDLE = re.compile(r"@[a-zA-Z0-9_.-]{2,}")
 _TEXT_FIELDS = ("systemPrompt", "userPrompt", "response")
 ENV_SECRET_LABEL = "env-secret"
+_ENV_PLACEHOLDER = f"<REDACTED:{ENV_SECRET_LABEL}>"
 #: Strings up to this long are remembered with their redaction (`PrivacyFilter.redact`), at most this
 #: many at a time, and holding at most this many characters in all (the memo keeps them alive).
 _MEMO_MAX_CHARS = 64 * 1024
@@ -292,11 +293,17 @@ class PrivacyFilter:
         return text
 
     def _redact_env(self, text: str, counts: Counter[str]) -> str:
+        """One pass per secret, not two (a count, then a replace): the occurrences replaced are told by
+        how much the text shrank or grew, each by the same length."""
         for secret in self.env_secrets:
-            hits = text.count(secret)
+            replaced = text.replace(secret, _ENV_PLACEHOLDER)
+            if replaced is text:  # nothing found: the very same string comes back
+                continue
+            change = len(secret) - len(_ENV_PLACEHOLDER)
+            hits = (len(text) - len(replaced)) // change if change else text.count(secret)
             if hits:
                 counts[ENV_SECRET_LABEL] += hits
-                text = text.replace(secret, f"<REDACTED:{ENV_SECRET_LABEL}>")
+                text = replaced
         return text
 
     def _anonymise(self, text: str, entities: set[str]) -> str:

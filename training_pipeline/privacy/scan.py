@@ -92,6 +92,8 @@ class SecretScanner:
         self._env_secrets = tuple(env_secrets)
         # a day's prompts repeat the same lines (system prompts, shared history) thousands of times
         self._line = lru_cache(maxsize=200_000)(self._scan_line)
+        # an LLM call's prompts come back in each of its examples (up to five), one after another
+        self._text = lru_cache(maxsize=256)(self._scan_text)
 
     def fingerprint(self) -> str:
         """What this scanner looks for, as a digest (the plugins' patterns, and a hash of each secret
@@ -109,12 +111,15 @@ class SecretScanner:
 
     def find(self, text: str) -> list[tuple[str, str]]:
         """(secret type, matched value) pairs in `text`, line by line as detect-secrets scans."""
+        return list(self._text(text))
+
+    def _scan_text(self, text: str) -> tuple[tuple[str, str], ...]:
         found: list[tuple[str, str]] = []
         if self.gate is None or self.gate.candidates(text):
             for line in text.splitlines() or [text]:
                 found.extend(self._line(line))
         found.extend(("Environment secret", value) for value in self._env_secrets if value in text)
-        return found
+        return tuple(found)
 
     def _scan_line(self, line: str) -> tuple[tuple[str, str], ...]:
         return tuple(
