@@ -165,3 +165,6 @@ def test_a_rule_opening_with_a_boundary_finds_what_its_pattern_finds(text: str, 
 def test_most_boundary_rules_are_the_vendored_ones_that_re_would_try_everywhere() -> None:
     labels = {rule.label for rule in _OPENING_WITH_BOUNDARY}
     assert {"aws-access-token", "grafana-cloud-api-token", "npm-access-token"} <= labels
+    # a pattern that could match nothing keeps `re`'s own search (its next match follows other rules)
+    assert boundary_free(re.compile(r"\b(?:ab)?")) is None
+    assert boundary_free(re.compile(r"(?i)\bab+")).pattern == "(?i)ab+"

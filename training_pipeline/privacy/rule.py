@@ -92,12 +92,13 @@ class CredentialRule:
 
 #: a pattern that opens with `\b` (after its flags, if any): `re` tries such a pattern at every
 #: position of a text, where without the `\b` it finds the first character or literal by fast search
-_OPENING_BOUNDARY = re.compile(r"(\(\?[aiLmsux]+\))?\\b(?![?*+{])")
+_OPENING_BOUNDARY = re.compile(r"(\(\?[aiLmsu]+\))?\\b(?![?*+{])")
 
 
 @lru_cache(maxsize=1024)
 def boundary_free(pattern: re.Pattern[str]) -> re.Pattern[str] | None:
-    """`pattern` without its opening `\b`, or None when it has none (or is not found faster without it).
+    """`pattern` without its opening `\b`, or None when it has none (or could match an empty string,
+    where `finditer` has rules of its own for the next match).
 
     Every match of the pattern is a match of this one at the same place, where the boundary holds, and
     the rest of the pattern matches there as it did: so the pattern's matches are found by searching
@@ -108,6 +109,8 @@ def boundary_free(pattern: re.Pattern[str]) -> re.Pattern[str] | None:
         return None
     rest = (opening.group(1) or "") + pattern.pattern[opening.end() :]
     try:
+        if not re._parser.parse(rest, pattern.flags).getwidth()[0]:  # type: ignore[attr-defined]
+            return None
         return re.compile(rest, pattern.flags)
     except re.error:
         return None
