@@ -9,11 +9,13 @@ import re
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
+from training_pipeline import jscompat
 from training_pipeline.datasets.build import build_datasets
 from training_pipeline.datasets.tasks import TASKS, build_example, infer_tasks
+from training_pipeline.datasets.validate import inspect_line, inspect_record
 from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.filter import PrivacyFilter
 from training_pipeline.privacy.prefilter import LineGate, RuleGate
@@ -229,6 +231,24 @@ def test_a_line_gate_takes_every_text_with_a_line_its_pattern_matches(
 @given(st.lists(_scanner_pieces | _scanner_noise, max_size=6).map("".join))
 def test_the_scanner_gate_never_hides_what_the_plugins_find(text: str) -> None:
     assert _GATED.find(text) == _UNGATED.find(text)
+
+
+@settings(max_examples=200)
+@given(
+    st.lists(
+        st.sampled_from(SCANNER_SAMPLES) | st.text(alphabet='ab \n\ud800\udfff😀é"\\', max_size=20),
+        max_size=4,
+    ).map("".join),
+    st.sampled_from(TASKS),
+)
+def test_a_line_inspected_from_what_it_was_made_of_is_inspected_as_read(text: str, task: str) -> None:
+    """The pass inspects each example from the object it dumps (`inspect_record`), the checks from the
+    line read back (`inspect_line`): the same, lone surrogates and escapes included."""
+    call = {"systemPrompt": "s " + text, "userPrompt": text + " u", "response": "r" + text}
+    example = build_example(call, task)
+    assume(example is not None)
+    line = jscompat.dumpb(example) + b"\n"
+    assert inspect_record(example, _GATED) == inspect_line(line, _GATED)
 
 
 class _OneAtATime(PrivacyFilter):

@@ -32,7 +32,7 @@ from training_pipeline.datasets.validate import (
     INSPECTION_FILE_NAME,
     FileInspection,
     LineInspection,
-    inspect_line,
+    inspect_record,
     inspection_record,
     scanner_for,
 )
@@ -47,15 +47,24 @@ _BUFFER = 1 << 20
 
 def prepare(trajectory: dict[str, Any]) -> Prepared:
     """The examples of one filtered trajectory, built and serialised: pure, so any process can do it."""
-    rows: list[tuple[Task, bytes]] = []
+    llm_calls, examples = _examples(trajectory)
+    return trajectory.get("trajectoryId"), llm_calls, _serialised(examples)
+
+
+def _examples(trajectory: dict[str, Any]) -> tuple[int, list[tuple[Task, dict[str, Any]]]]:
+    examples = []
     llm_calls = 0
     for call in iter_llm_calls(trajectory):
         llm_calls += 1
         for task in infer_tasks(call):
             example = build_example(call, task)
             if example is not None:
-                rows.append((task, jscompat.dumpb(example) + b"\n"))
-    return trajectory.get("trajectoryId"), llm_calls, rows
+                examples.append((task, example))
+    return llm_calls, examples
+
+
+def _serialised(examples: list[tuple[Task, dict[str, Any]]]) -> list[tuple[Task, bytes]]:
+    return [(task, jscompat.dumpb(example) + b"\n") for task, example in examples]
 
 
 _BIT: dict[Task, int] = {task: 1 << index for index, task in enumerate(TASKS)}
@@ -111,9 +120,11 @@ class InspectedExamples:
     preload: ClassVar[tuple[str, ...]] = SCANNER_MODULES
 
     def __call__(self, trajectory: dict[str, Any]) -> tuple[Prepared, list[LineInspection]]:
-        prepared = prepare(trajectory)
+        llm_calls, examples = _examples(trajectory)
         scanner = scanner_for(self.scanner_secrets)
-        return prepared, [inspect_line(line, scanner) for _, line in prepared[2]]
+        prepared = (trajectory.get("trajectoryId"), llm_calls, _serialised(examples))
+        # each line inspected from the object it was made from (`inspect_record`): what reading it gives
+        return prepared, [inspect_record(example, scanner) for _, example in examples]
 
 
 def _append_file(source: Path, target: IO[bytes]) -> None:

@@ -41,6 +41,13 @@ def inspect_line(raw: bytes, scanner: SecretScanner) -> LineInspection:
             record = json.loads(raw)
         except ValueError as err:
             return 0, f"not JSON ({err})", ()
+    return inspect_record(record, scanner)
+
+
+def inspect_record(record: object, scanner: SecretScanner) -> LineInspection:
+    """`inspect_line` of a line already parsed, or of the object a line is made from: JSON gives back
+    the same object (lone surrogates included, escaped and read back), so the worker that makes a line
+    need not parse it again."""
     messages = record.get("messages") if isinstance(record, dict) else None
     texts, hits = 0, []
     for message in messages if isinstance(messages, list) else ():
