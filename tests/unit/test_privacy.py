@@ -253,6 +253,35 @@ def test_a_dataset_file_is_validated_and_scanned_in_one_read(tmp_path) -> None:
     assert scan.texts_scanned == 3 and not scan.clean and scan.locations == ["line 1 (model)"]
 
 
+_M = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}, {"role": "model", "content": "m"}]
+
+
+@pytest.mark.parametrize(
+    ("record", "problem"),
+    [
+        ({"messages": _M}, None),
+        ([], "key"),
+        ({"messages": _M, "x": 1}, "key"),
+        ({"message": _M}, "key"),
+        ({"messages": _M[:2]}, "roles"),
+        ({"messages": [*_M, _M[0]]}, "roles"),
+        ({"messages": [_M[1], _M[0], _M[2]]}, "roles"),
+        ({"messages": [_M[0], "u", _M[2]]}, "roles"),
+        ({"messages": {"a": 1}}, "roles"),
+        ({"messages": [_M[0], {"role": "user"}, _M[2]]}, "content"),
+        ({"messages": [_M[0], {"role": "user", "content": 1}, _M[2]]}, "content"),
+        ({"messages": [_M[0], {**_M[1], "name": "x"}, _M[2]]}, "content"),
+        ({"messages": [_M[0], {"role": "user", "text": "u"}, _M[2]]}, "content"),
+    ],
+)
+def test_a_dataset_line_is_told_what_is_wrong_with_it(record: object, problem: str | None) -> None:
+    from training_pipeline.datasets.validate import _record_problem
+
+    found = _record_problem(record)
+    assert (found is None) == (problem is None)
+    assert problem is None or problem in found
+
+
 def test_a_secret_value_that_is_not_utf8_is_redacted_and_fingerprinted() -> None:
     """An environment value with bytes that are not UTF-8 reaches Python with lone surrogates: the
     filter and the scanner still take it, and their fingerprints (hashes of it) still compute."""
