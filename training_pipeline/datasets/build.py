@@ -18,8 +18,8 @@ from training_pipeline.intake.quarantine import QuarantineWriter, quarantine_lin
 from training_pipeline.privacy.filter import FilterStats, PrivacyFilter, start_worker_filter, worker_filter
 from training_pipeline.trajectories.files import (
     LineSpan,
-    Refused,
     export_files,
+    in_lines,
     iter_file_records,
     line_spans,
 )
@@ -98,10 +98,7 @@ def _process_in_worker(share: _Share) -> _Chunk:
 
 def _shares(input_path: Path, span_bytes: int) -> Iterator[_Work]:
     for file in export_files(input_path):
-        if isinstance(file, Refused):
-            yield list(file.records())
-            continue
-        if file.suffix != ".json":
+        if in_lines(file):
             yield from line_spans(file, span_bytes)
             continue
         chunk: list[RawRecord] = []

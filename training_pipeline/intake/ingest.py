@@ -17,7 +17,7 @@ from training_pipeline.atomic import atomic_write_text
 from training_pipeline.intake.filtered import FilteredDay, report_of, stage
 from training_pipeline.intake.quarantine import QuarantineWriter
 from training_pipeline.privacy.filter import FilterStats, PrivacyFilter, start_worker_filter, worker_filter
-from training_pipeline.trajectories.files import Unparsed, UnparsedSpan
+from training_pipeline.trajectories.files import Unparsed, UnparsedSpan, with_spans_read
 from training_pipeline.trajectories.records import ParsedRecord
 from training_pipeline.trajectories.store import StoreRows, TrajectoryParquetWriter, rows_of
 from training_pipeline.workers import ordered_map
@@ -84,7 +84,7 @@ def _ingest_share(privacy: PrivacyFilter | None, share: _Share) -> _Ingested:
         privacy.stats = FilterStats()  # this share's counts only; the caller merges them
     stored, filtered, derived = StoreRows(), StoreRows(), []
     records, quarantined, kept, anonymised = 0, [], [], False
-    for item in _each_record(items):
+    for item in with_spans_read(items):
         if isinstance(item, Unparsed):
             parsed = item.parse()
             if parsed is None:
@@ -113,16 +113,6 @@ def _ingest_share(privacy: PrivacyFilter | None, share: _Share) -> _Ingested:
     return _Ingested(
         stored.take(), filtered.take() if anonymised else None, kept, derived, stats, records, quarantined
     )
-
-
-def _each_record(
-    items: list[tuple[str, str] | Unparsed | UnparsedSpan],
-) -> Iterator[tuple[str, str] | Unparsed]:
-    for item in items:
-        if isinstance(item, UnparsedSpan):
-            yield from item.unparsed()
-        else:
-            yield item
 
 
 def _ingest_in_worker(share: _Share) -> _Ingested:

@@ -10,13 +10,14 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, TypeGuard, TypeVar
 
 from training_pipeline import jscompat
 from training_pipeline.jscompat import js_trim
 from training_pipeline.settings import settings
 from training_pipeline.trajectories.records import ParsedRecord, RawRecord, oversized, parse_record
 
+_Item = TypeVar("_Item")
 _DATE_IN_NAME = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
 _SUFFIXES = (".jsonl", ".json")
 #: Lines are read in pieces of this size, so a line over the cap is measured, never held.
@@ -93,6 +94,12 @@ def _follow(link: Path, base: Path, seen: set[Path]) -> Path | Refused | None:
     if target.is_dir() and (target in seen or link.parent.resolve().is_relative_to(target)):
         return Refused(link, f"symlink loop: {target} is already being read")
     return target
+
+
+def in_lines(file: Entry) -> TypeGuard[Path]:
+    """A `.jsonl` file (any export that is not a `.json` array): one record a line, so it can be cut
+    into spans (`line_spans`) that other processes read themselves."""
+    return not isinstance(file, Refused) and file.suffix != ".json"
 
 
 def iter_file_records(file: Entry, max_bytes: int | None = None) -> Iterator[RawRecord]:
@@ -300,21 +307,26 @@ def unparsed_shares(
     (`.json` arrays, refused entries) record by record. `Unparsed.parse` keeps `day`'s."""
     for file in export_files(path):
         fallback = fallback_day(file) if day is not None else None
-        if isinstance(file, Refused) or file.suffix == ".json":
-            for raw in iter_file_records(file, max_bytes):
-                yield Unparsed(raw, day, fallback)
-        else:
+        if in_lines(file):
             for span in line_spans(file, span_bytes, max_bytes):
                 yield UnparsedSpan(span, day, fallback)
+        else:
+            for raw in iter_file_records(file, max_bytes):
+                yield Unparsed(raw, day, fallback)
 
 
-def unparsed_files(path: Path, day: date | None = None, max_bytes: int | None = None) -> Iterator[Unparsed]:
-    """The records under `path`, read but not parsed; `Unparsed.parse` keeps `day`'s."""
-    for item in unparsed_shares(path, day, max_bytes=max_bytes):
+def with_spans_read(items: Iterable[_Item | UnparsedSpan]) -> Iterator[_Item | Unparsed]:
+    """`items` with each span read into its records (where it is processed: a worker of the pool)."""
+    for item in items:
         if isinstance(item, UnparsedSpan):
             yield from item.unparsed()
         else:
             yield item
+
+
+def unparsed_files(path: Path, day: date | None = None, max_bytes: int | None = None) -> Iterator[Unparsed]:
+    """The records under `path`, read but not parsed; `Unparsed.parse` keeps `day`'s."""
+    return with_spans_read(unparsed_shares(path, day, max_bytes=max_bytes))
 
 
 def read_files(path: Path, day: date | None = None, max_bytes: int | None = None) -> Iterator[ParsedRecord]:
