@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 import time
@@ -118,7 +119,10 @@ def test_the_ui_end_to_end(servers: DagsterServers, screenshots: Path) -> None:
         # the asset graph as a user first sees it (the Lineage page): one group, opened, every asset
         # visible, trajectories → filtered_trajectories → the five datasets → training
         _open(page, servers, "/")
-        page.get_by_role("link", name="Lineage").first.click()
+        # the navigation's "Lineage", not the "Jobs" link whose icon is named column_lineage (once the
+        # overview is drawn, a name holding "Lineage" finds that one first)
+        page.get_by_role("navigation").get_by_role("link", name=re.compile(r"Lineage$")).click()
+        expect(page).to_have_url(re.compile(r"/asset-groups"))
         for name in ("filtered_trajectories", "should_respond", "action_planner", "response", "training_run"):
             expect(page.get_by_text(name, exact=True).first).to_be_visible()
         page.wait_for_timeout(1000)
