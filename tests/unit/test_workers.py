@@ -9,9 +9,11 @@ import os
 import subprocess
 import sys
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 
 from tests.helpers import REPO
 from training_pipeline.datasets.build import build_datasets
@@ -22,6 +24,7 @@ from training_pipeline.datasets.validate import (
     inspect_dataset_file,
     inspect_dataset_files,
 )
+from training_pipeline.intake import ingest
 from training_pipeline.intake.filtered import FilteredDay, filter_store
 from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.filter import PrivacyFilter
@@ -58,7 +61,10 @@ def _day(
     return {**manifest.__dict__, "ingest_id": None}
 
 
-def test_the_daily_pass_on_the_pool_writes_what_one_process_writes(tmp_path: Path) -> None:
+def test_the_daily_pass_on_the_pool_writes_what_one_process_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ingest, "POOL_FROM_BYTES", 0)  # a file this small would be done in one process
     source = tmp_path / "2026-11-01.jsonl"  # a record without a start time is this day's
     write_long_sample(source, 400, target_bytes=4000)
     other_day = json.loads(source.read_text().splitlines()[0]) | {"startTime": 1_600_000_000_000}
@@ -79,6 +85,29 @@ def test_the_daily_pass_on_the_pool_writes_what_one_process_writes(tmp_path: Pat
             assert pq.read_table(mine).equals(pq.read_table(theirs)), name
         elif name.suffix == ".jsonl" or name.name == ".staged.report.json":  # datasets, quarantine, report
             assert mine.read_bytes() == theirs.read_bytes(), name
+
+
+def test_a_day_of_files_smaller_than_a_pool_is_worth_is_done_in_one_process(tmp_path: Path) -> None:
+    """Starting the pool's fork server costs most of a second of a core: a day whose files are known to
+    be smaller than `POOL_FROM_BYTES` runs in the step's process. Only spans of files are looked ahead
+    (they hold no data), so a day of any other records keeps the pool; the records come back whole."""
+    source = tmp_path / "2026-11-01.jsonl"
+    write_long_sample(source, 60, target_bytes=3000)
+    day = start_day(json.loads(source.read_text().splitlines()[0])["startTime"])
+    spans = list(unparsed_shares(source, day, span_bytes=16 << 10))
+    assert len(spans) > 3
+    small, again = ingest._small(iter(spans))
+    assert small and list(again) == spans
+    unparsed = list(unparsed_files(source, day))
+    small, again = ingest._small(iter([*spans[:2], unparsed[0], *spans[2:]]))
+    assert not small and list(again) == [*spans[:2], unparsed[0], *spans[2:]]
+    big = [
+        replace(span, span=replace(span.span, end=span.span.start + ingest.POOL_FROM_BYTES // 2))
+        for span in spans
+    ]
+    small, again = ingest._small(iter(big))
+    assert not small and list(again) == big  # all of them, though only two were looked at
+    assert ingest._small(iter([])) == (True, [])
 
 
 def _square(n: int) -> int:
