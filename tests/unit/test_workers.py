@@ -21,6 +21,7 @@ from training_pipeline.datasets.daily import ingest_day
 from training_pipeline.datasets.tasks import TASK_FILE_NAMES, TASKS
 from training_pipeline.datasets.validate import (
     INSPECTION_FILE_NAME,
+    file_sha256,
     inspect_dataset_file,
     inspect_dataset_files,
 )
@@ -41,6 +42,7 @@ def _day(
     workers: int,
     records: str = "parsed",
     scanner_secrets: tuple[str, ...] | None = None,
+    profile: str = "strict",
 ) -> dict:
     day = start_day(json.loads(source.read_text().splitlines()[0])["startTime"])
     manifest = ingest_day(
@@ -52,7 +54,7 @@ def _day(
         out / "t.parquet",
         out / "q.jsonl",
         "test",
-        PrivacyFilter("strict", env_secrets=("tok-live-0f9e8d7c6b5a",)),
+        PrivacyFilter(profile, env_secrets=("tok-live-0f9e8d7c6b5a",)),
         FilteredDay(out / "f.parquet", out / "report.json"),
         out / "datasets",
         workers=workers,
@@ -159,6 +161,41 @@ def test_the_checks_inspect_files_side_by_side_as_one_scanner_would(tmp_path: Pa
     alone = [inspect_dataset_file(path, SecretScanner()) for path in paths]
     assert inspect_dataset_files(paths, (), workers=2) == [(done, False) for done in alone]
     assert not alone[1][1].clean and [e[:17] for e in alone[2][0].errors] == ["line 4: not JSON "]
+
+
+def test_what_the_pass_records_of_each_file_is_what_reading_it_finds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Workers gather their share's inspections (messages scanned, the lines with a finding); the
+    record the writer makes of them numbers every line as the file does, whichever worker made it."""
+    monkeypatch.setattr(ingest, "POOL_FROM_BYTES", 0)
+    source = tmp_path / "2026-11-01.jsonl"
+    write_long_sample(source, 240, target_bytes=3000)
+    lines = [json.loads(line) for line in source.read_text().splitlines()]
+    for trajectory in lines[5::37]:  # a key `elizaos` leaves and the checks' scanner knows
+        call = next(call for step in trajectory["steps"] for call in step.get("llmCalls") or ())
+        call["userPrompt"] += " stripe sk_live_4eC39HqLyjWDarjtT1zdp7dc"
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    for workers in (1, 2):
+        out = tmp_path / f"w{workers}"
+        _day(source, out, workers, "spans", scanner_secrets=(), profile="elizaos")
+        staged = out / ".staged.datasets"
+        record = json.loads((staged / INSPECTION_FILE_NAME).read_text())["files"]
+        for task in TASKS:
+            path = staged / TASK_FILE_NAMES[task]
+            validation, scan = inspect_dataset_file(path, SecretScanner())
+            assert record[path.name]["sha256"] == file_sha256(path)
+            assert record[path.name] | {"sha256": None} == {
+                "sha256": None,
+                "lines": validation.lines,
+                "errors": validation.errors,
+                "texts_scanned": scan.texts_scanned,
+                "findings": dict(scan.findings),
+                "locations": scan.locations,
+            }, (workers, task)
+        findings = record[TASK_FILE_NAMES["should_respond"]]
+        assert findings["findings"]["Stripe Access Key"] == 7  # the sample plants others elizaos leaves
+        assert max(int(where.split()[1]) for where in findings["locations"]) > 64  # past the first share
 
 
 def test_datasets_inspected_as_they_are_made_are_not_read_again_unless_changed(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from training_pipeline.atomic import atomic_write_text, publish
-from training_pipeline.datasets.export import DatasetWriter, InspectedExamples, prepare
+from training_pipeline.datasets.export import DailyExamples, DatasetWriter
 from training_pipeline.datasets.tasks import SUMMARY_FILE_NAME
 from training_pipeline.datasets.validate import file_sha256, scanner_for
 from training_pipeline.intake.filtered import FilteredDay
@@ -62,14 +62,17 @@ def ingest_day(
     writer = DatasetWriter(
         staged_dir(datasets), preview_rows=preview_rows, provenance=True, inspected_by=inspected_by
     )
-    derive, each = (
-        (InspectedExamples(scanner_secrets), writer.add_inspected)
-        if scanner_secrets is not None
-        else (prepare, writer.add_prepared)
-    )
     try:
         manifest = ingest_records(
-            records, parquet, quarantine, source, privacy, filtered, derive, each, workers
+            records,
+            parquet,
+            quarantine,
+            source,
+            privacy,
+            filtered,
+            DailyExamples(scanner_secrets),
+            writer.add_batch,
+            workers,
         )
     except BaseException:
         writer.abort()

@@ -12,7 +12,7 @@ import json
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, ClassVar
@@ -32,6 +32,7 @@ from training_pipeline.datasets.validate import (
     INSPECTION_FILE_NAME,
     FileInspection,
     LineInspection,
+    NotableLine,
     inspect_record,
     inspection_record,
     scanner_for,
@@ -73,28 +74,56 @@ _BIT: dict[Task, int] = {task: 1 << index for index, task in enumerate(TASKS)}
 @dataclass(frozen=True)
 class ExampleBatch:
     """The examples of consecutive trajectories, each task's lines joined into one piece: what a worker
-    of the build sends back. Written with a call per task, not per line, and pickled as a few large
-    objects: the parent that writes them shares the cores with the workers, and writing line by line
-    cost it a tenth of the build."""
+    sends back. Written with a call per task, not per line, and pickled as a few large objects: the
+    parent that writes them shares the cores with the workers, and writing line by line cost it a tenth
+    of the build (and a fifth of the daily pass's CPU, with its sidecars and inspections)."""
 
     #: (trajectory id, LLM call count, the tasks it gave examples to as `_BIT`s), in input order
     trajectories: list[tuple[Any, int, int]]
     #: each task's lines, or the file they were left in (`spill`)
     lines: dict[Task, bytes | Path]
     counts: dict[Task, int]
+    #: each task's provenance sidecar lines (the id of the trajectory of each line), when kept
+    provenance: dict[Task, bytes] | None = None
+    #: each task's lines' inspections, when made: messages scanned, and the lines with something to say
+    inspections: dict[Task, tuple[int, list[NotableLine]]] | None = None
 
     @classmethod
-    def of(cls, prepared: list[Prepared]) -> ExampleBatch:
+    def of(
+        cls,
+        prepared: list[Prepared],
+        provenance: bool = False,
+        inspections: list[list[LineInspection]] | None = None,
+    ) -> ExampleBatch:
+        """`prepared` joined per task; with `provenance`, the sidecars' lines too; with `inspections`
+        (each trajectory's lines'), those gathered per task."""
         parts: dict[Task, list[bytes]] = {task: [] for task in TASKS}
+        ids: dict[Task, list[bytes]] = {task: [] for task in TASKS}
+        scanned: dict[Task, int] = dict.fromkeys(TASKS, 0)
+        notable: dict[Task, list[NotableLine]] = {task: [] for task in TASKS}
         trajectories = []
-        for trajectory_id, llm_calls, rows in prepared:
+        for index, (trajectory_id, llm_calls, rows) in enumerate(prepared):
             bits = 0
-            for task, line in rows:
-                parts[task].append(line)
+            sidecar = jscompat.dumpb(trajectory_id) + b"\n" if provenance else b""
+            for line, (task, row) in enumerate(rows):
+                if inspections is not None:
+                    texts, problem, hits = inspections[index][line]
+                    scanned[task] += texts
+                    if problem or hits:
+                        notable[task].append((len(parts[task]), problem, hits))
+                parts[task].append(row)
+                if provenance:
+                    ids[task].append(sidecar)
                 bits |= _BIT[task]
             trajectories.append((trajectory_id, llm_calls, bits))
         lines: dict[Task, bytes | Path] = {task: b"".join(part) for task, part in parts.items() if part}
-        return cls(trajectories, lines, {task: len(parts[task]) for task in lines})
+        return cls(
+            trajectories,
+            lines,
+            {task: len(parts[task]) for task in lines},
+            {task: b"".join(ids[task]) for task in lines} if provenance else None,
+            {task: (scanned[task], notable[task]) for task in lines} if inspections is not None else None,
+        )
 
     def spill(self, folder: Path) -> ExampleBatch:
         """This batch with its lines left in files in `folder`, for a worker to send back instead of the
@@ -106,25 +135,33 @@ class ExampleBatch:
             with os.fdopen(fd, "wb", buffering=0) as handle:
                 handle.write(lines)
             spilled[task] = Path(name)
-        return ExampleBatch(self.trajectories, spilled, self.counts)
+        return replace(self, lines=spilled)
 
 
 @dataclass(frozen=True)
-class InspectedExamples:
-    """A `Derive` for the fused daily pass: a trajectory's examples, each line inspected as the dataset
-    checks inspect a file (`validate.inspect_line`), where it is made (a worker of the pool)."""
+class DailyExamples:
+    """A `Derive` for the fused daily pass: a trajectory's examples with their provenance, each line
+    inspected as the dataset checks inspect a file (`validate.inspect_line`) when `scanner_secrets` is
+    set, where it is made (a worker of the pool); a share's gathered into one `ExampleBatch`."""
 
-    #: the secret values the checks' scanner looks for (crosses to the workers as the filter's do)
-    scanner_secrets: tuple[str, ...]
+    #: the secret values the checks' scanner looks for (crosses to the workers as the filter's do);
+    #: None: the lines are not inspected
+    scanner_secrets: tuple[str, ...] | None
     #: what the pool's fork server imports for the workers' scanners
     preload: ClassVar[tuple[str, ...]] = SCANNER_MODULES
 
-    def __call__(self, trajectory: dict[str, Any]) -> tuple[Prepared, list[LineInspection]]:
+    def __call__(self, trajectory: dict[str, Any]) -> tuple[Prepared, list[LineInspection] | None]:
         llm_calls, examples = _examples(trajectory)
-        scanner = scanner_for(self.scanner_secrets)
         prepared = (trajectory.get("trajectoryId"), llm_calls, _serialised(examples))
+        if self.scanner_secrets is None:
+            return prepared, None
+        scanner = scanner_for(self.scanner_secrets)
         # each line inspected from the object it was made from (`inspect_record`): what reading it gives
         return prepared, [inspect_record(example, scanner) for _, example in examples]
+
+    def gather(self, made: list[tuple[Prepared, list[LineInspection] | None]]) -> ExampleBatch:
+        inspections = None if self.scanner_secrets is None else [lines or [] for _, lines in made]
+        return ExampleBatch.of([prepared for prepared, _ in made], True, inspections)
 
 
 def _append_file(source: Path, target: IO[bytes]) -> None:
@@ -183,21 +220,9 @@ class DatasetWriter:
         self.last_summary: dict[str, Any] | None = None
 
     def add(self, trajectory: dict[str, Any]) -> None:
-        self.add_prepared(prepare(trajectory))
-
-    def add_inspected(self, inspected: tuple[Prepared, list[LineInspection]]) -> None:
-        """`add_prepared`, each line with its inspection (what `InspectedExamples` makes)."""
-        prepared, lines = inspected
-        for (task, line), inspection in zip(prepared[2], lines, strict=True):
-            self._inspections[task].record(inspection)
-            self._digests[task].update(line)
-        self.add_prepared(prepared, inspected=True)
-
-    def add_prepared(self, prepared: Prepared, inspected: bool = False) -> None:
-        """Write a trajectory's examples, already built and serialised (possibly in another process)."""
-        if not inspected:
-            self._inspected_by = None  # a line was not inspected: no record of the files
-        trajectory_id, llm_calls, rows = prepared
+        """Write one trajectory's examples (with no inspection: the files get no record)."""
+        self._inspected_by = None
+        trajectory_id, llm_calls, rows = prepare(trajectory)
         bits = 0
         for task, line in rows:
             self._files[task].write(line)
@@ -210,19 +235,36 @@ class DatasetWriter:
         self._count(trajectory_id, llm_calls, bits)
 
     def add_batch(self, batch: ExampleBatch) -> None:
-        """Write the examples of a batch of trajectories (`ExampleBatch`): the build's way, which keeps
-        no provenance and no previews."""
-        if self._provenance or self._preview_rows:
-            raise ValueError("a batch carries no trajectory id per line: add its trajectories one by one")
-        self._inspected_by = None
+        """Write the examples of a batch of trajectories (`ExampleBatch`), with their sidecars and
+        inspections when this writer keeps them (a batch without them cannot be written by a writer
+        that keeps provenance; one without inspections leaves the files without a record)."""
+        if self._provenance and batch.provenance is None:
+            raise ValueError("a batch without the trajectory id of each line, to a writer that keeps them")
+        if batch.inspections is None:
+            self._inspected_by = None
         for task, lines in batch.lines.items():
             if isinstance(lines, bytes):
                 self._files[task].write(lines)
+                self._digests[task].update(lines)
+                self._preview(task, lines)
+            elif self._inspected_by is not None or self._preview_rows:
+                raise ValueError("a batch left in files has no bytes to hash or preview")
             else:
                 _append_file(lines, self._files[task])
+            if batch.provenance is not None and self._provenance:
+                self._provenance[task].write(batch.provenance[task])
+            if batch.inspections is not None:
+                self._inspections[task].extend(batch.counts[task], *batch.inspections[task])
             self.counts[task] += batch.counts[task]
         for trajectory_id, llm_calls, bits in batch.trajectories:
             self._count(trajectory_id, llm_calls, bits)
+
+    def _preview(self, task: Task, lines: bytes) -> None:
+        start = 0
+        while len(self.previews[task]) < self._preview_rows and start < len(lines):
+            end = lines.index(b"\n", start) + 1
+            self.previews[task].append(json.loads(lines[start:end]))
+            start = end
 
     def _count(self, trajectory_id: Any, llm_calls: int, bits: int) -> None:
         self.trajectory_count += 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,8 @@ class ValidationResult:
 #: found (never the secret)
 LineInspection = tuple[int, str | None, tuple[tuple[str, tuple[str, ...]], ...]]
 Inspected = tuple[ValidationResult, ScanReport]
+#: a line with a problem or a finding, among consecutive lines: (its index among them, problem, hits)
+NotableLine = tuple[int, str | None, tuple[tuple[str, tuple[str, ...]], ...]]
 
 
 def inspect_line(raw: bytes, scanner: SecretScanner) -> LineInspection:
@@ -68,15 +70,22 @@ class FileInspection:
 
     def record(self, line: LineInspection) -> None:
         texts, problem, hits = line
-        self.validation.lines += 1
-        number = self.validation.lines
-        if problem:
-            self.validation.errors.append(f"line {number}: {problem}")
+        self.extend(1, texts, [(0, problem, hits)] if problem or hits else [])
+
+    def extend(self, lines: int, texts: int, notable: Iterable[NotableLine]) -> None:
+        """`record` of `lines` lines in a row that scanned `texts` messages in all, given only the lines
+        with something to say (`notable`, numbered from 0): what a worker gathers of a share's lines."""
+        first = self.validation.lines + 1
+        for index, problem, hits in notable:
+            number = first + index
+            if problem:
+                self.validation.errors.append(f"line {number}: {problem}")
+            for role, kinds in hits:
+                self.scan.findings.update(kinds)
+                if len(self.scan.locations) < 50:
+                    self.scan.locations.append(f"line {number} ({role})")
+        self.validation.lines += lines
         self.scan.texts_scanned += texts
-        for role, kinds in hits:
-            self.scan.findings.update(kinds)
-            if len(self.scan.locations) < 50:
-                self.scan.locations.append(f"line {number} ({role})")
 
     def to_json(self) -> dict[str, Any]:
         return {

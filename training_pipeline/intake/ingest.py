@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 
@@ -51,9 +51,29 @@ def manifest_path(parquet: Path) -> Path:
     return parquet.with_suffix(".manifest.json")
 
 
-#: what is made of each trajectory the filter keeps, where it is filtered (a module-level function, so
-#: it reaches the pool's workers): the datasets' examples (`datasets.export.prepare`)
-Derive = Callable[[dict[str, Any]], Any]
+class Derive(Protocol):
+    """What is made of each trajectory the filter keeps, where it is filtered (of a module-level class,
+    so it reaches the pool's workers), and of a share's in all: the datasets' examples
+    (`datasets.export.DailyExamples`)."""
+
+    def __call__(self, trajectory: dict[str, Any]) -> Any: ...
+
+    def gather(self, made: list[Any]) -> Any:
+        """What crosses back from the share (handed to `each_derived` once per share)."""
+        ...
+
+
+@dataclass(frozen=True)
+class _Nothing:
+    """A `Derive` that makes nothing: the fused pass stores and filters only."""
+
+    def __call__(self, trajectory: dict[str, Any]) -> None:
+        return None
+
+    def gather(self, made: list[Any]) -> None:
+        return None
+
+
 #: a share of a day for the pool: the fused pass's `Derive` (None: store only), and its records: valid
 #: ones as (origin, JSON text) (the text crosses processes far cheaper than the parsed trajectory), or
 #: records read and not parsed yet, which the worker parses (and checks the day of), or a span of a file
@@ -78,7 +98,8 @@ class _Ingested:
     #: nothing): then `kept` says which stored rows they are, and the rows cross processes once
     filtered: pa.RecordBatch | None
     kept: list[int]
-    derived: list[Any]
+    #: what `Derive.gather` made of the share's kept trajectories
+    derived: Any
     stats: FilterStats
     #: records of the share's unparsed ones that belong to the day, and those of them that failed
     records: int
@@ -118,7 +139,13 @@ def _ingest_share(privacy: PrivacyFilter | None, share: _Share) -> _Ingested:
             derived.append(derive(trajectory))
     stats = privacy.stats if privacy is not None else FilterStats()
     return _Ingested(
-        stored.take(), filtered.take() if anonymised else None, kept, derived, stats, records, quarantined
+        stored.take(),
+        filtered.take() if anonymised else None,
+        kept,
+        derive.gather(derived) if derive is not None else None,
+        stats,
+        records,
+        quarantined,
     )
 
 
@@ -142,7 +169,8 @@ def ingest_records(
     already redacted as that profile redacts them (nothing is kept in clear that the datasets would not
     show). With `filtered` too, the same pass applies the rest of the filter (handles, private people)
     and stages the filtered day for `filtered_trajectories` to adopt; `derive` makes something of each
-    trajectory the filter keeps (its examples), handed to `each_derived` (the datasets' staged export).
+    trajectory the filter keeps (its examples), gathered per share and handed to `each_derived` (the
+    datasets' staged export).
 
     With `workers` > 1 (and `privacy`), the redaction, the filter and the examples run on that many
     processes of the bounded pool (`training_pipeline.workers`), started from a fork server (a Dagster
@@ -161,7 +189,7 @@ def ingest_records(
         staged = stack.enter_context(TrajectoryParquetWriter(filtered.staged().store)) if fused else None
         small, records = _small(records)
         results = ordered_map(
-            _shares(records, bad, counted, (derive or _nothing) if fused else None),
+            _shares(records, bad, counted, (derive or _Nothing()) if fused else None),
             lambda share: _ingest_share(privacy, share),
             workers if privacy is not None and not small else 1,
             _ingest_in_worker,
@@ -180,8 +208,7 @@ def ingest_records(
                     done.filtered if done.filtered is not None else rows_of(done.stored, done.kept)
                 )
             if each_derived is not None:
-                for derived in done.derived:
-                    each_derived(derived)
+                each_derived(done.derived)
             stats.merge(done.stats)
     if privacy is not None:
         privacy.stats = stats
@@ -211,10 +238,6 @@ def _small(
         if size >= POOL_FROM_BYTES:
             return False, itertools.chain(ahead, pending)
     return True, ahead
-
-
-def _nothing(trajectory: dict[str, Any]) -> None:
-    return None
 
 
 def _shares(
