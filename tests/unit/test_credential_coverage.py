@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from tests.helpers import REPO
 from training_pipeline.privacy.filter import PrivacyFilter
 from training_pipeline.privacy.gitleaks import RULES_FILE, _literal_head, load_rules, refresh, to_python
-from training_pipeline.privacy.rule import CredentialRule, boundary_free
+from training_pipeline.privacy.rule import CredentialRule, boundary_free, literal_free
 from training_pipeline.privacy.rules import STRICT_RULES
 
 CORPUS = REPO / "bench" / "data" / "credential_corpus.jsonl"
@@ -168,3 +168,18 @@ def test_most_boundary_rules_are_the_vendored_ones_that_re_would_try_everywhere(
     # a pattern that could match nothing keeps `re`'s own search (its next match follows other rules)
     assert boundary_free(re.compile(r"\b(?:ab)?")) is None
     assert boundary_free(re.compile(r"(?i)\bab+")).pattern == "(?i)ab+"
+
+
+def test_rules_whose_pattern_needs_no_literal_are_gated_on_their_distinctive_keywords() -> None:
+    """Sourcegraph's bare 40 hex digits gave Hyperscan nothing to look for first (a third of the strict
+    gate's time): such a rule is named by its keywords, unless one is short enough to be common (the
+    generic rule's `api`); a rule with a literal to look for keeps its pattern."""
+    assert literal_free(re.compile(r"\b[a-f0-9]{40}\b")) and not literal_free(
+        re.compile(r"\bsgp_[a-f0-9]{40}")
+    )
+    assert literal_free(re.compile(r"ab(?:cd|[ef])")) and not literal_free(re.compile(r"x(?:abcd|efgh)+"))
+    gated = {rule.label for rule in load_rules() if rule.gate() is not rule.pattern}
+    assert "sourcegraph-access-token" in gated and "facebook-access-token" in gated
+    assert "generic-api-key" not in gated and "gitlab-pat" not in gated
+    sourcegraph = next(rule for rule in load_rules() if rule.label == "sourcegraph-access-token")
+    assert sourcegraph.gate().search("a SOURCEGRAPH token") and not sourcegraph.gate().search(40 * "a")

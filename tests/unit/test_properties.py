@@ -118,7 +118,16 @@ def test_a_secret_value_is_replaced_and_counted_at_every_occurrence(secret: str,
 
 # Credentials, pieces of them, and characters where Python's and Hyperscan's views could part: multi-byte
 # UTF-8, JavaScript whitespace, case folding outside ASCII (the Kelvin sign, dotted I).
-_credentials = [text for _, text in FAMILIES] + ["Authorization: Bearer abcdefghijklmnop", "aws_key='x'"]
+_HEX40 = "0123456789abcdef0123456789abcdef01234567"
+_credentials = [text for _, text in FAMILIES] + [
+    "Authorization: Bearer abcdefghijklmnop",
+    "aws_key='x'",
+    # rules the gate names by their keywords (`GitleaksRule.gate`), written as `str.lower` still finds
+    f"SourceGraph token {_HEX40} ",
+    f"sgp_{_HEX40}\n",
+    "FACEBOO\u212a 123456789012345|Q7xk2Lp9Rw4Tz8Nv3Mb6Hc1Jd5Fg0Ys ",
+    "ghu_Q7xk2Lp9Rw4Tz8Nv3Mb6Hc1Jd5Fg0YsAe2Ui",
+]
 _pieces = st.sampled_from(_credentials) | st.tuples(
     st.sampled_from(_credentials), st.integers(0, 120), st.integers(0, 120)
 ).map(lambda t: t[0][t[1] : t[1] + t[2]])
@@ -131,7 +140,7 @@ gate_texts = st.lists(_pieces | _noise, max_size=6).map("".join)
 def test_the_prefilter_never_skips_a_rule_that_matches(text: str, profile: str) -> None:
     rules = PROFILES[profile]
     chosen = rules.applicable(text)
-    missed = [r.label for r in rules.rules if r.pattern.search(text) and r not in chosen]
+    missed = [r.label for r in rules.rules if r.applies(text) and r.pattern.search(text) and r not in chosen]
     assert missed == []
 
 

@@ -8,6 +8,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 _PLACEHOLDER = re.compile(r"<REDACTED:[a-z0-9-]+>")
 _A = re.ASCII  # JavaScript's \b and /i (without the u flag) are ASCII-only
@@ -51,6 +52,15 @@ class CredentialRule:
     def strict(self) -> CredentialRule:
         """This rule as the strict profile runs it."""
         return dataclasses.replace(self, skip_placeholders=True)
+
+    def applies(self, text: str) -> bool:
+        """Whether the rule runs on `text` at all (gitleaks' rules need one of their keywords)."""
+        return True
+
+    def gate(self) -> re.Pattern[str]:
+        """What `prefilter.RuleGate` looks for to name this rule: it matches every text the rule could
+        redact in (here the rule's own pattern)."""
+        return self.pattern
 
     def redact(self, text: str) -> tuple[str, int]:
         """`text` with every match replaced by `<REDACTED:label>`, and how many there were."""
@@ -130,6 +140,42 @@ def _matches_after_boundary(
             continue
         yield match
         position = max(match.end(), found.start() + 1)
+
+
+#: literal characters in a row that give Hyperscan something to look for first
+_LITERAL_RUN = 3
+
+
+def literal_free(pattern: re.Pattern[str]) -> bool:
+    """Whether some match of `pattern` needs no run of `_LITERAL_RUN` literal characters (`[a-f0-9]{40}`)."""
+    return not _every_path_has_literal(re._parser.parse(pattern.pattern, pattern.flags))  # type: ignore[attr-defined]
+
+
+def _every_path_has_literal(items: Any) -> bool:
+    constants = re._constants  # type: ignore[attr-defined]
+    run = 0
+    for op, value in items:
+        if op is constants.LITERAL:
+            run += 1
+            if run >= _LITERAL_RUN:
+                return True
+            continue
+        if op is constants.AT:  # an anchor or a boundary takes no character: the run goes on
+            continue
+        run = 0
+        if op is constants.SUBPATTERN:
+            found = _every_path_has_literal(value[-1])
+        elif op is constants.BRANCH:
+            found = all(_every_path_has_literal(branch) for branch in value[1])
+        elif op in (constants.MAX_REPEAT, constants.MIN_REPEAT, constants.POSSESSIVE_REPEAT):
+            found = value[0] >= 1 and _every_path_has_literal(value[2])
+        elif op is constants.ATOMIC_GROUP:
+            found = _every_path_has_literal(value)
+        else:  # a class, any character, a lookaround, a back reference
+            found = False
+        if found:
+            return True
+    return False
 
 
 #: `\b` and then literal characters, the first a word character, the last not under a quantifier.

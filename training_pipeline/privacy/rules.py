@@ -158,7 +158,7 @@ class RuleSet:
 
     def _the_gate(self) -> RuleGate:
         if self._gate is None:
-            self._gate = RuleGate([rule.pattern for rule in self.rules])
+            self._gate = RuleGate([rule.gate() for rule in self.rules])
         return self._gate
 
 
