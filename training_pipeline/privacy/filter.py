@@ -265,7 +265,8 @@ class PrivacyFilter:
             return self._redact(text, self.stats.redactions)
         remembered = self._memo.get(text)
         if remembered is None:
-            counts: Counter[str] = Counter()
+            # a plain dict: a Counter costs more to make than most texts cost to redact
+            counts: dict[str, int] = {}
             redacted = self._redact(text, counts)
             remembered = (None if redacted == text else redacted, tuple(counts.items()))
             self._remember(text, remembered)
@@ -281,18 +282,18 @@ class PrivacyFilter:
         self._memo[text] = result
         self._memo_chars += len(text)
 
-    def _redact(self, text: str, counts: Counter[str]) -> str:
+    def _redact(self, text: str, counts: dict[str, int]) -> str:
         if self.profile == "strict":
             text = self._redact_env(text, counts)
         for rule in self.rules.applicable(text):
             text, hits = rule.redact(text)
             if hits:
-                counts[rule.label] += hits
+                counts[rule.label] = counts.get(rule.label, 0) + hits
         if self.profile == "elizaos":
             text = self._redact_env(text, counts)
         return text
 
-    def _redact_env(self, text: str, counts: Counter[str]) -> str:
+    def _redact_env(self, text: str, counts: dict[str, int]) -> str:
         """One pass per secret, not two (a count, then a replace): the occurrences replaced are told by
         how much the text shrank or grew, each by the same length."""
         for secret in self.env_secrets:
@@ -302,7 +303,7 @@ class PrivacyFilter:
             change = len(secret) - len(_ENV_PLACEHOLDER)
             hits = (len(text) - len(replaced)) // change if change else text.count(secret)
             if hits:
-                counts[ENV_SECRET_LABEL] += hits
+                counts[ENV_SECRET_LABEL] = counts.get(ENV_SECRET_LABEL, 0) + hits
                 text = replaced
         return text
 

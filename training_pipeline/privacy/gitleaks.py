@@ -26,6 +26,7 @@ import sys
 import tomllib
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +92,7 @@ def _class_end(pattern: str, start: int) -> int:
     raise ValueError(f"unterminated character class in {pattern!r}")
 
 
+@lru_cache(maxsize=4096)  # a leaked key comes back in every call of the agent that holds it
 def shannon_entropy(text: str) -> float:
     if not text:
         return 0.0
