@@ -245,7 +245,8 @@ class DatasetWriter:
         for task, lines in batch.lines.items():
             if isinstance(lines, bytes):
                 self._files[task].write(lines)
-                self._digests[task].update(lines)
+                if self._inspected_by is not None:
+                    self._digests[task].update(lines)
                 self._preview(task, lines)
             elif self._inspected_by is not None or self._preview_rows:
                 raise ValueError("a batch left in files has no bytes to hash or preview")
