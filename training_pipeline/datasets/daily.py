@@ -58,9 +58,11 @@ def ingest_day(
     example is also inspected as the dataset checks' scanner (with those secret values) inspects it,
     where it is made, and the inspections are staged with the datasets."""
     (staged_dir(datasets) / STAMP_NAME).unlink(missing_ok=True)  # nothing older adopted if this stops
-    inspected_by = scanner_for(scanner_secrets).fingerprint() if scanner_secrets is not None else None
     writer = DatasetWriter(
-        staged_dir(datasets), preview_rows=preview_rows, provenance=True, inspected_by=inspected_by
+        staged_dir(datasets),
+        preview_rows=preview_rows,
+        provenance=True,
+        inspected=scanner_secrets is not None,
     )
     try:
         manifest = ingest_records(
@@ -77,7 +79,9 @@ def ingest_day(
     except BaseException:
         writer.abort()
         raise
-    writer.close()
+    # the scanner's fingerprint once the pass is done: made here first, it held up the pool's start
+    # (importing detect-secrets), which the first share made here now overlaps
+    writer.close(scanner_for(scanner_secrets).fingerprint() if scanner_secrets is not None else None)
     stamp = {"filtered_sha256": file_sha256(filtered.staged().store), "previews": writer.previews}
     atomic_write_text(staged_dir(datasets) / STAMP_NAME, json.dumps(stamp, ensure_ascii=False))
     return manifest

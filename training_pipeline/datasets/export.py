@@ -186,17 +186,18 @@ class DatasetWriter:
     """Feed validated, privacy-filtered trajectories with `add`; `close` publishes the files."""
 
     def __init__(
-        self, out_dir: Path, preview_rows: int = 0, provenance: bool = False, inspected_by: str | None = None
+        self, out_dir: Path, preview_rows: int = 0, provenance: bool = False, inspected: bool = False
     ) -> None:
         """With `provenance`, each task file gets a sidecar (`PROVENANCE_FILE_NAMES`) holding, line for
         line, the id of the trajectory each example came from: what a leakage-safe split needs. It is
         off for `build-datasets`, whose file set is elizaOS's.
 
-        `inspected_by`: the fingerprint of the scanner that inspects each line as it is made
-        (`add_inspected`); the inspections and each file's SHA-256 are written beside the files
-        (`INSPECTION_FILE_NAME`), so the dataset checks need not read the files again."""
+        `inspected`: each line comes inspected by the dataset checks' scanner (`DailyExamples`, in
+        `add_batch`); the inspections and each file's SHA-256 are written beside the files
+        (`INSPECTION_FILE_NAME`) with the scanner's fingerprint given to `close`, so the dataset checks
+        need not read the files again."""
         self.out_dir = out_dir
-        self._inspected_by = inspected_by
+        self._inspected = inspected
         self._inspections = {t: FileInspection() for t in TASKS}
         self._digests = {t: hashlib.sha256() for t in TASKS}
         self._staged = StagedFiles(out_dir)
@@ -221,7 +222,7 @@ class DatasetWriter:
 
     def add(self, trajectory: dict[str, Any]) -> None:
         """Write one trajectory's examples (with no inspection: the files get no record)."""
-        self._inspected_by = None
+        self._inspected = False
         trajectory_id, llm_calls, rows = prepare(trajectory)
         bits = 0
         for task, line in rows:
@@ -241,14 +242,14 @@ class DatasetWriter:
         if self._provenance and batch.provenance is None:
             raise ValueError("a batch without the trajectory id of each line, to a writer that keeps them")
         if batch.inspections is None:
-            self._inspected_by = None
+            self._inspected = False
         for task, lines in batch.lines.items():
             if isinstance(lines, bytes):
                 self._files[task].write(lines)
-                if self._inspected_by is not None:
+                if self._inspected:
                     self._digests[task].update(lines)
                 self._preview(task, lines)
-            elif self._inspected_by is not None or self._preview_rows:
+            elif self._inspected or self._preview_rows:
                 raise ValueError("a batch left in files has no bytes to hash or preview")
             else:
                 _append_file(lines, self._files[task])
@@ -296,15 +297,16 @@ class DatasetWriter:
             },
         }
 
-    def close(self) -> dict[str, Any]:
-        """Write the summary and publish every file at once; returns the summary."""
+    def close(self, inspected_by: str | None = None) -> dict[str, Any]:
+        """Write the summary and publish every file at once; returns the summary. `inspected_by`: the
+        fingerprint of the scanner that inspected every line, when the writer was made `inspected`."""
         try:
             for handle in (*self._files.values(), *self._provenance.values()):
                 handle.close()
             summary = self.last_summary = self.summary()
-            if self._inspected_by is not None:
+            if self._inspected and inspected_by is not None:
                 record = inspection_record(
-                    self._inspected_by,
+                    inspected_by,
                     {TASK_FILE_NAMES[t]: (self._digests[t].hexdigest(), self._inspections[t]) for t in TASKS},
                 )
                 with self._staged.open(INSPECTION_FILE_NAME) as handle:
