@@ -67,6 +67,7 @@ def test_the_daily_pass_on_the_pool_writes_what_one_process_writes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(ingest, "POOL_FROM_BYTES", 0)  # a file this small would be done in one process
+    monkeypatch.setattr(ingest, "_SHARE_CHARS", 64 << 10)  # and in a share or two
     source = tmp_path / "2026-11-01.jsonl"  # a record without a start time is this day's
     write_long_sample(source, 400, target_bytes=4000)
     other_day = json.loads(source.read_text().splitlines()[0]) | {"startTime": 1_600_000_000_000}
@@ -110,6 +111,28 @@ def test_a_day_of_files_smaller_than_a_pool_is_worth_is_done_in_one_process(tmp_
     small, again = ingest._small(iter(big))
     assert not small and list(again) == big  # all of them, though only two were looked at
     assert ingest._small(iter([])) == (True, [])
+
+
+def test_small_files_share_a_share(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A task run writes each trajectory to a file of its own: thousands of one-line files went to the
+    pool as thousands of shares (and the stored day as as many row groups). Spans are gathered into
+    shares of about `_SHARE_CHARS` like any records, in order; a large file's span fills one alone."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    lines = []
+    source = tmp_path / "2026-11-01.jsonl"
+    write_long_sample(source, 30, target_bytes=2000)
+    for index, line in enumerate(source.read_text().splitlines()):
+        (runs / f"{index:03d}.jsonl").write_text(line + "\n")
+        lines.append(line)
+    day = start_day(json.loads(lines[0])["startTime"])
+    spans = list(unparsed_shares(runs, day))
+    shares = list(ingest._shares(spans, None, [0], None))  # type: ignore[arg-type]
+    assert len(spans) == 30 and len(shares) == 1 and shares[0][1] == spans
+    monkeypatch.setattr(ingest, "_SHARE_CHARS", 16 << 10)
+    large = list(unparsed_shares(source, day, span_bytes=16 << 10))  # each span at least a share's size
+    shares = list(ingest._shares(large, None, [0], None))  # type: ignore[arg-type]
+    assert len(large) > 2 and [items for _, items in shares] == [[span] for span in large]
 
 
 def _square(n: int) -> int:
@@ -169,6 +192,7 @@ def test_what_the_pass_records_of_each_file_is_what_reading_it_finds(
     """Workers gather their share's inspections (messages scanned, the lines with a finding); the
     record the writer makes of them numbers every line as the file does, whichever worker made it."""
     monkeypatch.setattr(ingest, "POOL_FROM_BYTES", 0)
+    monkeypatch.setattr(ingest, "_SHARE_CHARS", 64 << 10)
     source = tmp_path / "2026-11-01.jsonl"
     write_long_sample(source, 240, target_bytes=3000)
     lines = [json.loads(line) for line in source.read_text().splitlines()]

@@ -246,18 +246,16 @@ def _shares(
     counted: list[int],
     derive: Derive | None,
 ) -> Iterator[_Share]:
-    """The records in shares of about `_SHARE_CHARS`: a span of a file as a share of its own, unparsed
-    records as they are, parsed ones if valid (the others quarantined as they come by)."""
+    """The records in shares of about `_SHARE_CHARS`: spans of files (a span of a large file fills a
+    share; a task run's file of one trajectory is one span among many), unparsed records as they are,
+    parsed ones if valid (the others quarantined as they come by)."""
     items: list[tuple[str, str] | Unparsed | UnparsedSpan] = []
     size = 0
     for parsed in records:
         if isinstance(parsed, UnparsedSpan):
-            if items:
-                yield derive, items
-                items, size = [], 0
-            yield derive, [parsed]
-            continue
-        if isinstance(parsed, Unparsed):
+            items.append(parsed)
+            size += parsed.span.end - parsed.span.start
+        elif isinstance(parsed, Unparsed):
             items.append(parsed)
             size += len(parsed.raw.data)
         else:
