@@ -14,7 +14,7 @@ from pydantic import Field
 from training_pipeline import jscompat
 from training_pipeline.atomic import atomic_open
 from training_pipeline.trajectories.database import read_table, write_trajectory
-from training_pipeline.trajectories.files import Unparsed, UnparsedSpan, unparsed_files, unparsed_shares
+from training_pipeline.trajectories.files import Unparsed, UnparsedSpan, unparsed_shares, with_spans_read
 from training_pipeline.trajectories.models import start_day
 from training_pipeline.trajectories.records import ParsedRecord
 
@@ -51,11 +51,10 @@ class FileTrajectorySource(TrajectorySource):
     )
 
     def read_day(self, day: date) -> Iterator[ParsedRecord]:
-        for folder in self._folders():
-            for unparsed in unparsed_files(folder, day):
-                parsed = unparsed.parse()
-                if parsed is not None:
-                    yield parsed
+        for unparsed in with_spans_read(self.day_records(day)):
+            parsed = unparsed.parse()
+            if parsed is not None:
+                yield parsed
 
     def day_records(self, day: date) -> Iterator[Unparsed | UnparsedSpan]:
         """Not parsed, and `.jsonl` files not even read: the pool's workers read their spans, and parse

@@ -17,7 +17,7 @@ import pytest
 
 from tests.helpers import REPO
 from training_pipeline.datasets.build import build_datasets
-from training_pipeline.datasets.daily import ingest_day
+from training_pipeline.datasets.daily import export_store, ingest_day
 from training_pipeline.datasets.tasks import TASK_FILE_NAMES, TASKS
 from training_pipeline.datasets.validate import (
     INSPECTION_FILE_NAME,
@@ -133,6 +133,26 @@ def test_small_files_share_a_share(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     large = list(unparsed_shares(source, day, span_bytes=16 << 10))  # each span at least a share's size
     shares = list(ingest._shares(large, None, [0], None))  # type: ignore[arg-type]
     assert len(large) > 2 and [items for _, items in shares] == [[span] for span in large]
+
+
+def test_the_datasets_exported_again_from_the_filtered_day_are_those_the_pass_staged(tmp_path: Path) -> None:
+    """When the staged datasets cannot be adopted, `task_datasets` exports the filtered day again
+    (`export_store`): the same files, sidecars and previews as the pass wrote."""
+    source = tmp_path / "2026-11-01.jsonl"
+    write_long_sample(source, 300, target_bytes=3000)
+    out = tmp_path / "out"
+    _day(source, out, 1)
+    staged = out / ".staged.datasets"
+    again = export_store(
+        FilteredDay(out / "f.parquet", out / "report.json").staged().store, tmp_path / "again"
+    )
+    names = sorted(p.name for p in staged.glob("*.jsonl"))
+    assert len(names) == 2 * len(TASKS) and names == sorted(
+        p.name for p in (tmp_path / "again").glob("*.jsonl")
+    )
+    for name in names:
+        assert (staged / name).read_bytes() == (tmp_path / "again" / name).read_bytes(), name
+    assert again.previews == json.loads((staged / "staged-by.json").read_text())["previews"]
 
 
 def _square(n: int) -> int:

@@ -10,6 +10,7 @@ day is byte for byte the one they were exported from (its SHA-256, stamped besid
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 from collections.abc import Iterable
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from training_pipeline.atomic import atomic_write_text, publish
-from training_pipeline.datasets.export import DailyExamples, DatasetWriter
+from training_pipeline.datasets.export import DailyExamples, DatasetWriter, ExampleBatch, prepare
 from training_pipeline.datasets.tasks import SUMMARY_FILE_NAME
 from training_pipeline.datasets.validate import file_sha256, scanner_for
 from training_pipeline.intake.filtered import FilteredDay
@@ -27,6 +28,8 @@ from training_pipeline.privacy.filter import PrivacyFilter
 from training_pipeline.trajectories.records import ParsedRecord
 from training_pipeline.trajectories.store import iter_trajectories
 
+#: trajectories whose examples `export_store` joins per write (as a worker of the pass joins a share's)
+_EXPORT_BATCH = 256
 #: written last into a staged datasets folder: what it was exported from, and its previews
 STAMP_NAME = "staged-by.json"
 
@@ -116,9 +119,12 @@ def export_store(filtered: Path, out_dir: Path, preview_rows: int = 3) -> Datase
     """Build the five datasets of a stored day of filtered trajectories; returns the closed writer
     (its `counts`, `previews` and summary)."""
     writer = DatasetWriter(out_dir, preview_rows=preview_rows, provenance=True)
+    trajectories = iter_trajectories(filtered)
     try:
-        for _, trajectory in iter_trajectories(filtered):
-            writer.add(trajectory)
+        while prepared := [
+            prepare(trajectory) for _, trajectory in itertools.islice(trajectories, _EXPORT_BATCH)
+        ]:
+            writer.add_batch(ExampleBatch.of(prepared, provenance=True))
     except BaseException:
         writer.abort()
         raise

@@ -48,11 +48,11 @@ _BUFFER = 1 << 20
 
 def prepare(trajectory: dict[str, Any]) -> Prepared:
     """The examples of one filtered trajectory, built and serialised: pure, so any process can do it."""
-    llm_calls, examples = _examples(trajectory)
-    return trajectory.get("trajectoryId"), llm_calls, _serialised(examples)
+    return _prepared(trajectory)[0]
 
 
-def _examples(trajectory: dict[str, Any]) -> tuple[int, list[tuple[Task, dict[str, Any]]]]:
+def _prepared(trajectory: dict[str, Any]) -> tuple[Prepared, list[tuple[Task, dict[str, Any]]]]:
+    """`prepare`, and the examples its lines were serialised from."""
     examples = []
     llm_calls = 0
     for call in iter_llm_calls(trajectory):
@@ -61,11 +61,8 @@ def _examples(trajectory: dict[str, Any]) -> tuple[int, list[tuple[Task, dict[st
             example = build_example(call, task)
             if example is not None:
                 examples.append((task, example))
-    return llm_calls, examples
-
-
-def _serialised(examples: list[tuple[Task, dict[str, Any]]]) -> list[tuple[Task, bytes]]:
-    return [(task, jscompat.dumpb(example) + b"\n") for task, example in examples]
+    lines = [(task, jscompat.dumpb(example) + b"\n") for task, example in examples]
+    return (trajectory.get("trajectoryId"), llm_calls, lines), examples
 
 
 _BIT: dict[Task, int] = {task: 1 << index for index, task in enumerate(TASKS)}
@@ -151,8 +148,7 @@ class DailyExamples:
     preload: ClassVar[tuple[str, ...]] = SCANNER_MODULES
 
     def __call__(self, trajectory: dict[str, Any]) -> tuple[Prepared, list[LineInspection] | None]:
-        llm_calls, examples = _examples(trajectory)
-        prepared = (trajectory.get("trajectoryId"), llm_calls, _serialised(examples))
+        prepared, examples = _prepared(trajectory)
         if self.scanner_secrets is None:
             return prepared, None
         scanner = scanner_for(self.scanner_secrets)
@@ -183,7 +179,8 @@ def _append_file(source: Path, target: IO[bytes]) -> None:
 
 
 class DatasetWriter:
-    """Feed validated, privacy-filtered trajectories with `add`; `close` publishes the files."""
+    """Feed the examples of validated, privacy-filtered trajectories with `add_batch`; `close`
+    publishes the files."""
 
     def __init__(
         self, out_dir: Path, preview_rows: int = 0, provenance: bool = False, inspected: bool = False
@@ -219,21 +216,6 @@ class DatasetWriter:
         self._preview_rows = preview_rows
         self.previews: dict[Task, list[dict[str, Any]]] = {t: [] for t in TASKS}
         self.last_summary: dict[str, Any] | None = None
-
-    def add(self, trajectory: dict[str, Any]) -> None:
-        """Write one trajectory's examples (with no inspection: the files get no record)."""
-        self._inspected = False
-        trajectory_id, llm_calls, rows = prepare(trajectory)
-        bits = 0
-        for task, line in rows:
-            self._files[task].write(line)
-            if self._provenance:
-                self._provenance[task].write(jscompat.dumpb(trajectory_id) + b"\n")
-            self.counts[task] += 1
-            bits |= _BIT[task]
-            if len(self.previews[task]) < self._preview_rows:
-                self.previews[task].append(json.loads(line))
-        self._count(trajectory_id, llm_calls, bits)
 
     def add_batch(self, batch: ExampleBatch) -> None:
         """Write the examples of a batch of trajectories (`ExampleBatch`), with their sidecars and

@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import pyarrow as pa
 
@@ -56,6 +56,9 @@ class Derive(Protocol):
     so it reaches the pool's workers), and of a share's in all: the datasets' examples
     (`datasets.export.DailyExamples`)."""
 
+    #: modules the pool's fork server imports for what the workers make
+    preload: tuple[str, ...]
+
     def __call__(self, trajectory: dict[str, Any]) -> Any: ...
 
     def gather(self, made: list[Any]) -> Any:
@@ -66,6 +69,8 @@ class Derive(Protocol):
 @dataclass(frozen=True)
 class _Nothing:
     """A `Derive` that makes nothing: the fused pass stores and filters only."""
+
+    preload: ClassVar[tuple[str, ...]] = ()
 
     def __call__(self, trajectory: dict[str, Any]) -> None:
         return None
@@ -196,7 +201,7 @@ def ingest_records(
             start_worker_filter,
             privacy.recipe() if privacy is not None else (),
             start_method="forkserver",
-            preload=[derive.__module__, *getattr(derive, "preload", ())] if derive is not None else [],
+            preload=[derive.__module__, *derive.preload] if derive is not None else [],
         )
         for done in results:
             counted[0] += done.records
@@ -234,7 +239,7 @@ def _small(
         ahead.append(item)
         if not isinstance(item, UnparsedSpan):
             return False, itertools.chain(ahead, pending)
-        size += item.span.end - item.span.start
+        size += item.span.size
         if size >= POOL_FROM_BYTES:
             return False, itertools.chain(ahead, pending)
     return True, ahead
@@ -254,7 +259,7 @@ def _shares(
     for parsed in records:
         if isinstance(parsed, UnparsedSpan):
             items.append(parsed)
-            size += parsed.span.end - parsed.span.start
+            size += parsed.span.size
         elif isinstance(parsed, Unparsed):
             items.append(parsed)
             size += len(parsed.raw.data)

@@ -131,10 +131,14 @@ class LineSpan:
     first_line: int
     max_bytes: int
 
+    @property
+    def size(self) -> int:
+        return self.end - self.start
+
     def records(self) -> Iterator[RawRecord]:
         """The span read at once and cut at its newlines when no line in it can be over the cap (a
         line read by `readline` is copied for every 8 KiB buffer it spans); else line by line, bounded."""
-        length = self.end - self.start
+        length = self.size
         with self.file.open("rb") as handle:
             handle.seek(self.start)
             if length <= self.max_bytes:
