@@ -17,7 +17,7 @@ from tests.helpers import REPO
 from training_pipeline.privacy.filter import PrivacyFilter
 from training_pipeline.privacy.gitleaks import RULES_FILE, _literal_head, load_rules, refresh, to_python
 from training_pipeline.privacy.rule import CredentialRule, boundary_free, literal_free
-from training_pipeline.privacy.rules import STRICT_RULES
+from training_pipeline.privacy.rules import strict_rules
 
 CORPUS = REPO / "bench" / "data" / "credential_corpus.jsonl"
 
@@ -138,7 +138,7 @@ def test_the_vendored_rules_skip_their_keyword_check_exactly_where_the_parser_sa
         assert rule.keyword_in_every_match == any(k in _parsed_head(rule.pattern) for k in rule.keywords)
 
 
-_OPENING_WITH_BOUNDARY = [rule for rule in STRICT_RULES if boundary_free(rule.pattern) is not None]
+_OPENING_WITH_BOUNDARY = [rule for rule in strict_rules() if boundary_free(rule.pattern) is not None]
 _CORPUS_TEXTS = [json.loads(line)["text"] for line in CORPUS.read_text(encoding="utf-8").splitlines()]
 
 
@@ -153,7 +153,7 @@ _CORPUS_TEXTS = [json.loads(line)["text"] for line in CORPUS.read_text(encoding=
 )
 @example(
     "xAKIAIOSFODNN7EXAMPLA AKIAIOSFODNN7EXAMPLB_AKIAIOSFODNN7EXAMPLC",
-    next(rule for rule in STRICT_RULES if rule.label == "aws-access-token"),
+    next(rule for rule in strict_rules() if rule.label == "aws-access-token"),
 )
 def test_a_rule_opening_with_a_boundary_finds_what_its_pattern_finds(text: str, rule: CredentialRule) -> None:
     """Such rules are searched for without their `\\b` and kept where it holds: the same matches."""

@@ -309,3 +309,22 @@ def test_a_repeated_long_prompt_is_redacted_and_counted_every_time_within_a_boun
     for index in range(1500):  # 6 MB of distinct prompts: the memo starts over rather than grow
         privacy.redact(f"{index:05d} " + "x" * 4000)
         assert privacy._memo_chars <= privacy_filter._MEMO_BUDGET_CHARS
+
+
+def test_the_elizaos_profile_does_not_load_the_strict_rule_set(tmp_path: Path) -> None:
+    """Reading gitleaks' config and compiling its patterns was a fifth of the CLI's start: a build with
+    `elizaos` redacts as before without them, and `strict` still loads them when asked."""
+    import subprocess
+    import sys
+
+    code = """
+import sys
+from training_pipeline.privacy.filter import PrivacyFilter
+trajectory = {"trajectoryId": "t", "steps": [{"llmCalls": [{"userPrompt": "key sk-" + "a" * 20}]}]}
+PrivacyFilter("elizaos").apply(trajectory)
+loaded = "training_pipeline.privacy.gitleaks"
+print(trajectory["steps"][0]["llmCalls"][0]["userPrompt"], loaded in sys.modules)
+print(len(PrivacyFilter("strict").rules.rules) > 200, loaded in sys.modules)
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
+    assert run.stdout.split("\n")[:2] == ["key <REDACTED:openai-key> False", "True True"]

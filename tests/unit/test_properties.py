@@ -339,7 +339,7 @@ def test_the_shortcut_sees_each_string_whole_as_an_anchored_rule_does(pattern: s
     """Each string of the serialised rest is scanned as a line of its own (its quotes made newlines): a
     rule anchored to a text's start and end, or needing space around it, is still a candidate."""
     privacy = PrivacyFilter("strict")
-    privacy.rules = RuleSet((CredentialRule("anchored", re.compile(pattern)),))
+    privacy.rules = RuleSet(lambda: (CredentialRule("anchored", re.compile(pattern)),))
     trajectory = {"trajectoryId": "t", "metadata": {"k": "tok_abcdefgh"}}
     assert privacy.redact_credentials(trajectory) == 1
     assert trajectory["metadata"]["k"] == "<REDACTED:anchored>"

@@ -2,7 +2,7 @@
 
 The `elizaos` profile reproduces elizaOS app-training's filter exactly (its five patterns, then the
 environment's secret values, on `systemPrompt`, `userPrompt` and `response`). The `strict` profile, the
-default, adds every credential family in `rules.STRICT_RULES`, redacts secret values first (so they get
+default, adds every credential family in `rules.strict_rules`, redacts secret values first (so they get
 their precise label), and also redacts credentials in every other string of the trajectory, since the
 filtered trajectories are stored and shared too.
 """

@@ -9,10 +9,10 @@ A rule's regex runs only on text that `prefilter.RuleGate` says it could match.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from functools import cache, cached_property
 
 from training_pipeline.jscompat import JS_WS_CLASS
-from training_pipeline.privacy import gitleaks
-from training_pipeline.privacy.keyed import KEYED_SECRET
 from training_pipeline.privacy.prefilter import RuleGate
 from training_pipeline.privacy.rule import _A, CredentialRule, literal_first
 
@@ -112,19 +112,29 @@ _STRICT_OWN: tuple[CredentialRule, ...] = (
     _rule("bearer", rf"\bBearer[{JS_WS_CLASS}]+([A-Za-z0-9._~+/-]{{16,}}=*)", _I, group=1),
 )
 
-#: The strict profile: elizaOS's five (so it redacts all the `elizaos` profile does), our own above,
-#: every family of gitleaks' maintained rule set, then any value whose key names a secret. The first
-#: rule to match a credential names it.
-STRICT_RULES: tuple[CredentialRule, ...] = (
-    # elizaOS checks `sk-` before `sk-ant-`; here the narrower shape goes first, so it names the key.
-    # elizaOS's five redact what they match, placeholders too, so strict redacts all `elizaos` does.
-    ELIZAOS_RULES[1],
-    ELIZAOS_RULES[0],
-    *ELIZAOS_RULES[2:],
-    *(rule.strict() for rule in _STRICT_OWN),
-    *gitleaks.load_rules(),
-    KEYED_SECRET,
-)
+
+@cache
+def strict_rules() -> tuple[CredentialRule, ...]:
+    """The strict profile: elizaOS's five (so it redacts all the `elizaos` profile does), our own above,
+    every family of gitleaks' maintained rule set, then any value whose key names a secret. The first
+    rule to match a credential names it.
+
+    Built on first use: reading gitleaks' config and compiling its few hundred patterns is a tenth of a
+    second, which a process that filters with `elizaos` (or not at all) does not pay."""
+    from training_pipeline.privacy import gitleaks
+    from training_pipeline.privacy.keyed import KEYED_SECRET
+
+    return (
+        # elizaOS checks `sk-` before `sk-ant-`; here the narrower shape goes first, so it names the key.
+        # elizaOS's five redact what they match, placeholders too, so strict redacts all `elizaos` does.
+        ELIZAOS_RULES[1],
+        ELIZAOS_RULES[0],
+        *ELIZAOS_RULES[2:],
+        *(rule.strict() for rule in _STRICT_OWN),
+        *gitleaks.load_rules(),
+        KEYED_SECRET,
+    )
+
 
 #: No rule matches, and no environment secret is, fewer characters than this.
 MIN_SECRET_LENGTH = 8
@@ -134,13 +144,17 @@ class RuleSet:
     """A profile's rules, and which of them a text can trigger at all.
 
     Which rules apply is decided once per text, before any redaction: an earlier rule's
-    `<REDACTED:...>` placeholder never completes a later rule's match. The gate is compiled on first use,
-    once per process.
+    `<REDACTED:...>` placeholder never completes a later rule's match. The rules are built and their gate
+    compiled on first use, once per process.
     """
 
-    def __init__(self, rules: tuple[CredentialRule, ...]) -> None:
-        self.rules = rules
+    def __init__(self, rules: Callable[[], tuple[CredentialRule, ...]]) -> None:
+        self._build = rules
         self._gate: RuleGate | None = None
+
+    @cached_property
+    def rules(self) -> tuple[CredentialRule, ...]:
+        return self._build()
 
     def applicable(self, text: str) -> list[CredentialRule]:
         if len(text) < MIN_SECRET_LENGTH:
@@ -162,7 +176,7 @@ class RuleSet:
         return self._gate
 
 
-PROFILES: dict[str, RuleSet] = {"elizaos": RuleSet(ELIZAOS_RULES), "strict": RuleSet(STRICT_RULES)}
+PROFILES: dict[str, RuleSet] = {"elizaos": RuleSet(lambda: ELIZAOS_RULES), "strict": RuleSet(strict_rules)}
 
 #: Environment variable names whose values count as secrets (elizaOS's heuristic, case-insensitive).
 SECRET_ENV_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|API|CREDENTIAL", re.IGNORECASE)
