@@ -7,6 +7,7 @@ write that was killed leaves its temp file unlocked; the next write of the same 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import re
@@ -85,6 +86,29 @@ def publish(tmp: Path, target: Path) -> None:
         os.fsync(handle.fileno())
     os.chmod(tmp, _FILE_MODE)
     os.replace(tmp, target)
+
+
+def atomic_copy(source: Path, target: Path) -> None:
+    """`target` made a copy of `source`, atomically (as `atomic_open` writes), copied by the kernel."""
+    with atomic_open(target, "wb") as out, source.open("rb") as data:
+        kernel_copy(data, out)
+
+
+def kernel_copy(source: IO[bytes], target: IO[bytes]) -> None:
+    """The rest of `source` appended to `target`, copied by the kernel (`copy_file_range`) where it can,
+    without the bytes passing through this process; through user space where it cannot."""
+    target.flush()
+    left = os.fstat(source.fileno()).st_size - source.tell()
+    try:
+        while left > 0:
+            copied = os.copy_file_range(source.fileno(), target.fileno(), left)
+            if not copied:
+                break
+            left -= copied
+    except OSError as err:  # a file system or kernel without it (EXDEV, ENOSYS, EOPNOTSUPP...)
+        if err.errno not in (errno.EXDEV, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL, errno.EBADF):
+            raise
+    shutil.copyfileobj(source, target, 1 << 20)  # the rest, if any
 
 
 def atomic_write_text(path: Path, text: str) -> None:

@@ -368,6 +368,32 @@ def test_the_filtered_day_is_the_same_fused_on_the_pool_and_filtered_again(tmp_p
     assert tables[0].equals(tables[1])
 
 
+def test_a_filter_that_changes_only_credentials_stages_the_stored_day_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no entity directory the filter changes nothing the stored day has not had redacted, so the
+    staged filtered day is the stored file, copied (not encoded a second time), and holds what a
+    separate filtering of the stored day writes."""
+    source = tmp_path / "2026-11-01.jsonl"
+    write_long_sample(source, 120, target_bytes=3000)
+    out = tmp_path / "out"
+    written: list[str] = []
+
+    class Writer(ingest.TrajectoryParquetWriter):
+        def __init__(self, path: Path) -> None:
+            written.append(path.name)
+            super().__init__(path)
+
+    monkeypatch.setattr(ingest, "TrajectoryParquetWriter", Writer)
+    _day(source, out, 1)
+    assert written == ["t.parquet"]
+    staged = FilteredDay(out / "f.parquet", out / "report.json").staged().store
+    assert staged.read_bytes() == (out / "t.parquet").read_bytes()
+    filter_store(out / "t.parquet", out / "again.parquet", out / "again.json", PrivacyFilter("strict"))
+    again = pq.read_table(out / "again.parquet")
+    assert again.num_rows == 120 and pq.read_table(staged).equals(again)
+
+
 def test_a_build_leaves_no_scratch_and_clears_one_a_dead_build_left(tmp_path: Path) -> None:
     """The workers leave each share's examples in a scratch folder beside the output; it goes when the
     build ends, and one left by a build that was killed is removed by the next, while one in use is not."""

@@ -6,11 +6,9 @@ published together once the summary is complete, so a reader sees the old set or
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
 import os
-import shutil
 import tempfile
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -18,7 +16,7 @@ from pathlib import Path
 from typing import IO, Any, ClassVar
 
 from training_pipeline import jscompat
-from training_pipeline.atomic import StagedFiles
+from training_pipeline.atomic import StagedFiles, kernel_copy
 from training_pipeline.datasets.tasks import (
     PROVENANCE_FILE_NAMES,
     SUMMARY_FILE_NAME,
@@ -162,19 +160,8 @@ class DailyExamples:
 
 def _append_file(source: Path, target: IO[bytes]) -> None:
     """`source` appended to `target` and removed; copied by the kernel where it can."""
-    target.flush()
     with source.open("rb") as handle:
-        left = os.fstat(handle.fileno()).st_size
-        try:
-            while left > 0:
-                copied = os.copy_file_range(handle.fileno(), target.fileno(), left)
-                if not copied:
-                    break
-                left -= copied
-        except OSError as err:  # a file system or kernel without it (EXDEV, ENOSYS, EOPNOTSUPP...)
-            if err.errno not in (errno.EXDEV, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL, errno.EBADF):
-                raise
-        shutil.copyfileobj(handle, target, 1 << 20)  # the rest, if any, through user space
+        kernel_copy(handle, target)
     source.unlink()
 
 

@@ -14,7 +14,7 @@ from typing import Any, ClassVar, Protocol
 import pyarrow as pa
 
 from training_pipeline import jscompat
-from training_pipeline.atomic import atomic_write_text
+from training_pipeline.atomic import atomic_copy, atomic_write_text
 from training_pipeline.intake.filtered import FilteredDay, report_of, stage
 from training_pipeline.intake.quarantine import QuarantineWriter
 from training_pipeline.privacy.filter import FilterStats, PrivacyFilter, start_worker_filter, worker_filter
@@ -173,7 +173,8 @@ def ingest_records(
     presence means both files are complete. With `privacy`, the day is stored with its credentials
     already redacted as that profile redacts them (nothing is kept in clear that the datasets would not
     show). With `filtered` too, the same pass applies the rest of the filter (handles, private people)
-    and stages the filtered day for `filtered_trajectories` to adopt; `derive` makes something of each
+    and stages the filtered day for `filtered_trajectories` to adopt (a copy of the stored day when the
+    filter changes nothing more: `PrivacyFilter.changes_only_credentials`); `derive` makes something of each
     trajectory the filter keeps (its examples), gathered per share and handed to `each_derived` (the
     datasets' staged export).
 
@@ -191,7 +192,14 @@ def ingest_records(
     with contextlib.ExitStack() as stack:
         store = stack.enter_context(TrajectoryParquetWriter(parquet))
         bad = stack.enter_context(QuarantineWriter(quarantine))
-        staged = stack.enter_context(TrajectoryParquetWriter(filtered.staged().store)) if fused else None
+        # a filter that changes only credentials (redacted before the day is stored) makes the filtered
+        # day the stored day: copied once it is written, not encoded and compressed a second time
+        copied = fused and privacy.changes_only_credentials  # type: ignore[union-attr]
+        staged = (
+            stack.enter_context(TrajectoryParquetWriter(filtered.staged().store))
+            if fused and not copied
+            else None
+        )
         small, records = _small(records)
         results = ordered_map(
             _shares(records, bad, counted, (derive or _Nothing()) if fused else None),
@@ -222,6 +230,8 @@ def ingest_records(
         counted[0], store.count, bad.count, store.llm_call_count, source, bad.reasons, redactions, ingest_id
     )
     if fused:
+        if copied:
+            atomic_copy(parquet, filtered.staged().store)
         stage(filtered, report_of(privacy), ingest_id, privacy.fingerprint())
     manifest.write(manifest_path(parquet))
     return manifest

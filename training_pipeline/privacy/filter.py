@@ -143,6 +143,12 @@ class PrivacyFilter:
             digest.update(b"\1" + hashlib.sha256(secret.encode("utf-8", "surrogatepass")).digest())
         return digest.hexdigest()
 
+    @property
+    def changes_only_credentials(self) -> bool:
+        """Whether `apply` after `redact_credentials` leaves every trajectory as it is and keeps it: with
+        no entity directory there is no handle to anonymise and nobody to drop."""
+        return self.directory is None
+
     def apply(self, trajectory: dict[str, Any], origin: str = "", redacted: bool = False) -> bool:
         """Filter `trajectory` in place; False when it must be dropped (a private entity takes part).
         `redacted`: this filter has already redacted its credentials (the ingest's fused pass)."""
