@@ -4,70 +4,72 @@ Validation is a gate, not a transform: records that pass keep their original dic
 and key order intact) and flow on as plain data; records that fail go to quarantine with the reason.
 """
 
-from __future__ import annotations
-
 import math
 from datetime import UTC, date, datetime
-from typing import Any
+from typing import Annotated, Any, NotRequired
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-from pydantic.alias_generators import to_camel
+from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, ValidationError, with_config
+from typing_extensions import TypedDict  # pydantic needs it before Python 3.12
 
 #: Latest start time a daily partition can hold (9999-12-31), in milliseconds.
 _MAX_START_MS = 253_402_300_799_999
 
-
-class _Wire(BaseModel):
-    # unknown fields are welcome; `ignore`, not `allow`, as the model is thrown away after validating
-    # (the record flows on as its own dict) and copying every extra field cost a sixth of the time
-    model_config = ConfigDict(extra="ignore", strict=True, alias_generator=to_camel)
-
-
-class LlmCall(_Wire):
-    call_id: str | None = None
-    timestamp: float | None = None
-    model: str | None = None
-    system_prompt: str | None = None
-    user_prompt: str | None = None
-    response: str | None = None
-    temperature: float | None = None
-    max_tokens: int | None = None
-    purpose: str | None = None
-    action_type: str | None = None
-    step_type: str | None = None
-    tags: list[str] | None = None
-    metadata: dict[str, Any] | None = None
-    latency_ms: float | None = None
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
+# The shapes are typed dicts, keyed as the wire spells them: validating one builds plain dicts, where a
+# model built an instance per trajectory, step and call (40% of the validation's time). Unknown fields
+# are welcome and ignored: the record flows on as its own dict, so nothing of them is copied.
+_WIRE = ConfigDict(extra="ignore", strict=True)
 
 
-class TrajectoryStep(_Wire):
-    step_id: str | None = None
-    timestamp: float | None = None
-    kind: str | None = None
-    llm_calls: list[LlmCall] | None = None
-    provider_accesses: list[dict[str, Any]] | None = None
+def _start_time_in_range(value: float) -> float:
+    if not math.isfinite(value) or not 0 <= value <= _MAX_START_MS:
+        raise ValueError("must be epoch milliseconds between 1970 and 9999")
+    return value
 
 
-class Trajectory(_Wire):
-    trajectory_id: str = Field(min_length=1)
-    agent_id: str | None = None
-    start_time: float
-    end_time: float | None = None
-    duration_ms: float | None = None
-    scenario_id: str | None = None
-    batch_id: str | None = None
-    steps: list[TrajectoryStep] | None = None
-    metrics: dict[str, Any] | None = None
-    metadata: dict[str, Any] | None = None
+@with_config(_WIRE)
+class LlmCall(TypedDict):
+    callId: NotRequired[str | None]
+    timestamp: NotRequired[float | None]
+    model: NotRequired[str | None]
+    systemPrompt: NotRequired[str | None]
+    userPrompt: NotRequired[str | None]
+    response: NotRequired[str | None]
+    temperature: NotRequired[float | None]
+    maxTokens: NotRequired[int | None]
+    purpose: NotRequired[str | None]
+    actionType: NotRequired[str | None]
+    stepType: NotRequired[str | None]
+    tags: NotRequired[list[str] | None]
+    metadata: NotRequired[dict[str, Any] | None]
+    latencyMs: NotRequired[float | None]
+    promptTokens: NotRequired[int | None]
+    completionTokens: NotRequired[int | None]
 
-    @field_validator("start_time")
-    @classmethod
-    def _start_time_in_range(cls, value: float) -> float:
-        if not math.isfinite(value) or not 0 <= value <= _MAX_START_MS:
-            raise ValueError("must be epoch milliseconds between 1970 and 9999")
-        return value
+
+@with_config(_WIRE)
+class TrajectoryStep(TypedDict):
+    stepId: NotRequired[str | None]
+    timestamp: NotRequired[float | None]
+    kind: NotRequired[str | None]
+    llmCalls: NotRequired[list[LlmCall] | None]
+    providerAccesses: NotRequired[list[dict[str, Any]] | None]
+
+
+@with_config(_WIRE)
+class Trajectory(TypedDict):
+    trajectoryId: Annotated[str, Field(min_length=1)]
+    agentId: NotRequired[str | None]
+    startTime: Annotated[float, AfterValidator(_start_time_in_range)]
+    endTime: NotRequired[float | None]
+    durationMs: NotRequired[float | None]
+    scenarioId: NotRequired[str | None]
+    batchId: NotRequired[str | None]
+    steps: NotRequired[list[TrajectoryStep] | None]
+    metrics: NotRequired[dict[str, Any] | None]
+    metadata: NotRequired[dict[str, Any] | None]
+
+
+_TRAJECTORY = TypeAdapter(Trajectory)
 
 
 def validation_reason(record: Any) -> str | None:
@@ -75,7 +77,7 @@ def validation_reason(record: Any) -> str | None:
     if not isinstance(record, dict):
         return f"not a JSON object (got {type(record).__name__})"
     try:
-        Trajectory.model_validate(record)
+        _TRAJECTORY.validate_python(record)
     except ValidationError as err:
         first = err.errors(include_url=False)[0]
         where = ".".join(str(part) for part in first["loc"]) or "record"
