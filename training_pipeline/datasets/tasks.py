@@ -119,10 +119,20 @@ def _looks_like_planner(call: dict[str, Any], response: str, lowered: str) -> bo
     if "thought" in lowered and "text" in lowered:
         return True
     # elizaOS tests `system + "\n" + user`; neither literal holds a newline, so each part can be tested alone
-    return any(
-        isinstance(part, str) and part and _names_actions().matching(part.encode("utf-8", "surrogatepass"))
-        for part in (call.get("systemPrompt"), call.get("userPrompt"))
+    system, user = call.get("systemPrompt"), call.get("userPrompt")
+    return (isinstance(system, str) and _system_names_actions(system)) or (
+        isinstance(user, str) and _names_actions_in(user)
     )
+
+
+@lru_cache(maxsize=256)
+def _system_names_actions(prompt: str) -> bool:
+    """Cached: an agent's system prompt (often kilobytes) comes back in every one of its calls."""
+    return _names_actions_in(prompt)
+
+
+def _names_actions_in(prompt: str) -> bool:
+    return bool(prompt) and bool(_names_actions().matching(prompt.encode("utf-8", "surrogatepass")))
 
 
 @cache
