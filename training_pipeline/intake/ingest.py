@@ -83,7 +83,7 @@ class _Nothing:
 #: ones as (origin, JSON text) (the text crosses processes far cheaper than the parsed trajectory), or
 #: records read and not parsed yet, which the worker parses (and checks the day of), or a span of a file
 #: that the worker reads too
-_Share = tuple[Derive | None, list[tuple[str, str] | Unparsed | UnparsedSpan]]
+_Share = tuple[Derive | None, list[tuple[str, str | bytes] | Unparsed | UnparsedSpan]]
 _SHARE_CHARS = 1 << 20
 _SHARE_RECORDS = 1024
 #: a pass over fewer bytes of files than this runs in the calling process: starting the pool's fork
@@ -264,7 +264,7 @@ def _shares(
     """The records in shares of about `_SHARE_CHARS`: spans of files (a span of a large file fills a
     share; a task run's file of one trajectory is one span among many), unparsed records as they are,
     parsed ones if valid (the others quarantined as they come by)."""
-    items: list[tuple[str, str] | Unparsed | UnparsedSpan] = []
+    items: list[tuple[str, str | bytes] | Unparsed | UnparsedSpan] = []
     size = 0
     for parsed in records:
         if isinstance(parsed, UnparsedSpan):

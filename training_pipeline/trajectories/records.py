@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
+import orjson
+
 from training_pipeline import jscompat
 from training_pipeline.trajectories.models import start_day, validation_reason
 
@@ -37,7 +39,8 @@ class ParsedRecord:
     """
 
     origin: str
-    text: str | None
+    #: the record's JSON as it came: UTF-8 bytes (a valid record from a file), else text
+    text: str | bytes | None
     trajectory: dict[str, Any] | None
     reason: str | None
     day: date | None
@@ -48,21 +51,34 @@ class ParsedRecord:
 def parse_record(raw: RawRecord) -> ParsedRecord:
     if raw.problem is not None:
         return ParsedRecord(raw.origin, None, None, raw.problem, None, size=raw.size)
-    text = raw.data
-    if isinstance(text, bytes):
+    data = raw.data
+    if isinstance(data, bytes):
+        # bytes are parsed as they came (orjson checks their UTF-8): parsing them decoded, orjson encoded
+        # every text outside ASCII again, and a valid record is stored as these bytes anyway
         try:
-            text = text.decode("utf-8")
+            return _checked(raw.origin, data, orjson.loads(data))
+        except orjson.JSONDecodeError:
+            pass  # not UTF-8, not JSON, or JSON only the standard library reads: told apart below
+        try:
+            data = data.decode("utf-8")
         except UnicodeDecodeError as err:
-            return ParsedRecord(raw.origin, None, None, f"invalid UTF-8 at byte {err.start}", None, text)
+            return ParsedRecord(raw.origin, None, None, f"invalid UTF-8 at byte {err.start}", None, data)
     try:
-        record = jscompat.loads(text)
+        record = jscompat.loads(data)
     except ValueError as err:
-        return ParsedRecord(raw.origin, text, None, f"invalid JSON: {err}", None)
+        return ParsedRecord(raw.origin, data, None, f"invalid JSON: {err}", None)
+    return _checked(raw.origin, data, record)
+
+
+def _checked(origin: str, data: str | bytes, record: Any) -> ParsedRecord:
+    """The parsed record validated; a record that fails keeps its JSON as text for the quarantine."""
     day = _day_of(record)
     reason = validation_reason(record)
     if reason is not None:
-        return ParsedRecord(raw.origin, text, None, reason, day)
-    return ParsedRecord(raw.origin, text, record, None, day)
+        return ParsedRecord(
+            origin, data.decode("utf-8") if isinstance(data, bytes) else data, None, reason, day
+        )
+    return ParsedRecord(origin, data, record, None, day)
 
 
 def _day_of(record: Any) -> date | None:

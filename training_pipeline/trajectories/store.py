@@ -50,9 +50,9 @@ class StoreRows:
     def __init__(self) -> None:
         self._columns: dict[str, list[Any]] = {name: [] for name in SCHEMA.names}
 
-    def add(self, trajectory: dict[str, Any], origin: str, text: str | None = None) -> str:
-        """`text`: the trajectory's JSON as it came, when unchanged (stored as it is). Returns the JSON
-        stored."""
+    def add(self, trajectory: dict[str, Any], origin: str, text: str | bytes | None = None) -> str | bytes:
+        """`text`: the trajectory's JSON as it came (text, or UTF-8 bytes), when unchanged (stored as it
+        is). Returns the JSON stored."""
         columns = self._columns
         agent = trajectory.get("agentId")
         columns["trajectory_id"].append(trajectory["trajectoryId"])
@@ -60,7 +60,10 @@ class StoreRows:
         columns["start_time_ms"].append(float(trajectory["startTime"]))
         columns["llm_call_count"].append(sum(1 for _ in iter_llm_calls(trajectory)))
         columns["origin"].append(origin)
-        raw = text.rstrip("\r\n") if text is not None else jscompat.dumps(trajectory)
+        if text is None:
+            raw: str | bytes = jscompat.dumps(trajectory)
+        else:
+            raw = text.rstrip(b"\r\n") if isinstance(text, bytes) else text.rstrip("\r\n")
         columns["raw"].append(raw)
         return raw
 
@@ -97,9 +100,13 @@ def _numbers(values: list[float], kind: pa.DataType) -> pa.Array:
     return pa.Array.from_buffers(kind, len(values), [None, pa.py_buffer(data)])
 
 
-def _strings(values: list[str | None], kind: pa.DataType) -> pa.Array:
-    """A string column from its UTF-8 bytes, offsets and validity bitmap."""
-    encoded = [b"" if value is None else value.encode("utf-8") for value in values]
+def _strings(values: list[str | bytes | None], kind: pa.DataType) -> pa.Array:
+    """A string column from its UTF-8 bytes (values that are bytes already are), offsets and validity
+    bitmap."""
+    encoded = [
+        b"" if value is None else value if isinstance(value, bytes) else value.encode("utf-8")
+        for value in values
+    ]
     offsets = np.zeros(len(values) + 1, dtype=np.int64 if pa.types.is_large_string(kind) else np.int32)
     np.cumsum([len(value) for value in encoded], out=offsets[1:])
     missing = np.fromiter((value is None for value in values), dtype=bool, count=len(values))
@@ -133,7 +140,7 @@ class TrajectoryParquetWriter:
         self._thread = threading.Thread(target=self._drain, name=f"parquet:{path.name}", daemon=True)
         self._thread.start()
 
-    def add(self, trajectory: dict[str, Any], origin: str, text: str | None = None) -> None:
+    def add(self, trajectory: dict[str, Any], origin: str, text: str | bytes | None = None) -> None:
         self._rows.add(trajectory, origin, text)
         if len(self._rows) >= _BATCH_ROWS:
             self._flush()
