@@ -311,7 +311,7 @@ def test_a_repeated_long_prompt_is_redacted_and_counted_every_time_within_a_boun
         assert privacy._memo_chars <= privacy_filter._MEMO_BUDGET_CHARS
 
 
-def test_the_elizaos_profile_does_not_load_the_strict_rule_set(tmp_path: Path) -> None:
+def test_the_elizaos_profile_does_not_load_the_strict_rule_set() -> None:
     """Reading gitleaks' config and compiling its patterns was a fifth of the CLI's start: a build with
     `elizaos` redacts as before without them, and `strict` still loads them when asked."""
     import subprocess
