@@ -40,7 +40,7 @@ def gate_expression(pattern: str, joined: bool = False) -> bytes:
     """`pattern` (Python `re` syntax, as the rules write it) in Hyperscan's syntax, with every `{m,n}`
     outside a class widened to `{m,}`: a superset, and far cheaper to compile than a wide bounded repeat.
 
-    `joined`: for texts scanned joined by newlines (`RuleGate.any_candidate`), compiled multi-line:
+    `joined`: for texts scanned joined by newlines (`RuleGate.any_candidate_in_lines`), compiled multi-line:
     `\\A` and `\\Z` become `^` and `$`, which then match at each text's start and end."""
     out: list[str] = []
     for token in _TOKEN.finditer(pattern):
@@ -169,18 +169,18 @@ class RuleGate:
             return self._everything
         return self._scanner.matching(data)
 
-    def any_candidate(self, texts: Sequence[str]) -> bool:
-        """Whether any pattern may match any of `texts` (valid UTF-8 each), from one scan of them
-        joined by newlines: one call instead of one per text, which for short texts is most of the cost.
+    def candidates_in(self, data: bytes) -> set[int]:
+        """`candidates` of a text given as its UTF-8."""
+        return self._scanner.matching(data)
+
+    def any_candidate_in_lines(self, lines: bytes) -> bool:
+        """Whether any pattern may match any of some texts (valid UTF-8 each), given joined by newlines
+        as UTF-8: one scan instead of one per text, which for short texts is most of the cost.
 
         False only when `candidates` is empty for every one: a text's match is a match of the joined
         texts, as the separator is what a text's edge is to every construct (a non-word character for
         `\\b` and lookarounds; a line's end and start for `^` and `$`, the expressions compiled
         multi-line). Matches across a separator can only add to the answer."""
-        return self.any_candidate_in_lines("\n".join(texts).encode("utf-8"))
-
-    def any_candidate_in_lines(self, lines: bytes) -> bool:
-        """`any_candidate` for texts already joined by newlines, as UTF-8."""
         if self._joined is None:
             expressions = [gate_expression(p.pattern, joined=True) for p in self._patterns]
             flags = [
@@ -195,10 +195,18 @@ class RuleGate:
 
 class Scanner:
     """A compiled database (`_cached_database`) and a scratch space per thread (one scan at a time each).
-    Also what the export's case-insensitive word tests use (`datasets.tasks`)."""
+    Also what the export's case-insensitive word tests use (`datasets.tasks`), and the privacy filter's
+    test for the environment's secret values (`literal`, not `cached`)."""
 
-    def __init__(self, expressions: list[bytes], flags: list[int]) -> None:
-        self._database = _cached_database(expressions, flags)
+    def __init__(
+        self, expressions: list[bytes], flags: list[int], literal: bool = False, cached: bool = True
+    ) -> None:
+        """`literal`: the expressions are bytes to find as they are (Hyperscan's literal compiler).
+        `cached`: False for expressions that must never reach a file (secret values): compiled in
+        memory, as a few literals compile in a millisecond."""
+        self._database = (
+            _cached_database(expressions, flags) if cached else _compiled(expressions, flags, literal)
+        )
         self._local = threading.local()
 
     def matching(self, data: bytes) -> set[int]:
@@ -217,13 +225,18 @@ def _cached_database(expressions: list[bytes], flags: list[int]) -> hyperscan.Da
     path = cache / f"gate-{key}.hsdb"
     with contextlib.suppress(OSError, hyperscan.error):
         return hyperscan.loadb(path.read_bytes(), mode=hyperscan.HS_MODE_BLOCK)
-    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-    database.compile(expressions=expressions, ids=list(range(len(expressions))), flags=flags)
+    database = _compiled(expressions, flags)
     with contextlib.suppress(OSError):
         from training_pipeline.atomic import atomic_open
 
         with atomic_open(path, "wb") as handle:
             handle.write(hyperscan.dumpb(database))
+    return database
+
+
+def _compiled(expressions: list[bytes], flags: list[int], literal: bool = False) -> hyperscan.Database:
+    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    database.compile(expressions=expressions, ids=list(range(len(expressions))), flags=flags, literal=literal)
     return database
 
 

@@ -156,18 +156,17 @@ class RuleSet:
     def rules(self) -> tuple[CredentialRule, ...]:
         return self._build()
 
-    def applicable(self, text: str) -> list[CredentialRule]:
+    def applicable(self, text: str, data: bytes | None = None) -> list[CredentialRule]:
+        """The rules `text` could trigger; `data`: its UTF-8, when the caller has it."""
         if len(text) < MIN_SECRET_LENGTH:
             return []
-        found = self._the_gate().candidates(text)
+        gate = self._the_gate()
+        found = gate.candidates(text) if data is None else gate.candidates_in(data)
         return [self.rules[index] for index in sorted(found)] if found else []
 
-    def any_candidate(self, texts: list[str]) -> bool:
-        """Whether `applicable` could name a rule for any of `texts` (valid UTF-8 each), in one scan."""
-        return self._the_gate().any_candidate(texts)
-
     def any_candidate_in_lines(self, lines: bytes) -> bool:
-        """`any_candidate` for texts already joined by newlines, as UTF-8."""
+        """Whether `applicable` could name a rule for any of some texts (valid UTF-8 each), given
+        joined by newlines as UTF-8, in one scan."""
         return self._the_gate().any_candidate_in_lines(lines)
 
     def _the_gate(self) -> RuleGate:
