@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -14,10 +15,11 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tests.helpers import REPO
+from training_pipeline.privacy import gitleaks
 from training_pipeline.privacy.filter import PrivacyFilter
 from training_pipeline.privacy.gitleaks import RULES_FILE, _literal_head, load_rules, refresh, to_python
-from training_pipeline.privacy.rule import CredentialRule, boundary_free, literal_free
-from training_pipeline.privacy.rules import strict_rules
+from training_pipeline.privacy.rule import CredentialRule, LazyPattern, boundary_free, literal_free
+from training_pipeline.privacy.rules import RuleSet, strict_rules
 
 CORPUS = REPO / "bench" / "data" / "credential_corpus.jsonl"
 
@@ -95,6 +97,47 @@ def test_refresh_takes_only_a_rule_set_that_compiles(tmp_path: Path) -> None:
         refresh(str(broken), target)
     assert target.read_text() == RULES_FILE.read_text()
     assert refresh(str(RULES_FILE), target) == len(load_rules())
+
+
+@pytest.mark.parametrize("pattern", ["ab", "(?i)ab", "(?i)(?s)a.b", "(?x) a b", "a(?i:b)", "(?a)ab"])
+@pytest.mark.parametrize("flags", [0, re.ASCII, re.IGNORECASE])
+def test_a_lazy_patterns_flags_are_those_it_compiles_with(pattern: str, flags: int) -> None:
+    lazy = LazyPattern(pattern, flags)
+    assert lazy.flags == re.compile(pattern, flags).flags == lazy.compiled().flags
+
+
+def test_gitleaks_patterns_are_compiled_only_for_the_rules_the_gate_names() -> None:
+    """Compiling all of them was 40 ms of every filtering process's start: building the rule set and
+    its gate compiles none, redacting a credential compiles its own rule's, and each one compiles with
+    the flags read off it."""
+    rules = load_rules()
+    gate = RuleSet(lambda: rules)
+    gate.applicable("nothing to see here, " * 20)
+    assert not [rule.label for rule in rules if rule.pattern._compiled is not None]
+    for rule in gate.applicable("token glpat-Q7xk2Lp9Rw4Tz8Nv3Mb6 in prose"):
+        rule.redact("token glpat-Q7xk2Lp9Rw4Tz8Nv3Mb6 in prose")
+    assert [rule.label for rule in rules if rule.pattern._compiled is not None] == ["gitlab-pat"]
+    for rule in rules:
+        assert (
+            rule.pattern.flags
+            == rule.pattern.compiled().flags
+            == re.compile(rule.pattern.pattern, re.ASCII).flags
+        )
+
+
+def test_the_vendored_config_is_parsed_once_per_machine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kept as JSON in the cache folder under the file's digest: read from there by every later
+    process, parsed again when the kept copy is unreadable."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    parsed = tomllib.loads(RULES_FILE.read_text(encoding="utf-8"))
+    assert gitleaks._vendored() == parsed
+    [kept] = tmp_path.rglob("gitleaks-*.json")
+    kept.write_text(json.dumps({**parsed, "title": "from the cache"}))
+    assert gitleaks._vendored()["title"] == "from the cache"
+    kept.write_text("{not json")
+    assert gitleaks._vendored() == parsed
 
 
 def _parsed_head(pattern: re.Pattern[str]) -> str:
