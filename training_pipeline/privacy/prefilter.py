@@ -204,9 +204,8 @@ class Scanner:
         """`literal`: the expressions are bytes to find as they are (Hyperscan's literal compiler).
         `cached`: False for expressions that must never reach a file (secret values): compiled in
         memory, as a few literals compile in a millisecond."""
-        self._database = (
-            _cached_database(expressions, flags) if cached else _compiled(expressions, flags, literal)
-        )
+        build = _cached_database if cached else _compiled
+        self._database = build(expressions, flags, literal)
         self._local = threading.local()
 
     def matching(self, data: bytes) -> set[int]:
@@ -219,13 +218,14 @@ class Scanner:
         return found
 
 
-def _cached_database(expressions: list[bytes], flags: list[int]) -> hyperscan.Database:
-    key = hashlib.sha256(repr((hyperscan.__version__, expressions, flags)).encode()).hexdigest()[:32]
+def _cached_database(expressions: list[bytes], flags: list[int], literal: bool = False) -> hyperscan.Database:
+    compiled = (hyperscan.__version__, expressions, flags, *(("literal",) if literal else ()))
+    key = hashlib.sha256(repr(compiled).encode()).hexdigest()[:32]
     cache = cache_dir()
     path = cache / f"gate-{key}.hsdb"
     with contextlib.suppress(OSError, hyperscan.error):
         return hyperscan.loadb(path.read_bytes(), mode=hyperscan.HS_MODE_BLOCK)
-    database = _compiled(expressions, flags)
+    database = _compiled(expressions, flags, literal)
     with contextlib.suppress(OSError):
         from training_pipeline.atomic import atomic_open
 

@@ -119,8 +119,9 @@ def strict_rules() -> tuple[CredentialRule, ...]:
     every family of gitleaks' maintained rule set, then any value whose key names a secret. The first
     rule to match a credential names it.
 
-    Built on first use: reading gitleaks' config and compiling its few hundred patterns is a tenth of a
-    second, which a process that filters with `elizaos` (or not at all) does not pay."""
+    Built on first use: reading gitleaks' config and translating its few hundred patterns (each
+    compiled when the gate first names its rule, `rule.LazyPattern`) is still tens of milliseconds,
+    which a process that filters with `elizaos` (or not at all) does not pay."""
     from training_pipeline.privacy import gitleaks
     from training_pipeline.privacy.keyed import KEYED_SECRET
 
