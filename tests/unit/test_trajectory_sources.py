@@ -223,24 +223,31 @@ def test_task_runs_write_trajectories_the_database_source_reads_back(
 
 
 def test_stored_rows_make_the_batch_arrow_itself_would() -> None:
-    """Batches are built from buffers (Arrow's own conversion imports pandas): the same batch."""
+    """A worker builds the rows' buffers without Arrow, and the batch over them is the one Arrow's own
+    conversion makes (which imports pandas), a missing value and characters outside ASCII included."""
     import pyarrow as pa
 
-    from training_pipeline.trajectories.store import SCHEMA, StoreRows
+    from training_pipeline.trajectories.rows import StoreRows
+    from training_pipeline.trajectories.store import SCHEMA, batch_of
 
     rows = StoreRows()
     rows.add(
         {"trajectoryId": "t-é", "agentId": "a", "startTime": 1.5e12, "steps": []}, "f:1", '{"x":"é🤖"}\n'
     )
     rows.add({"trajectoryId": "t2", "agentId": 7, "startTime": 2, "steps": [{"llmCalls": [{}, {}]}]}, "f:2")
+    for index in range(3, 20):  # past a byte of the validity bitmap, missing agents here and there
+        agent = None if index % 3 else f"a{index}"
+        rows.add({"trajectoryId": f"t{index}", "agentId": agent, "startTime": index}, f"f:{index}", b"{}\n")
     columns = {name: list(values) for name, values in rows._columns.items()}
-    batch = rows.take()
+    taken = rows.take()
+    assert taken.llm_calls == 2
+    batch = batch_of(taken)
     batch.validate(full=True)
     assert batch.equals(pa.RecordBatch.from_pydict(columns, schema=SCHEMA))
-    assert batch.column("agent_id").to_pylist() == ["a", None] and batch.column(
-        "llm_call_count"
-    ).to_pylist() == [0, 2]
-    assert rows.take().num_rows == 0 and len(rows) == 0
+    assert batch.column("agent_id").to_pylist()[:4] == ["a", None, "a3", None]
+    assert batch.column("llm_call_count").to_pylist()[:3] == [0, 2, 0]
+    assert batch.column("raw")[2].as_py() == "{}"
+    assert batch_of(rows.take()).num_rows == 0 and len(rows) == 0
 
 
 def test_a_stored_days_profile_counts_agents_calls_and_times(tmp_path: Path) -> None:

@@ -303,13 +303,15 @@ def test_the_pool_starts_from_a_script_without_a_main_guard(tmp_path: Path) -> N
 
 def test_the_pools_fork_server_imports_what_workers_use_and_no_more() -> None:
     """Every day's pool starts a fork server that imports the pass's modules before any worker can
-    work: Parquet and Arrow's compute functions (the step's process writes the files) and gitleaks'
-    rules (built by the first share that needs them) would add a fifth to that wait."""
+    work: Arrow and numpy (the step's process makes the Arrow batches and writes the files; a worker
+    sends the rows' buffers) and gitleaks' rules (built by the first share that needs them) would add a
+    third to that wait."""
     from training_pipeline.datasets.export import DailyExamples
+    from training_pipeline.intake.share import ingest_in_worker
 
-    modules = [ingest._ingest_in_worker.__module__, DailyExamples.__module__, *DailyExamples.preload]
+    modules = [ingest_in_worker.__module__, DailyExamples.__module__, *DailyExamples.preload]
     code = f"import sys\nfor name in {modules!r}: __import__(name)\n" + (
-        "print(sorted(m for m in ('pyarrow.parquet', 'pyarrow.compute', 'training_pipeline.privacy.gitleaks')"
+        "print(sorted(m for m in ('pyarrow', 'numpy', 'training_pipeline.privacy.gitleaks')"
         " if m in sys.modules))"
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)

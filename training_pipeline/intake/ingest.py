@@ -9,18 +9,17 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
-
-import pyarrow as pa
+from typing import Any
 
 from training_pipeline import jscompat
 from training_pipeline.atomic import atomic_copy, atomic_write_text
 from training_pipeline.intake.filtered import FilteredDay, report_of, stage
 from training_pipeline.intake.quarantine import QuarantineWriter
-from training_pipeline.privacy.filter import FilterStats, PrivacyFilter, start_worker_filter, worker_filter
-from training_pipeline.trajectories.files import Unparsed, UnparsedSpan, with_spans_read
+from training_pipeline.intake.share import Derive, NoDerive, Share, ingest_in_worker, ingest_share
+from training_pipeline.privacy.filter import FilterStats, PrivacyFilter, start_worker_filter
+from training_pipeline.trajectories.files import Unparsed, UnparsedSpan
 from training_pipeline.trajectories.records import ParsedRecord
-from training_pipeline.trajectories.store import StoreRows, TrajectoryParquetWriter, rows_of
+from training_pipeline.trajectories.store import TrajectoryParquetWriter, batch_of, rows_of
 from training_pipeline.workers import ordered_map
 
 
@@ -51,39 +50,6 @@ def manifest_path(parquet: Path) -> Path:
     return parquet.with_suffix(".manifest.json")
 
 
-class Derive(Protocol):
-    """What is made of each trajectory the filter keeps, where it is filtered (of a module-level class,
-    so it reaches the pool's workers), and of a share's in all: the datasets' examples
-    (`datasets.export.DailyExamples`)."""
-
-    #: modules the pool's fork server imports for what the workers make
-    preload: tuple[str, ...]
-
-    def __call__(self, trajectory: dict[str, Any]) -> Any: ...
-
-    def gather(self, made: list[Any]) -> Any:
-        """What crosses back from the share (handed to `each_derived` once per share)."""
-        ...
-
-
-@dataclass(frozen=True)
-class _Nothing:
-    """A `Derive` that makes nothing: the fused pass stores and filters only."""
-
-    preload: ClassVar[tuple[str, ...]] = ()
-
-    def __call__(self, trajectory: dict[str, Any]) -> None:
-        return None
-
-    def gather(self, made: list[Any]) -> None:
-        return None
-
-
-#: a share of a day for the pool: the fused pass's `Derive` (None: store only), and its records: valid
-#: ones as (origin, JSON text) (the text crosses processes far cheaper than the parsed trajectory), or
-#: records read and not parsed yet, which the worker parses (and checks the day of), or a span of a file
-#: that the worker reads too
-_Share = tuple[Derive | None, list[tuple[str, str | bytes] | Unparsed | UnparsedSpan]]
 _SHARE_CHARS = 1 << 20
 _SHARE_RECORDS = 1024
 #: a pass over fewer bytes of files than this runs in the calling process: starting the pool's fork
@@ -92,70 +58,6 @@ _SHARE_RECORDS = 1024
 #: 2,000 trajectories (20 MB) 1.6 s on the pool against 1.2 s without; even at 40-60 MB; 0.8 s
 #: faster on the pool at 100 MB.
 POOL_FROM_BYTES = 32 << 20
-
-
-@dataclass
-class _Ingested:
-    """What a share became: its stored rows, the filtered day's rows and the examples, in input order."""
-
-    stored: pa.RecordBatch
-    #: the filtered day's rows, or None when each is its stored row unchanged (the filter anonymised
-    #: nothing): then `kept` says which stored rows they are, and the rows cross processes once
-    filtered: pa.RecordBatch | None
-    kept: list[int]
-    #: what `Derive.gather` made of the share's kept trajectories
-    derived: Any
-    stats: FilterStats
-    #: records of the share's unparsed ones that belong to the day, and those of them that failed
-    records: int
-    quarantined: list[ParsedRecord]
-
-
-def _ingest_share(privacy: PrivacyFilter | None, share: _Share) -> _Ingested:
-    derive, items = share
-    if privacy is not None:
-        privacy.stats = FilterStats()  # this share's counts only; the caller merges them
-    stored, filtered, derived = StoreRows(), StoreRows(), []
-    records, quarantined, kept, anonymised = 0, [], [], False
-    for item in with_spans_read(items):
-        if isinstance(item, Unparsed):
-            parsed = item.parse()
-            if parsed is None:
-                continue  # another day's
-            records += 1
-            if parsed.trajectory is None:
-                quarantined.append(parsed)
-                continue
-            origin, text, trajectory = parsed.origin, parsed.text, parsed.trajectory
-        else:
-            origin, text = item
-            trajectory = jscompat.loads(text)
-        if privacy is not None and privacy.redact_credentials(trajectory):
-            text = None  # stored as re-serialised, not as it came
-        raw = stored.add(trajectory, origin, text)
-        if derive is None:
-            continue
-        before = privacy.stats.anonymization_count  # type: ignore[union-attr]
-        if privacy.apply(trajectory, origin, redacted=True):  # type: ignore[union-attr]
-            unchanged = privacy.stats.anonymization_count == before  # type: ignore[union-attr]
-            anonymised |= not unchanged
-            kept.append(len(stored) - 1)
-            filtered.add(trajectory, origin, raw if unchanged else None)
-            derived.append(derive(trajectory))
-    stats = privacy.stats if privacy is not None else FilterStats()
-    return _Ingested(
-        stored.take(),
-        filtered.take() if anonymised else None,
-        kept,
-        derive.gather(derived) if derive is not None else None,
-        stats,
-        records,
-        quarantined,
-    )
-
-
-def _ingest_in_worker(share: _Share) -> _Ingested:
-    return _ingest_share(worker_filter(), share)
 
 
 def ingest_records(
@@ -202,10 +104,10 @@ def ingest_records(
         )
         small, records = _small(records)
         results = ordered_map(
-            _shares(records, bad, counted, (derive or _Nothing()) if fused else None),
-            lambda share: _ingest_share(privacy, share),
+            _shares(records, bad, counted, (derive or NoDerive()) if fused else None),
+            lambda share: ingest_share(privacy, share),
             workers if privacy is not None and not small else 1,
-            _ingest_in_worker,
+            ingest_in_worker,
             start_worker_filter,
             privacy.recipe() if privacy is not None else (),
             start_method="forkserver",
@@ -215,10 +117,11 @@ def ingest_records(
             counted[0] += done.records
             for parsed in done.quarantined:
                 bad.add(parsed)
-            store.add_batch(done.stored)
+            stored = batch_of(done.stored)
+            store.add_batch(stored)
             if staged is not None:
                 staged.add_batch(
-                    done.filtered if done.filtered is not None else rows_of(done.stored, done.kept)
+                    batch_of(done.filtered) if done.filtered is not None else rows_of(stored, done.kept)
                 )
             if each_derived is not None:
                 each_derived(done.derived)
@@ -260,7 +163,7 @@ def _shares(
     bad: QuarantineWriter,
     counted: list[int],
     derive: Derive | None,
-) -> Iterator[_Share]:
+) -> Iterator[Share]:
     """The records in shares of about `_SHARE_CHARS`: spans of files (a span of a large file fills a
     share; a task run's file of one trajectory is one span among many), unparsed records as they are,
     parsed ones if valid (the others quarantined as they come by)."""

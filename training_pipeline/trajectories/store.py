@@ -4,8 +4,8 @@ A few columns are typed for querying (id, agent, start time, call count, origin)
 is kept whole as JSON text in `raw`, because its shape is open-ended (unknown fields are kept) and the
 next stage needs it exactly as it was.
 
-`pyarrow.parquet` and `pyarrow.compute` are imported where files are written and read: a worker of the
-pool builds rows (`StoreRows`) and never a file, and its fork server starts 0.08 s sooner without them.
+A worker of the pool builds a share's rows without Arrow (`rows.StoreRows`); `pyarrow.parquet` and
+`pyarrow.compute` are imported where files are written and read.
 """
 
 from __future__ import annotations
@@ -13,106 +13,43 @@ from __future__ import annotations
 import os
 import queue
 import threading
+from array import array
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
 from training_pipeline import jscompat
 from training_pipeline.atomic import TempFile, publish
-from training_pipeline.trajectories.models import iter_llm_calls
+from training_pipeline.trajectories.rows import COLUMNS, Rows, StoreRows
 
-SCHEMA = pa.schema(
-    [
-        ("trajectory_id", pa.string()),
-        ("agent_id", pa.string()),
-        ("start_time_ms", pa.float64()),
-        ("llm_call_count", pa.int32()),
-        ("origin", pa.string()),
-        ("raw", pa.large_string()),
-    ]
-)
+SCHEMA = pa.schema([(name, getattr(pa, kind)()) for name, kind in COLUMNS])
 _BATCH_ROWS = 1024
 #: the columns a reader filters on get dictionaries and min/max statistics; `raw` (kilobytes of JSON per
 #: row, all distinct) gets neither: building them was a sixth of the writer's time, for no use
 _QUERIED = [name for name in SCHEMA.names if name != "raw"]
 
 
-class StoreRows:
-    """Stored trajectories' columns, gathered row by row and taken as one Arrow batch. A worker of the
-    pool fills one per share, so the parent only writes the batch (a batch crosses processes as Arrow
-    buffers, far cheaper than rows)."""
-
-    def __init__(self) -> None:
-        self._columns: dict[str, list[Any]] = {name: [] for name in SCHEMA.names}
-
-    def add(self, trajectory: dict[str, Any], origin: str, text: str | bytes | None = None) -> str | bytes:
-        """`text`: the trajectory's JSON as it came (text, or UTF-8 bytes), when unchanged (stored as it
-        is). Returns the JSON stored."""
-        columns = self._columns
-        agent = trajectory.get("agentId")
-        columns["trajectory_id"].append(trajectory["trajectoryId"])
-        columns["agent_id"].append(agent if isinstance(agent, str) else None)
-        columns["start_time_ms"].append(float(trajectory["startTime"]))
-        columns["llm_call_count"].append(sum(1 for _ in iter_llm_calls(trajectory)))
-        columns["origin"].append(origin)
-        if text is None:
-            raw: str | bytes = jscompat.dumps(trajectory)
-        else:
-            raw = text.rstrip(b"\r\n") if isinstance(text, bytes) else text.rstrip("\r\n")
-        columns["raw"].append(raw)
-        return raw
-
-    def __len__(self) -> int:
-        return len(self._columns["raw"])
-
-    def take(self) -> pa.RecordBatch:
-        """The rows so far as a batch; the buffer starts again empty.
-
-        Arrays are assembled from their buffers: Arrow's conversion of Python lists imports pandas
-        (half a second and 40 MB in every process that builds a batch)."""
-        columns, self._columns = self._columns, {name: [] for name in SCHEMA.names}
-        arrays = [
-            _numbers(columns[field.name], field.type)
-            if field.type in _NUMBERS
-            else _strings(columns[field.name], field.type)
-            for field in SCHEMA
-        ]
-        return pa.RecordBatch.from_arrays(arrays, schema=SCHEMA)
+def batch_of(rows: Rows) -> pa.RecordBatch:
+    """`rows` as an Arrow batch, its arrays over the rows' buffers (not copied). Arrays are assembled
+    from their buffers: Arrow's conversion of Python lists imports pandas (half a second and 40 MB in
+    every process that builds a batch)."""
+    arrays = []
+    for field in SCHEMA:
+        buffers, missing = rows.buffers[field.name]
+        wrapped = [None if buffer is None else pa.py_buffer(buffer) for buffer in buffers]
+        arrays.append(pa.Array.from_buffers(field.type, rows.count, wrapped, null_count=missing))
+    return pa.RecordBatch.from_arrays(arrays, schema=SCHEMA)
 
 
 def rows_of(batch: pa.RecordBatch, indices: list[int]) -> pa.RecordBatch:
     """The rows of `batch` at `indices`, in that order (the index array built from its buffer: Arrow's
-    conversion of a list or an ndarray imports pandas)."""
-    return batch.take(_numbers(indices, pa.int64()))
-
-
-#: the numeric columns' types, as numpy's
-_NUMBERS = {pa.float64(): np.float64, pa.int32(): np.int32, pa.int64(): np.int64}
-
-
-def _numbers(values: list[float], kind: pa.DataType) -> pa.Array:
-    data = np.asarray(values, dtype=_NUMBERS[kind])
-    return pa.Array.from_buffers(kind, len(values), [None, pa.py_buffer(data)])
-
-
-def _strings(values: list[str | bytes | None], kind: pa.DataType) -> pa.Array:
-    """A string column from its UTF-8 bytes (values that are bytes already are), offsets and validity
-    bitmap."""
-    encoded = [
-        b"" if value is None else value if isinstance(value, bytes) else value.encode("utf-8")
-        for value in values
-    ]
-    offsets = np.zeros(len(values) + 1, dtype=np.int64 if pa.types.is_large_string(kind) else np.int32)
-    np.cumsum([len(value) for value in encoded], out=offsets[1:])
-    missing = np.fromiter((value is None for value in values), dtype=bool, count=len(values))
-    validity = pa.py_buffer(np.packbits(~missing, bitorder="little")) if missing.any() else None
-    buffers = [validity, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
-    return pa.Array.from_buffers(kind, len(values), buffers, null_count=int(missing.sum()))
+    conversion of a list imports pandas)."""
+    positions = pa.Array.from_buffers(pa.int64(), len(indices), [None, pa.py_buffer(array("q", indices))])
+    return batch.take(positions)
 
 
 class TrajectoryParquetWriter:
@@ -146,14 +83,15 @@ class TrajectoryParquetWriter:
             self._flush()
 
     def add_batch(self, batch: pa.RecordBatch) -> None:
-        """Rows a `StoreRows` gathered, maybe in another process; written after the rows added before."""
+        """Rows gathered elsewhere (`batch_of` the rows a worker made); written after the rows added
+        before."""
         self._flush()
         if batch.num_rows:
             self._write(batch)
 
     def _flush(self) -> None:
         if len(self._rows):
-            self._write(self._rows.take())
+            self._write(batch_of(self._rows.take()))
 
     def _write(self, batch: pa.RecordBatch) -> None:
         import pyarrow.compute as pc

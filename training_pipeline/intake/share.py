@@ -1,0 +1,117 @@
+"""What a share of a day becomes on a worker of the pool: parsed, redacted, its stored rows, filtered,
+and what is derived of each trajectory kept (the datasets' examples).
+
+This module is what the pool's fork server imports before any worker can work, so it imports neither
+Arrow nor the files' writers: the rows go back as buffers (`trajectories.rows`) and the step's process
+writes them (`intake.ingest`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol
+
+from training_pipeline import jscompat
+from training_pipeline.privacy.filter import FilterStats, PrivacyFilter, worker_filter
+from training_pipeline.trajectories.files import Unparsed, UnparsedSpan, with_spans_read
+from training_pipeline.trajectories.records import ParsedRecord
+from training_pipeline.trajectories.rows import Rows, StoreRows
+
+
+class Derive(Protocol):
+    """What is made of each trajectory the filter keeps, where it is filtered (of a module-level class,
+    so it reaches the pool's workers), and of a share's in all: the datasets' examples
+    (`datasets.export.DailyExamples`)."""
+
+    #: modules the pool's fork server imports for what the workers make
+    preload: tuple[str, ...]
+
+    def __call__(self, trajectory: dict[str, Any]) -> Any: ...
+
+    def gather(self, made: list[Any]) -> Any:
+        """What crosses back from the share (handed to `each_derived` once per share)."""
+        ...
+
+
+@dataclass(frozen=True)
+class NoDerive:
+    """A `Derive` that makes nothing: the fused pass stores and filters only."""
+
+    preload: ClassVar[tuple[str, ...]] = ()
+
+    def __call__(self, trajectory: dict[str, Any]) -> None:
+        return None
+
+    def gather(self, made: list[Any]) -> None:
+        return None
+
+
+#: a share of a day for the pool: the fused pass's `Derive` (None: store only), and its records: valid
+#: ones as (origin, JSON text) (the text crosses processes far cheaper than the parsed trajectory), or
+#: records read and not parsed yet, which the worker parses (and checks the day of), or a span of a file
+#: that the worker reads too
+Share = tuple[Derive | None, list[tuple[str, str | bytes] | Unparsed | UnparsedSpan]]
+
+
+@dataclass
+class Ingested:
+    """What a share became: its stored rows, the filtered day's rows and the examples, in input order."""
+
+    stored: Rows
+    #: the filtered day's rows, or None when each is its stored row unchanged (the filter anonymised
+    #: nothing): then `kept` says which stored rows they are, and the rows cross processes once
+    filtered: Rows | None
+    kept: list[int]
+    #: what `Derive.gather` made of the share's kept trajectories
+    derived: Any
+    stats: FilterStats
+    #: records of the share's unparsed ones that belong to the day, and those of them that failed
+    records: int
+    quarantined: list[ParsedRecord]
+
+
+def ingest_share(privacy: PrivacyFilter | None, share: Share) -> Ingested:
+    derive, items = share
+    if privacy is not None:
+        privacy.stats = FilterStats()  # this share's counts only; the caller merges them
+    stored, filtered, derived = StoreRows(), StoreRows(), []
+    records, quarantined, kept, anonymised = 0, [], [], False
+    for item in with_spans_read(items):
+        if isinstance(item, Unparsed):
+            parsed = item.parse()
+            if parsed is None:
+                continue  # another day's
+            records += 1
+            if parsed.trajectory is None:
+                quarantined.append(parsed)
+                continue
+            origin, text, trajectory = parsed.origin, parsed.text, parsed.trajectory
+        else:
+            origin, text = item
+            trajectory = jscompat.loads(text)
+        if privacy is not None and privacy.redact_credentials(trajectory):
+            text = None  # stored as re-serialised, not as it came
+        raw = stored.add(trajectory, origin, text)
+        if derive is None:
+            continue
+        before = privacy.stats.anonymization_count  # type: ignore[union-attr]
+        if privacy.apply(trajectory, origin, redacted=True):  # type: ignore[union-attr]
+            unchanged = privacy.stats.anonymization_count == before  # type: ignore[union-attr]
+            anonymised |= not unchanged
+            kept.append(len(stored) - 1)
+            filtered.add(trajectory, origin, raw if unchanged else None)
+            derived.append(derive(trajectory))
+    stats = privacy.stats if privacy is not None else FilterStats()
+    return Ingested(
+        stored.take(),
+        filtered.take() if anonymised else None,
+        kept,
+        derive.gather(derived) if derive is not None else None,
+        stats,
+        records,
+        quarantined,
+    )
+
+
+def ingest_in_worker(share: Share) -> Ingested:
+    return ingest_share(worker_filter(), share)
