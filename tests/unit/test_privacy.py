@@ -78,7 +78,7 @@ def test_strict_redacts_each_family_with_its_label_and_the_scanner_agrees(label:
     out = privacy.redact(text)
     assert f"<REDACTED:{label}>" in out
     assert privacy.stats.redactions[label] >= 1
-    assert SecretScanner().find(out) == []
+    assert SecretScanner().find(out) == ()
 
 
 def test_the_scanner_is_independent_it_catches_what_the_elizaos_rules_miss() -> None:
@@ -290,7 +290,7 @@ def test_a_secret_value_that_is_not_utf8_is_redacted_and_fingerprinted() -> None
     assert secret not in privacy.redact(f"x {secret} y")
     assert privacy.fingerprint() != PrivacyFilter("strict").fingerprint()
     scanner = SecretScanner((secret,))
-    assert scanner.find(f"x {secret} y") == [("Environment secret", secret)]
+    assert scanner.find(f"x {secret} y") == (("Environment secret", secret),)
     assert scanner.fingerprint() != SecretScanner().fingerprint()
 
 

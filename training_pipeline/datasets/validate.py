@@ -53,9 +53,10 @@ def inspect_record(record: object, scanner: SecretScanner) -> LineInspection:
     messages = record.get("messages") if isinstance(record, dict) else None
     texts, hits = 0, []
     for message in messages if isinstance(messages, list) else ():
-        if isinstance(message, dict) and isinstance(message.get("content"), str):
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str):
             texts += 1
-            found = scanner.find(message["content"])
+            found = scanner.find(content)
             if found:
                 hits.append((str(message.get("role")), tuple(kind for kind, _ in found)))
     return texts, _record_problem(record), tuple(hits)
@@ -205,8 +206,13 @@ def inspect_dataset_files(
     return [(inspected[i], i in recorded) for i in range(len(paths))]
 
 
+_RECORD_KEYS = frozenset(("messages",))
+_MESSAGE_KEYS = frozenset(("role", "content"))
+
+
 def _record_problem(record: object) -> str | None:
-    if not isinstance(record, dict) or set(record) != {"messages"}:
+    # key views compared with sets, no set built: this runs for every line of every day's datasets
+    if not isinstance(record, dict) or record.keys() != _RECORD_KEYS:
         return 'expected an object with exactly the key "messages"'
     messages = record["messages"]
     if (
@@ -215,7 +221,7 @@ def _record_problem(record: object) -> str | None:
     ):
         return f"messages must have the roles {EXPECTED_ROLES} in that order"
     for message in messages:
-        if set(message) != {"role", "content"} or not isinstance(message["content"], str):
+        if message.keys() != _MESSAGE_KEYS or not isinstance(message["content"], str):
             return "each message needs exactly a role and a string content"
     return None
 

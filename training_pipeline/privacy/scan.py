@@ -109,9 +109,10 @@ class SecretScanner:
             digest.update(b"\2" + hashlib.sha256(secret.encode("utf-8", "surrogatepass")).digest())
         return digest.hexdigest()
 
-    def find(self, text: str) -> list[tuple[str, str]]:
-        """(secret type, matched value) pairs in `text`, line by line as detect-secrets scans."""
-        return list(self._text(text))
+    def find(self, text: str) -> tuple[tuple[str, str], ...]:
+        """(secret type, matched value) pairs in `text`, line by line as detect-secrets scans (the
+        remembered tuple itself, not a copy: every message of a day's datasets comes here)."""
+        return self._text(text)
 
     def _scan_text(self, text: str) -> tuple[tuple[str, str], ...]:
         found: list[tuple[str, str]] = []
