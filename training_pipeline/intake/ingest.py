@@ -112,7 +112,10 @@ def ingest_records(
             start_worker_filter,
             privacy.recipe() if privacy is not None else (),
             start_method="forkserver",
-            preload=[derive.__module__, *derive.preload] if derive is not None else [],
+            preload=[
+                *(privacy.preload if privacy is not None else ()),
+                *((derive.__module__, *derive.preload) if derive is not None else ()),
+            ],
         )
         for done in results:
             counted[0] += done.records

@@ -152,6 +152,11 @@ class PrivacyFilter:
         """What a worker process needs to build the same filter (`start_worker_filter`)."""
         return self.profile, self.directory, self.env_secrets
 
+    @property
+    def preload(self) -> tuple[str, ...]:
+        """What a pool's fork server imports so that its workers start with this filter's rules built."""
+        return ("training_pipeline.privacy.warm_strict",) if self.profile == "strict" else ()
+
     def fingerprint(self) -> str:
         """What this filter does to a trajectory, as a digest: the profile, its rules, the entity
         directory and the secret values. Two filters with one fingerprint give the same output, so a

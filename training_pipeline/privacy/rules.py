@@ -175,6 +175,10 @@ class RuleSet:
             self._gate = RuleGate([rule.gate() for rule in self.rules])
         return self._gate
 
+    def build(self) -> None:
+        """The rules and both gates built now, not on first use (`warm_strict`)."""
+        self._the_gate().any_candidate_in_lines(b"")
+
 
 PROFILES: dict[str, RuleSet] = {"elizaos": RuleSet(lambda: ELIZAOS_RULES), "strict": RuleSet(strict_rules)}
 

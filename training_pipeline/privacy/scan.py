@@ -33,12 +33,8 @@ _NOT_CREDENTIALS = {"Base64HighEntropyString", "HexHighEntropyString", "KeywordD
 # detect-secrets is imported where a scanner is made, not with this module: it brings `requests` along
 # (a tenth of a second), and the build and the code location import this module without scanning.
 #: what a fork server should import for workers that make scanners (`workers.ordered_map`'s `preload`),
-#: or each of them imports it
-SCANNER_MODULES = (
-    "detect_secrets.core.plugins.util",
-    "detect_secrets.settings",
-    "detect_secrets.plugins.base",
-)
+#: or each of them imports it: detect-secrets with its plugin classes
+SCANNER_MODULES = ("detect_secrets.settings", "training_pipeline.privacy.warm_scanner")
 
 
 def _plugins() -> list[BasePlugin]:
