@@ -3,7 +3,7 @@
 A worker of the pool builds a share's rows and the step's process writes them (`store.batch_of` wraps
 the buffers as Arrow arrays without copying them). The buffers are made with the standard library:
 importing Arrow and numpy was a third of the pool's fork server start (0.14-0.18 s of 0.45-0.6 s before
-any worker could work), and 30 MB of every worker.
+any worker could work), and 20 MB of every worker.
 """
 
 from __future__ import annotations
@@ -38,8 +38,6 @@ class Rows:
 
     count: int
     buffers: dict[str, tuple[list[bytes | None], int]]
-    #: LLM calls in all the rows (what the writer's manifest adds up)
-    llm_calls: int
 
 
 class StoreRows:
@@ -77,7 +75,7 @@ class StoreRows:
             name: _strings(columns[name], kind) if kind.endswith("string") else _numbers(columns[name], kind)
             for name, kind in COLUMNS
         }
-        return Rows(len(columns["raw"]), buffers, sum(columns["llm_call_count"]))
+        return Rows(len(columns["raw"]), buffers)
 
 
 def _numbers(values: list[float], kind: Kind) -> tuple[list[bytes | None], int]:
