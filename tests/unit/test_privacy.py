@@ -138,6 +138,28 @@ def test_environment_secret_values_are_redacted_by_value() -> None:
     assert secret_env_values("elizaos", env, names="DB_*") == ("pa$$w0rd!!",)
 
 
+@pytest.mark.parametrize("gated", [False, True])
+def test_environment_secrets_outside_ascii_then_the_rules(gated: bool) -> None:
+    """Values replaced first, then the rules over what is left (the gate reading the replaced text's
+    UTF-8, kept in step by replacing the values' bytes); with four values or more, a literal gate
+    names the values a text holds."""
+    values = (
+        "mot-de-passe-été",
+        "tok-1234567",
+        "ключ-секрет-42",
+        *(("other-value-1", "other-value-2") if gated else ()),
+    )
+    privacy = PrivacyFilter("strict", env_secrets=values)
+    text = "été — mot-de-passe-été, ключ-секрет-42 puis sk-ant-AbCdEf0123456789xyz et tok-1234567 ✓"
+    assert privacy.redact(text) == (
+        "été — <REDACTED:env-secret>, <REDACTED:env-secret> puis <REDACTED:anthropic-key> et "
+        "<REDACTED:env-secret> ✓"
+    )
+    counts: dict[str, int] = {}
+    replaced, data = privacy._redact_env(text, text.encode(), counts)
+    assert data == replaced.encode() and counts == {"env-secret": 3}
+
+
 def test_repeated_strings_are_redacted_and_counted_every_time() -> None:
     """Short strings' redactions are remembered; the output and the counts are as if they were not."""
     key = "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXyZ0aBcDeFgHiJkL"

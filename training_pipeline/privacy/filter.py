@@ -13,7 +13,7 @@ import fnmatch
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -38,6 +38,7 @@ HANDLE = re.compile(r"@[a-zA-Z0-9_.-]{2,}")
 _TEXT_FIELDS = ("systemPrompt", "userPrompt", "response")
 ENV_SECRET_LABEL = "env-secret"
 _ENV_PLACEHOLDER = f"<REDACTED:{ENV_SECRET_LABEL}>"
+_ENV_PLACEHOLDER_BYTES = _ENV_PLACEHOLDER.encode()
 #: Strings up to this long are remembered with their redaction (`PrivacyFilter.redact`), at most this
 #: many at a time, and holding at most this many characters in all (the memo keeps them alive).
 _MEMO_MAX_CHARS = 64 * 1024
@@ -328,32 +329,35 @@ class PrivacyFilter:
         """Both gates scan the text's UTF-8, encoded once."""
         data = _utf8(text)
         if self.profile == "strict":
-            redacted = self._redact_env(text, data, counts)
-            if redacted is not text:
-                text, data = redacted, _utf8(redacted)
+            text, data = self._redact_env(text, data, counts)
         original = text
         for rule in self.rules.applicable(text, data):
             text, hits = rule.redact(text)
             if hits:
                 counts[rule.label] = counts.get(rule.label, 0) + hits
         if self.profile == "elizaos":
-            text = self._redact_env(text, data if text is original else None, counts)
+            text = self._redact_env(text, data if text is original else None, counts)[0]
         return text
 
-    def _redact_env(self, text: str, data: bytes | None, counts: dict[str, int]) -> str:
-        """`data`: the text's UTF-8 (None: not known, or the text holds a lone surrogate), from which
-        the secret gate tells which values it holds: only those are searched for.
+    def _redact_env(self, text: str, data: bytes | None, counts: dict[str, int]) -> tuple[str, bytes | None]:
+        """The text with the values replaced, and its UTF-8. `data`: the text's UTF-8 (None: not known,
+        or the text holds a lone surrogate), from which the secret gate tells which values it holds:
+        only those are searched for.
 
         One pass per secret, not two (a count, then a replace): the occurrences replaced are told by
-        how much the text shrank or grew, each by the same length."""
-        secrets = self.env_secrets
+        how much the text shrank or grew, each by the same length. The UTF-8 follows by replacing the
+        value's bytes, not by encoding the text again (a third of the time over a 3 KB prompt outside
+        ASCII): in valid UTF-8 a value's bytes start and end only where characters do, so the bytes
+        replaced are the characters replaced."""
+        indexes: Iterable[int] = range(len(self.env_secrets))
         if self._secret_gate is not None and data is not None:
             found = self._secret_gate.matching(data)
             if not found:
-                return text
+                return text, data
             if self._gate_names_all:
-                secrets = tuple(secrets[index] for index in sorted(found))
-        for secret in secrets:
+                indexes = sorted(found)
+        for index in indexes:
+            secret = self.env_secrets[index]
             replaced = text.replace(secret, _ENV_PLACEHOLDER)
             if replaced is text:  # nothing found: the very same string comes back
                 continue
@@ -362,7 +366,9 @@ class PrivacyFilter:
             if hits:
                 counts[ENV_SECRET_LABEL] = counts.get(ENV_SECRET_LABEL, 0) + hits
                 text = replaced
-        return text
+                if data is not None:
+                    data = data.replace(self._secret_bytes[index], _ENV_PLACEHOLDER_BYTES)
+        return text, data
 
     def _anonymise(self, text: str, entities: set[str]) -> str:
         directory = self.directory
