@@ -156,7 +156,7 @@ def test_environment_secrets_outside_ascii_then_the_rules(gated: bool) -> None:
         "<REDACTED:env-secret> ✓"
     )
     counts: dict[str, int] = {}
-    replaced, data = privacy._redact_env(text, text.encode(), counts)
+    replaced, data = privacy._redact_env(text, text.encode(), counts, keep_utf8=True)
     assert data == replaced.encode() and counts == {"env-secret": 3}
 
 

@@ -329,7 +329,7 @@ class PrivacyFilter:
         """Both gates scan the text's UTF-8, encoded once."""
         data = _utf8(text)
         if self.profile == "strict":
-            text, data = self._redact_env(text, data, counts)
+            text, data = self._redact_env(text, data, counts, keep_utf8=True)
         original = text
         for rule in self.rules.applicable(text, data):
             text, hits = rule.redact(text)
@@ -339,16 +339,18 @@ class PrivacyFilter:
             text = self._redact_env(text, data if text is original else None, counts)[0]
         return text
 
-    def _redact_env(self, text: str, data: bytes | None, counts: dict[str, int]) -> tuple[str, bytes | None]:
-        """The text with the values replaced, and its UTF-8. `data`: the text's UTF-8 (None: not known,
-        or the text holds a lone surrogate), from which the secret gate tells which values it holds:
-        only those are searched for.
+    def _redact_env(
+        self, text: str, data: bytes | None, counts: dict[str, int], keep_utf8: bool = False
+    ) -> tuple[str, bytes | None]:
+        """The text with the values replaced, and its UTF-8 (None: not known). `data`: the text's UTF-8
+        (None: not known, or the text holds a lone surrogate), from which the secret gate tells which
+        values it holds: only those are searched for.
 
         One pass per secret, not two (a count, then a replace): the occurrences replaced are told by
-        how much the text shrank or grew, each by the same length. The UTF-8 follows by replacing the
-        value's bytes, not by encoding the text again (a third of the time over a 3 KB prompt outside
-        ASCII): in valid UTF-8 a value's bytes start and end only where characters do, so the bytes
-        replaced are the characters replaced."""
+        how much the text shrank or grew, each by the same length. With `keep_utf8` (the rules scan
+        the result), the UTF-8 follows by replacing the value's bytes, not by encoding the text again
+        (a third of the time over a 3 KB prompt outside ASCII): in valid UTF-8 a value's bytes start
+        and end only where characters do, so the bytes replaced are the characters replaced."""
         indexes: Iterable[int] = range(len(self.env_secrets))
         if self._secret_gate is not None and data is not None:
             found = self._secret_gate.matching(data)
@@ -366,8 +368,10 @@ class PrivacyFilter:
             if hits:
                 counts[ENV_SECRET_LABEL] = counts.get(ENV_SECRET_LABEL, 0) + hits
                 text = replaced
-                if data is not None:
+                if keep_utf8 and data is not None:
                     data = data.replace(self._secret_bytes[index], _ENV_PLACEHOLDER_BYTES)
+                else:
+                    data = None
         return text, data
 
     def _anonymise(self, text: str, entities: set[str]) -> str:
