@@ -18,7 +18,7 @@ from training_pipeline.datasets.tasks import TASKS, build_example, infer_tasks
 from training_pipeline.datasets.validate import inspect_line, inspect_record
 from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.filter import PrivacyFilter
-from training_pipeline.privacy.prefilter import LineGate, RuleGate
+from training_pipeline.privacy.prefilter import _STAND_IN, LineGate, RuleGate, stand_in_bytes
 from training_pipeline.privacy.rule import CredentialRule
 from training_pipeline.privacy.rules import ELIZAOS_RULES, PROFILES, RuleSet, literal_first
 from training_pipeline.privacy.scan import SecretScanner
@@ -295,6 +295,13 @@ def test_a_line_gate_takes_every_text_with_a_line_its_pattern_matches(
     compiled = re.compile(pattern, re.IGNORECASE if caseless else 0)
     if any(compiled.search(line) for line in text.splitlines()):
         assert LineGate([compiled]).candidates(text) == {0}
+
+
+@given(st.text(alphabet=st.characters(blacklist_categories=())))
+@example("a\ud800b é \U0001f600 \x7f\x80")  # a lone surrogate, two- to four-byte characters, edges
+def test_a_line_gates_bytes_hold_one_stand_in_per_character_outside_ascii(text: str) -> None:
+    """From the text's UTF-8 as from the codec's error handler: the same bytes."""
+    assert stand_in_bytes(text) == text.encode("ascii", _STAND_IN)
 
 
 @settings(max_examples=500)

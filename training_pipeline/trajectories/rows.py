@@ -58,8 +58,8 @@ class StoreRows:
         columns["start_time_ms"].append(float(trajectory["startTime"]))
         columns["llm_call_count"].append(sum(1 for _ in iter_llm_calls(trajectory)))
         columns["origin"].append(origin)
-        if text is None:
-            raw: str | bytes = jscompat.dumps(trajectory)
+        if text is None:  # serialised as UTF-8 bytes, which the column takes as they are
+            raw: str | bytes = jscompat.dumpb(trajectory)
         else:
             raw = text.rstrip(b"\r\n") if isinstance(text, bytes) else text.rstrip("\r\n")
         columns["raw"].append(raw)
