@@ -137,16 +137,19 @@ def test_gitleaks_patterns_are_compiled_only_for_the_rules_the_gate_names() -> N
 
 
 def test_a_rules_remembered_verdicts_are_its_own() -> None:
-    """A rule remembers whether it reports a secret on a line (a leaked key comes back in every later
-    call): two rules over the same line keep their own allowlists, and the second time is the first."""
+    """Whether a rule reports a secret on a line is remembered (a leaked key comes back in every later
+    call): two rules over the same line keep their own allowlists, the second time is the first, and
+    a long line is judged each time rather than kept alive in the memo."""
     pattern = LazyPattern(r"key ([a-z0-9]{16,})", re.ASCII)
     plain = GitleaksRule("plain-key", pattern)
     listed = GitleaksRule("listed-key", pattern, allowlists=(gitleaks.Allowlist((), ("demo",)),))
-    text = "the key demo9f8e7d6c5b4a3z2y1 is in here\nnot this line"
-    for _ in range(2):
-        assert plain.redact(text) == ("the key <REDACTED:plain-key> is in here\nnot this line", 1)
-        assert listed.redact(text) == (text, 0)
-    assert len(plain._verdicts) == len(listed._verdicts) == 1
+    gitleaks._VERDICTS.clear()
+    for line in ("the key demo9f8e7d6c5b4a3z2y1 is in here", "x" * 2000 + " key demo9f8e7d6c5b4a3z2y1"):
+        text = f"{line}\nnot this line"
+        for _ in range(2):
+            assert plain.redact(text) == (text.replace("demo9f8e7d6c5b4a3z2y1", "<REDACTED:plain-key>"), 1)
+            assert listed.redact(text) == (text, 0)
+    assert sorted(rule.label for rule, _ in gitleaks._VERDICTS.values()) == ["listed-key", "plain-key"]
 
 
 def test_the_vendored_config_is_parsed_once_per_machine(

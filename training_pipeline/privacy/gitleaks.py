@@ -28,7 +28,7 @@ import re
 import sys
 import tomllib
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -140,8 +140,6 @@ class GitleaksRule(CredentialRule):
     #: the pattern starts with one of its keywords (`glpat-…`): a text it matches holds the keyword, so
     #: lowering a whole prompt to look for it is wasted
     keyword_in_every_match: bool = False
-    #: (secret, match, line) -> whether gitleaks reports it (`secret_span`)
-    _verdicts: dict[tuple[str, str, str], bool] = field(default_factory=dict, compare=False, repr=False)
 
     def applies(self, text: str) -> bool:
         if not self.keywords or self.keyword_in_every_match:
@@ -195,19 +193,26 @@ class GitleaksRule(CredentialRule):
         group = self._secret_group(match)
         if group and len(match.group(group)) < 8:
             group = 0  # a repeated part (a webhook's `([a-z0-9]{4}-){3}`), not the secret: all of it
-        key = (match.group(group), match.group(), _line_of(text, match.start(), match.end()))
-        reported = self._verdicts.get(key)
-        if reported is None:
-            reported = self._reports(*key)
-            if len(self._verdicts) >= _VERDICTS:
-                self._verdicts.clear()
-            self._verdicts[key] = reported
+        secret, whole = match.group(group), match.group()
+        line = _line_of(text, match.start(), match.end())  # it holds the match, which holds the secret
+        if len(line) > _VERDICT_LINE:  # not remembered: the memo would keep a megabyte line alive
+            reported = self._reports(secret, whole, line)
+        else:
+            key = (id(self), secret, whole, line)
+            remembered = _VERDICTS.get(key)
+            if remembered is not None and remembered[0] is self:
+                reported = remembered[1]
+            else:
+                reported = self._reports(secret, whole, line)
+                if len(_VERDICTS) >= _MAX_VERDICTS:
+                    _VERDICTS.clear()
+                _VERDICTS[key] = (self, reported)
         return match.span(group) if reported else None
 
     def _reports(self, secret: str, whole: str, line: str) -> bool:
-        """Remembered per rule (`_verdicts`): a leaked key comes back, on the same line of the history,
-        in every later call of the agent that holds it, and the global allowlist alone is a dozen regexes
-        (half of a gitleaks rule's redaction of a 3 KB prompt went here)."""
+        """Remembered (`_VERDICTS`): a leaked key comes back, on the same line of the history, in every
+        later call of the agent that holds it, and the global allowlist alone is a dozen regexes (half
+        of a gitleaks rule's redaction of a 3 KB prompt went here)."""
         if is_placeholder(secret) or looks_fake(secret):
             return False
         if self.entropy and shannon_entropy(secret) <= self.entropy:
@@ -225,8 +230,13 @@ class GitleaksRule(CredentialRule):
         return 0
 
 
-#: verdicts a rule remembers before it starts again (each a few short strings)
-_VERDICTS = 4096
+#: (the rule's id, secret, match, line) -> (the rule, whether gitleaks reports the secret there); the rule
+#: is kept with its verdict, so an id is never another rule's while its entries last
+_VERDICTS: dict[tuple[int, str, str, str], tuple[GitleaksRule, bool]] = {}
+#: verdicts remembered before the memo starts again, and the longest line one is remembered for: at most
+#: a few megabytes whatever the text
+_MAX_VERDICTS = 2048
+_VERDICT_LINE = 1024
 #: keywords shorter than this are common in text (`sk`, `s.`): a rule with one is gated on its pattern
 _GATED_KEYWORD = 4
 #: the characters outside ASCII that lower into an ASCII letter
