@@ -17,8 +17,8 @@ trajectories between two calls of `os.sched_yield`, which callgrind is told to d
 daily pass's work over the core build's. Left out: OpenSSL's SHA-256 (the daily pass's digests of its
 files), which valgrind runs without the CPU's SHA extensions, at about ten times the instructions it
 takes natively (a sixth of the daily pass's count, under 1% of its time). Needs valgrind
-(`apt install valgrind`); about a minute and a half per child at N = 1,000 (the set-up's imports are
-most of a child under valgrind).
+(`apt install valgrind`); about a minute per child at N = 1,000 (the set-up's imports are most of a
+child under valgrind).
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ from datetime import date
 from pathlib import Path
 
 from export_vs_reference import ENV
+
+from training_pipeline.samples import write_long_sample
 
 ROOT = Path(__file__).resolve().parents[1]
 PASSES = ("core", "daily")
@@ -132,8 +134,6 @@ def main() -> None:
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
         raise SystemExit("needs valgrind: apt install valgrind")
-    from training_pipeline.samples import write_long_sample
-
     with tempfile.TemporaryDirectory(prefix="tp-instructions-") as folder:
         warm, source = Path(folder, "warm.jsonl"), Path(folder, "day.jsonl")
         write_long_sample(warm, 10)
