@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
@@ -111,17 +110,6 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     except ValidationError as err:
         problems = "; ".join(f"{e['loc'][0]}: {e['msg']}" for e in err.errors(include_url=False))
         raise SettingsError(problems) from None
-
-
-def process_environment() -> Mapping[str, str]:
-    """The process's environment as it is now, for what is not a setting: the values the redaction
-    must hide wherever they appear (read when a filter is built, never copied into the settings)."""
-    return os.environ
-
-
-def cache_dir() -> Path:
-    """Where compiled rule databases are kept between processes (`$XDG_CACHE_HOME`, else ~/.cache)."""
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "training_pipeline"
 
 
 @functools.cache

@@ -305,13 +305,14 @@ def test_the_pools_fork_server_imports_what_workers_use_and_no_more() -> None:
     """Every day's pool starts a fork server that imports the pass's modules before any worker can
     work: Arrow and numpy (the step's process makes the Arrow batches and writes the files; a worker
     sends the rows' buffers) and gitleaks' rules (built by the first share that needs them) would add a
-    third to that wait."""
+    third to that wait; the deployment's settings (a pydantic model built at import) a few percent."""
     from training_pipeline.datasets.export import DailyExamples
     from training_pipeline.intake.share import ingest_in_worker
 
     modules = [ingest_in_worker.__module__, DailyExamples.__module__, *DailyExamples.preload]
     code = f"import sys\nfor name in {modules!r}: __import__(name)\n" + (
-        "print(sorted(m for m in ('pyarrow', 'numpy', 'training_pipeline.privacy.gitleaks')"
+        "print(sorted(m for m in ('pyarrow', 'numpy', 'training_pipeline.privacy.gitleaks',"
+        " 'training_pipeline.settings')"
         " if m in sys.modules))"
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
@@ -333,15 +334,16 @@ def test_the_fork_server_builds_what_each_worker_would_build_on_its_first_share(
             "from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class as plugins\n"
             "gate = PROFILES['strict']._gate\n"
             "print(gate is not None and gate._joined is not None, plugins.cache_info().currsize,"
-            " 'training_pipeline.privacy.gitleaks' in sys.modules)"
+            " 'training_pipeline.privacy.gitleaks' in sys.modules,"
+            " 'training_pipeline.settings' in sys.modules)"
         )
         run = subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True
         )
         return run.stdout.split()
 
-    assert after_preload("strict") == ["True", "1", "True"]
-    assert after_preload("elizaos") == ["False", "1", "False"]
+    assert after_preload("strict") == ["True", "1", "True", "False"]
+    assert after_preload("elizaos") == ["False", "1", "False", "False"]
 
 
 def test_overlapping_pool_starts_put_the_hosts_main_back() -> None:

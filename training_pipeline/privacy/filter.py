@@ -20,6 +20,7 @@ from typing import Any, Literal
 import hyperscan
 import orjson
 
+from training_pipeline.environment import process_environment
 from training_pipeline.jscompat import utf16_len
 from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.prefilter import Scanner
@@ -30,7 +31,6 @@ from training_pipeline.privacy.rules import (
     STRICT_SECRET_ENV_NAME,
     RuleSet,
 )
-from training_pipeline.settings import process_environment
 from training_pipeline.trajectories.models import iter_llm_calls
 
 Profile = Literal["elizaos", "strict"]

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from training_pipeline.atomic import atomic_write_text
+from training_pipeline.environment import cache_dir
 from training_pipeline.privacy.rule import (
     REFERENCE,
     CredentialRule,
@@ -44,7 +45,6 @@ from training_pipeline.privacy.rule import (
     looks_fake,
     splice,
 )
-from training_pipeline.settings import cache_dir
 
 FOLDER = Path(__file__).with_name("gitleaks")
 RULES_FILE = FOLDER / "gitleaks.toml"

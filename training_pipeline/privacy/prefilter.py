@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import hyperscan
 
-from training_pipeline.settings import cache_dir
+from training_pipeline.environment import cache_dir
 
 # A class, a `\uXXXX` escape, any other escape, a bounded repeat, or one character of the pattern.
 _TOKEN = re.compile(r"(\[\^?\]?(?:\\.|[^\\\]])*\])|(\\u[0-9a-fA-F]{4})|\\.|\{(\d+),\d+\}|.", re.DOTALL)

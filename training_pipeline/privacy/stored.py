@@ -11,8 +11,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from training_pipeline.environment import process_environment
 from training_pipeline.privacy.filter import PrivacyFilter, secret_env_values
-from training_pipeline.settings import process_environment
 
 
 def stored_filter() -> PrivacyFilter:

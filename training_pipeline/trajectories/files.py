@@ -14,7 +14,6 @@ from typing import BinaryIO, TypeGuard, TypeVar
 
 from training_pipeline import jscompat
 from training_pipeline.jscompat import js_trim
-from training_pipeline.settings import settings
 from training_pipeline.trajectories.records import ParsedRecord, RawRecord, oversized, parse_record
 
 _Item = TypeVar("_Item")
@@ -102,13 +101,22 @@ def in_lines(file: Entry) -> TypeGuard[Path]:
     return not isinstance(file, Refused) and file.suffix != ".json"
 
 
+def _record_cap() -> int:
+    """The deployment's cap on a record's bytes, for a caller that gives none. The settings are imported
+    here, not with the module: a pool's fork server imports this module for the workers, whose spans
+    carry their cap, and the settings' model would bring pydantic into the server's start."""
+    from training_pipeline.settings import settings
+
+    return settings().max_record_bytes
+
+
 def iter_file_records(file: Entry, max_bytes: int | None = None) -> Iterator[RawRecord]:
     """Raw records of one file, streamed for `.jsonl`; a `.json` array is read whole, unless it is
     larger than the record cap, when it is one oversized record (export big days as `.jsonl`)."""
     if isinstance(file, Refused):
         yield from file.records()
         return
-    limit = max_bytes or settings().max_record_bytes
+    limit = max_bytes or _record_cap()
     if file.suffix == ".json":
         size = file.stat().st_size
         if size > limit:
@@ -154,7 +162,7 @@ def line_spans(file: Path, size: int, max_bytes: int | None = None) -> Iterator[
     The file is mapped, not read: a span's end and its lines are found by `memchr` (`find`), so the
     process that cuts the shares (the build's parent, beside its workers) neither copies the file nor
     holds it, and each span's pages are let go once it is cut."""
-    limit = max_bytes or settings().max_record_bytes
+    limit = max_bytes or _record_cap()
     with file.open("rb") as handle:
         length = os.fstat(handle.fileno()).st_size
         if not length:

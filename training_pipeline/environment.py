@@ -1,0 +1,23 @@
+"""The process's environment where it is not a setting: the values a redaction must hide wherever they
+appear, and the folder where rules parsed or compiled once per machine are kept.
+
+Apart from `settings.py` because a pool's fork server imports the privacy rules and their gates before
+it forks the workers, and the settings' model brings pydantic along: 0.15-0.2 s of the server's start,
+which a small day waits for."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+
+def process_environment() -> Mapping[str, str]:
+    """The environment as it is now (read when a filter is built, never copied into the settings)."""
+    return os.environ
+
+
+def cache_dir() -> Path:
+    """`$XDG_CACHE_HOME/training_pipeline`, else `~/.cache/training_pipeline`: gitleaks' config parsed
+    as JSON, the gates' Hyperscan databases."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "training_pipeline"
