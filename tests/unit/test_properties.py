@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,7 +23,7 @@ from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.filter import PrivacyFilter
 from training_pipeline.privacy.prefilter import _STAND_IN, LineGate, RuleGate, stand_in_bytes
 from training_pipeline.privacy.rule import CredentialRule
-from training_pipeline.privacy.rules import ELIZAOS_RULES, PROFILES, RuleSet, literal_first
+from training_pipeline.privacy.rules import ELIZAOS_RULES, PROFILES, RuleSet, gate_inputs, literal_first
 from training_pipeline.privacy.scan import SecretScanner
 from training_pipeline.trajectories.records import RawRecord, parse_record
 
@@ -175,6 +178,74 @@ def test_the_gate_over_secret_values_is_never_written_to_the_cache(
     written = [path.read_bytes() for path in tmp_path.rglob("*") if path.is_file()]
     assert written  # the rules' own gate is cached there
     assert not any(secret.encode() in data for data in written for secret in _MANY_SECRETS)
+
+
+def test_a_rule_sets_gate_is_remembered_and_loaded_without_making_a_pattern(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The strict set's gate, built once, is loaded by the next process from what its inputs remember:
+    no rule is asked for its gate pattern, and the loaded gate names the same rules."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    rules = PROFILES["strict"].rules
+    assert gate_inputs(rules) is not None  # every field of every rule described
+    built = RuleSet(lambda: rules)
+    built.build()
+    assert len(list(tmp_path.rglob("gate-of-*.key"))) == 2  # the gate and its joined form
+
+    def no_patterns() -> list[re.Pattern[str]]:
+        raise AssertionError("a remembered gate makes no pattern")
+
+    loaded = RuleGate(no_patterns, len(rules), gate_inputs(rules))
+    texts = [text for _, text in FAMILIES] + ["nothing here", "Authorization: Bearer abcdefghijklmnop"]
+    for text in texts:
+        assert loaded.candidates(text) == built._the_gate().candidates(text)
+    joined = "\n".join(texts).encode()
+    assert loaded.any_candidate_in_lines(joined) and not loaded.any_candidate_in_lines(b"x\ny")
+
+
+def test_a_changed_rule_is_never_given_the_gate_its_old_self_remembered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    old = (CredentialRule("thing", re.compile(r"tok_[a-z]{8}")),)
+    new = (CredentialRule("thing", re.compile(r"key_[a-z]{8}")),)
+    assert RuleSet(lambda: old).applicable("x tok_abcdefgh y")
+    changed = RuleSet(lambda: new)
+    assert changed.applicable("x key_abcdefgh y") and not changed.applicable("x tok_abcdefgh y")
+    assert len(list(tmp_path.rglob("gate-of-*.key"))) == 2
+
+
+def test_a_remembered_gate_that_cannot_be_read_is_built_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    rules = (CredentialRule("thing", re.compile(r"tok_[a-z]{8}")),)
+    RuleSet(lambda: rules).applicable("warm tok_abcdefgh")
+    for remembered in tmp_path.rglob("gate-of-*.key"):
+        remembered.write_text("../../elsewhere")
+    asked = []
+    gate = RuleGate(lambda: asked.append(1) or [rule.pattern for rule in rules], 1, gate_inputs(rules))
+    assert asked == [1] and gate.candidates("x tok_abcdefgh") == {0}
+
+
+def test_what_decides_a_gate_is_the_same_in_every_process() -> None:
+    """Hash randomisation and object addresses never reach a gate's inputs (a `LazyPattern` is
+    described by its source and flags)."""
+    code = (
+        "import hashlib\nfrom training_pipeline.privacy.rules import PROFILES, gate_inputs\n"
+        "print(hashlib.sha256(gate_inputs(PROFILES['strict'].rules)).hexdigest())"
+    )
+    digests = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        ).stdout
+        for seed in ("1", "2")
+    }
+    assert len(digests) == 1 and digests != {""}
 
 
 # Credentials, pieces of them, and characters where Python's and Hyperscan's views could part: multi-byte
@@ -428,7 +499,7 @@ def test_the_shortcut_sees_each_string_whole_as_an_anchored_rule_does(pattern: s
 def test_joined_texts_have_a_candidate_whenever_one_of_them_has(pattern: str) -> None:
     """The joining newline stands where each text starts and ends: anchors, lookarounds and word
     boundaries that hold at a text's edge hold beside it."""
-    gate = RuleGate([re.compile(pattern)])
+    gate = RuleGate(lambda: [re.compile(pattern)], 1)
     for texts in (["x y", "abcdefgh"], ["abcdefgh", "y z"], ["q", "abcdefgh", "r"]):
         assert any(gate.candidates(text) for text in texts)
         assert gate.any_candidate_in_lines("\n".join(texts).encode())

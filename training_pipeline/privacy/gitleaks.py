@@ -392,7 +392,7 @@ def refresh(source: str, target: Path = RULES_FILE) -> int:
         rules = load_rules(candidate)
         for rule in rules:
             rule.pattern.compiled()  # type: ignore[union-attr]
-        RuleGate([rule.pattern for rule in rules])
+        RuleGate(lambda: [rule.pattern for rule in rules], len(rules))
     except Exception:
         candidate.unlink()
         raise

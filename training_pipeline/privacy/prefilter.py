@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import functools
 import hashlib
 import re
+import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import hyperscan
 
@@ -169,16 +172,25 @@ class RuleGate:
     Compiling a few hundred rules takes Hyperscan about two seconds, so the compiled database is kept
     in the user's cache folder (`$XDG_CACHE_HOME/training_pipeline`), named by a hash of what was
     compiled and the Hyperscan version: every later process, a worker or a Dagster step, loads it in
-    milliseconds. A cache that cannot be read or written is only slower."""
+    milliseconds. A cache that cannot be read or written is only slower.
 
-    def __init__(self, patterns: Sequence[re.Pattern[str]]) -> None:
-        expressions = [gate_expression(p.pattern) for p in patterns]
-        flags = [
-            _BASE_FLAGS | (hyperscan.HS_FLAG_CASELESS if p.flags & re.IGNORECASE else 0) for p in patterns
-        ]
-        self._scanner = Scanner(expressions, flags)
-        self._everything = frozenset(range(len(patterns)))
-        self._patterns = patterns
+    `patterns` are asked for only when needed: given `inputs` (what decides them: the rules and the code
+    that makes a rule's gate pattern), the cache also remembers which databases they compiled to, under
+    a digest of `inputs`, this module and Python's version, so a later process loads the databases
+    without making a pattern or an expression (the strict set's: 45 ms of every process that filters
+    with it, a pool's fork server among them)."""
+
+    def __init__(
+        self, patterns: Callable[[], Sequence[re.Pattern[str]]], count: int, inputs: bytes | None = None
+    ) -> None:
+        self._patterns = functools.cache(patterns)
+        self._everything = frozenset(range(count))
+        self._inputs = (
+            None
+            if inputs is None
+            else hashlib.sha256(b"\0".join((_OWN_CODE, sys.version.encode(), inputs))).hexdigest()[:32]
+        )
+        self._scanner = self._scanner_for(joined=False)
         self._joined: Scanner | None = None
 
     def candidates(self, text: str) -> frozenset[int] | set[int]:
@@ -202,15 +214,40 @@ class RuleGate:
         `\\b` and lookarounds; a line's end and start for `^` and `$`, the expressions compiled
         multi-line). Matches across a separator can only add to the answer."""
         if self._joined is None:
-            expressions = [gate_expression(p.pattern, joined=True) for p in self._patterns]
-            flags = [
-                _BASE_FLAGS
-                | hyperscan.HS_FLAG_MULTILINE
-                | (hyperscan.HS_FLAG_CASELESS if p.flags & re.IGNORECASE else 0)
-                for p in self._patterns
-            ]
-            self._joined = Scanner(expressions, flags)
+            self._joined = self._scanner_for(joined=True)
         return bool(self._joined.matching(lines))
+
+    def _scanner_for(self, joined: bool) -> Scanner:
+        remembered = (
+            None
+            if self._inputs is None
+            else cache_dir() / f"gate-of-{self._inputs}{'-joined' if joined else ''}.key"
+        )
+        if remembered is not None:
+            with contextlib.suppress(OSError, hyperscan.error, ValueError):
+                return Scanner.of(_load_database(_checked_key(remembered.read_text(encoding="ascii"))))
+        patterns = self._patterns()
+        if len(patterns) != len(self._everything):
+            raise ValueError(f"{len(patterns)} patterns for a gate of {len(self._everything)}")
+        # `joined`: for texts scanned joined by newlines, compiled multi-line (`gate_expression`)
+        expressions = [gate_expression(p.pattern, joined) for p in patterns]
+        extra = hyperscan.HS_FLAG_MULTILINE if joined else 0
+        flags = [
+            _BASE_FLAGS | extra | (hyperscan.HS_FLAG_CASELESS if p.flags & re.IGNORECASE else 0)
+            for p in patterns
+        ]
+        key = _database_key(expressions, flags)
+        scanner = Scanner.of(_cached_database(expressions, flags))
+        if remembered is not None:
+            with contextlib.suppress(OSError):
+                from training_pipeline.atomic import atomic_write_text
+
+                atomic_write_text(remembered, key)
+        return scanner
+
+
+#: this module's code: what turns a gate's patterns into expressions, part of what a gate remembers
+_OWN_CODE = Path(__file__).read_bytes()
 
 
 class Scanner:
@@ -228,6 +265,14 @@ class Scanner:
         self._database = build(expressions, flags, literal)
         self._local = threading.local()
 
+    @classmethod
+    def of(cls, database: hyperscan.Database) -> Scanner:
+        """A scanner of a database loaded or compiled already."""
+        scanner = cls.__new__(cls)
+        scanner._database = database
+        scanner._local = threading.local()
+        return scanner
+
     def matching(self, data: bytes) -> set[int]:
         """The ids of the expressions that match somewhere in `data`."""
         scratch = getattr(self._local, "scratch", None)
@@ -238,20 +283,37 @@ class Scanner:
         return found
 
 
-def _cached_database(expressions: list[bytes], flags: list[int], literal: bool = False) -> hyperscan.Database:
+def _database_key(expressions: list[bytes], flags: list[int], literal: bool = False) -> str:
     compiled = (hyperscan.__version__, expressions, flags, *(("literal",) if literal else ()))
-    key = hashlib.sha256(repr(compiled).encode()).hexdigest()[:32]
-    cache = cache_dir()
-    path = cache / f"gate-{key}.hsdb"
+    return hashlib.sha256(repr(compiled).encode()).hexdigest()[:32]
+
+
+def _cached_database(expressions: list[bytes], flags: list[int], literal: bool = False) -> hyperscan.Database:
+    key = _database_key(expressions, flags, literal)
     with contextlib.suppress(OSError, hyperscan.error):
-        return hyperscan.loadb(path.read_bytes(), mode=hyperscan.HS_MODE_BLOCK)
+        return _load_database(key)
     database = _compiled(expressions, flags, literal)
     with contextlib.suppress(OSError):
         from training_pipeline.atomic import atomic_open
 
-        with atomic_open(path, "wb") as handle:
+        with atomic_open(_database_path(key), "wb") as handle:
             handle.write(hyperscan.dumpb(database))
     return database
+
+
+def _database_path(key: str) -> Path:
+    return cache_dir() / f"gate-{key}.hsdb"
+
+
+def _load_database(key: str) -> hyperscan.Database:
+    return hyperscan.loadb(_database_path(key).read_bytes(), mode=hyperscan.HS_MODE_BLOCK)
+
+
+def _checked_key(text: str) -> str:
+    """A database's key as a gate remembered it: 32 hexadecimal digits, never a path."""
+    if re.fullmatch(r"[0-9a-f]{32}", text) is None:
+        raise ValueError(f"not a database key: {text[:40]!r}")
+    return text
 
 
 def _compiled(expressions: list[bytes], flags: list[int], literal: bool = False) -> hyperscan.Database:
