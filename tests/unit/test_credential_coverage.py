@@ -92,6 +92,7 @@ def test_go_patterns_translate_to_python() -> None:
     assert to_python("lin_api_(?i)[a-z0-9]{40}") == "lin_api_(?i:[a-z0-9]{40})"
     assert to_python("(a(?i)b)c") == "(a(?i:b))c"
     assert to_python(r"x\z") == r"x\Z"
+    assert to_python("(?i)[[:alnum:]]{8}") == "(?i)[A-Za-z0-9]{8}"  # a leading flag stays global
     assert to_python("[[:alnum:]]{4}") == "[A-Za-z0-9]{4}"
 
 
