@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -302,6 +306,41 @@ def test_a_dataset_line_is_told_what_is_wrong_with_it(record: object, problem: s
     found = _record_problem(record)
     assert (found is None) == (problem is None)
     assert problem is None or problem in found
+
+
+def test_a_scanner_imports_detect_secrets_only_where_its_gate_names_a_line(tmp_path: Path) -> None:
+    """Where the machine remembers the plugins' gate, a scanner is made without detect-secrets (with
+    `requests`, a fifth of a second of every pool's start); a text the gate names brings the plugins
+    in, and they find what a scanner made from them finds. The fingerprint is the same either way."""
+    code = (
+        "import sys\nfrom training_pipeline.privacy.scan import SecretScanner\n"
+        "scanner = SecretScanner(('hunter2-secret-value',))\n"
+        "clean = scanner.find('the weather is fine today\\nnothing to see')\n"
+        "before = 'detect_secrets' in sys.modules\n"
+        "found = scanner.find('key: AKIAIOSFODNN7EXAMPLF and hunter2-secret-value')\n"
+        "print(repr((clean, before, 'detect_secrets' in sys.modules, found, scanner.fingerprint())))"
+    )
+
+    def run() -> tuple:
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            check=True,
+            env={**os.environ, "XDG_CACHE_HOME": str(tmp_path)},
+        )
+        return ast.literal_eval(done.stdout.strip())
+
+    made, remembered = run(), run()  # the first makes the gate from the plugins and remembers it
+    assert made[1] is True and remembered[1] is False
+    assert remembered[2] is True and remembered[0] == ()
+    assert made[3] == remembered[3] and ("Environment secret", "hunter2-secret-value") in made[3]
+    assert any(kind == "AWS Access Key" for kind, _ in made[3])
+    assert made[4] == remembered[4]
+    for saved in tmp_path.rglob("scanner-*.json"):  # what cannot be read is made again
+        saved.write_text('{"gate": "../../x", "plugins": "p"}')
+    assert run()[3:] == made[3:]
 
 
 def test_a_secret_value_that_is_not_utf8_is_redacted_and_fingerprinted() -> None:

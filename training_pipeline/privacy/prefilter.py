@@ -140,7 +140,17 @@ class LineGate:
         expressions = [line_gate_expression(p.pattern, bool(p.flags & re.IGNORECASE)) for p in patterns]
         base = hyperscan.HS_FLAG_PREFILTER | hyperscan.HS_FLAG_SINGLEMATCH | hyperscan.HS_FLAG_MULTILINE
         flags = [base | (hyperscan.HS_FLAG_CASELESS if p.flags & re.IGNORECASE else 0) for p in patterns]
+        #: the compiled database's name in the cache folder: `loaded` makes this gate again from it
+        self.key = _database_key(expressions, flags)
         self._scanner = Scanner(expressions, flags)
+
+    @classmethod
+    def loaded(cls, key: str) -> LineGate:
+        """The gate whose database the cache folder holds under `key` (OSError: it holds none)."""
+        gate = cls.__new__(cls)
+        gate.key = key
+        gate._scanner = Scanner.of(_load_database(_checked_key(key)))
+        return gate
 
     def candidates(self, text: str) -> set[int]:
         return self._scanner.matching(stand_in_bytes(text))

@@ -13,16 +13,23 @@ as before. The gate is a superset, so what is found is exactly what the plugins 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import importlib.util
+import json
 import re
+import sys
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache, cached_property, lru_cache
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import hyperscan
 
+from training_pipeline.environment import cache_dir
+from training_pipeline.privacy import prefilter
 from training_pipeline.privacy.prefilter import LineGate
 
 if TYPE_CHECKING:
@@ -30,11 +37,70 @@ if TYPE_CHECKING:
 
 _NOT_CREDENTIALS = {"Base64HighEntropyString", "HexHighEntropyString", "KeywordDetector", "IPPublicDetector"}
 
-# detect-secrets is imported where a scanner is made, not with this module: it brings `requests` along
-# (a tenth of a second), and the build and the code location import this module without scanning.
-#: what a fork server should import for workers that make scanners (`workers.ordered_map`'s `preload`),
-#: or each of them imports it: detect-secrets with its plugin classes
-SCANNER_MODULES = ("detect_secrets.settings", "training_pipeline.privacy.warm_scanner")
+# detect-secrets is imported where a scanner first looks at a line, not with this module nor where a
+# scanner is made: with `requests` it is a third of the start of a pool's fork server (a fifth of a
+# second), and a day's texts seldom have a line for the plugins (`gated_plugins`).
+#: what a fork server should import for workers that make scanners (`workers.ordered_map`'s `preload`):
+#: the plugins' gate, loaded once for all of them
+SCANNER_MODULES = ("training_pipeline.privacy.warm_scanner",)
+
+
+@dataclass(frozen=True)
+class GatedPlugins:
+    """What a scanner needs before it looks at a line: the plugins' gate (None: they cannot be gated,
+    every line is theirs) and a digest of the plugins' names and patterns (`SecretScanner.fingerprint`)."""
+
+    gate: LineGate | None
+    plugins: str
+
+
+@cache
+def gated_plugins() -> GatedPlugins:
+    """The plugins' gate and digest, as this machine remembers them (a file in the cache folder, named
+    by a digest of what decides them: detect-secrets' plugin modules, this module and the gate's code,
+    Python's and Hyperscan's versions), so a process makes them without importing detect-secrets;
+    made from the plugins, and remembered, where nothing is remembered yet."""
+    remembered = cache_dir() / f"scanner-{_plugin_inputs()}.json"
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError, hyperscan.error):
+        saved = json.loads(remembered.read_text(encoding="utf-8"))
+        key = saved["gate"]
+        return GatedPlugins(None if key is None else LineGate.loaded(key), str(saved["plugins"]))
+    plugins = _plugins()
+    gated = GatedPlugins(plugin_gate(plugins), _plugins_digest(plugins))
+    with contextlib.suppress(OSError):
+        from training_pipeline.atomic import atomic_write_text
+
+        key = None if gated.gate is None else gated.gate.key
+        atomic_write_text(remembered, json.dumps({"gate": key, "plugins": gated.plugins}))
+    return gated
+
+
+def _plugin_inputs() -> str:
+    """A digest of what decides the plugins and their patterns, read without importing detect-secrets:
+    its plugin modules and plugin loading, its settings and version; which plugins this module leaves
+    out and how the gate is made of their patterns (this module, `prefilter`); Python's and Hyperscan's
+    versions."""
+    digest = hashlib.sha256(f"{sys.version}\0{hyperscan.__version__}".encode())
+    spec = importlib.util.find_spec("detect_secrets")
+    root = Path(spec.origin).parent if spec is not None and spec.origin else None
+    files = [Path(__file__), Path(prefilter.__file__)]
+    if root is not None:
+        files += [root / "settings.py", root / "__version__.py"]
+        files += sorted((root / "core" / "plugins").glob("*.py")) + sorted((root / "plugins").glob("*.py"))
+    for path in files:
+        digest.update(b"\0" + path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:32]
+
+
+def _plugins_digest(plugins: Sequence[BasePlugin]) -> str:
+    from detect_secrets.__version__ import VERSION
+
+    digest = hashlib.sha256(f"detect-secrets {VERSION}".encode())
+    for plugin in plugins:
+        digest.update(f"\0{type(plugin).__name__}".encode())
+        for pattern in getattr(plugin, "denylist", ()):
+            digest.update(f"\1{pattern.pattern}\1{pattern.flags}".encode())
+    return digest.hexdigest()
 
 
 def _plugins() -> list[BasePlugin]:
@@ -83,24 +149,24 @@ class ScanReport:
 
 class SecretScanner:
     def __init__(self, env_secrets: Iterable[str] = ()) -> None:
-        self._plugins = _plugins()
-        self.gate = plugin_gate(self._plugins)
+        gated = gated_plugins()
+        self.gate = gated.gate
+        self._plugins_digest = gated.plugins
         self._env_secrets = tuple(env_secrets)
         # a day's prompts repeat the same lines (system prompts, shared history) thousands of times
         self._line = lru_cache(maxsize=200_000)(self._scan_line)
         # an LLM call's prompts come back in each of its examples (up to five), one after another
         self._text = lru_cache(maxsize=256)(self._scan_text)
 
+    @cached_property
+    def _plugins(self) -> list[BasePlugin]:
+        """Made where the first line is looked at (`gated_plugins`)."""
+        return _plugins()
+
     def fingerprint(self) -> str:
         """What this scanner looks for, as a digest (the plugins' patterns, and a hash of each secret
         value, never the value): an inspection made by a scanner with the same fingerprint stands."""
-        from detect_secrets.__version__ import VERSION
-
-        digest = hashlib.sha256(f"detect-secrets {VERSION}".encode())
-        for plugin in self._plugins:
-            digest.update(f"\0{type(plugin).__name__}".encode())
-            for pattern in getattr(plugin, "denylist", ()):
-                digest.update(f"\1{pattern.pattern}\1{pattern.flags}".encode())
+        digest = hashlib.sha256(self._plugins_digest.encode())
         for secret in self._env_secrets:
             digest.update(b"\2" + hashlib.sha256(secret.encode("utf-8", "surrogatepass")).digest())
         return digest.hexdigest()

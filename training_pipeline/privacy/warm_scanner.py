@@ -1,13 +1,12 @@
 """Imported by a pool's fork server for workers that make the checks' scanner (`scan.SCANNER_MODULES`):
-importing it imports detect-secrets and its plugin classes (their patterns compiled), so every worker
-forked from the server starts with them instead of importing them for its first scanner (0.04 s of
-each worker)."""
+importing it makes the plugins' gate (`scan.gated_plugins`: loaded as the machine remembers it, without
+detect-secrets), so every worker forked from the server starts with it."""
 
 import contextlib
 
-from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+from training_pipeline.privacy.scan import gated_plugins
 
-# imports every plugin module (detect-secrets keeps the result); a failure here (a fork server stops on
-# anything but an ImportError) fails in each worker instead, where the pass reports it
+# a failure here (a fork server stops on anything but an ImportError) fails in each worker instead,
+# where the pass reports it
 with contextlib.suppress(Exception):
-    get_mapping_from_secret_type_to_class()
+    gated_plugins()
