@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
@@ -94,6 +95,37 @@ def test_valid_shapes_parse_and_keep_every_field(record: dict) -> None:
         assert parsed.trajectory == json.loads(json.dumps(record))
     else:
         assert parsed.reason and (record["trajectoryId"] == "" or parsed.reason.startswith("invalid field"))
+
+
+_mangled = (
+    trajectories
+    | json_values
+    | st.fixed_dictionaries(
+        {"trajectoryId": json_values, "startTime": json_values}, optional={"steps": json_values}
+    )
+)
+
+
+@given(_mangled)
+def test_the_portable_schema_validates_as_pydantic_does(record: object) -> None:
+    """What the pool's workers validate with (the shape's core schema without the typed dicts'
+    classes, on pydantic-core alone) passes and fails exactly what pydantic's own adapter does, with
+    the same errors."""
+    from pydantic import TypeAdapter, ValidationError
+    from pydantic_core import SchemaValidator
+
+    from training_pipeline.trajectories.models import TRAJECTORY_SCHEMA, Trajectory
+
+    def errors(validate: Any) -> object:
+        try:
+            validate(record)
+        except ValidationError as err:
+            return err.errors(include_url=False)
+        return None
+
+    assert repr(errors(SchemaValidator(TRAJECTORY_SCHEMA).validate_python)) == repr(
+        errors(TypeAdapter(Trajectory).validate_python)
+    )
 
 
 @given(texts, st.sampled_from(["strict", "elizaos"]))

@@ -23,6 +23,7 @@ from training_pipeline.trajectories.files import (
     iter_file_records,
     line_spans,
 )
+from training_pipeline.trajectories.models import TRAJECTORY_SCHEMA
 from training_pipeline.trajectories.records import RawRecord, parse_record
 from training_pipeline.workers import ordered_map
 
@@ -122,7 +123,7 @@ def _processed(
         workers,
         _process_in_worker,
         start_worker_filter,
-        privacy.recipe(),
+        (*privacy.recipe(), TRAJECTORY_SCHEMA),
     )
 
 

@@ -4,26 +4,17 @@ Validation is a gate, not a transform: records that pass keep their original dic
 and key order intact) and flow on as plain data; records that fail go to quarantine with the reason.
 """
 
-import math
-from datetime import UTC, date, datetime
 from typing import Annotated, Any, NotRequired
 
-from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, ValidationError, with_config
+from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, with_config
 from typing_extensions import TypedDict  # pydantic needs it before Python 3.12
 
-#: Latest start time a daily partition can hold (9999-12-31), in milliseconds.
-_MAX_START_MS = 253_402_300_799_999
+from training_pipeline.trajectories.shape import start_time_in_range
 
 # The shapes are typed dicts, keyed as the wire spells them: validating one builds plain dicts, where a
 # model built an instance per trajectory, step and call (40% of the validation's time). Unknown fields
 # are welcome and ignored: the record flows on as its own dict, so nothing of them is copied.
 _WIRE = ConfigDict(extra="ignore", strict=True)
-
-
-def _start_time_in_range(value: float) -> float:
-    if not math.isfinite(value) or not 0 <= value <= _MAX_START_MS:
-        raise ValueError("must be epoch milliseconds between 1970 and 9999")
-    return value
 
 
 @with_config(_WIRE)
@@ -59,7 +50,7 @@ class TrajectoryStep(TypedDict):
 class Trajectory(TypedDict):
     trajectoryId: Annotated[str, Field(min_length=1)]
     agentId: NotRequired[str | None]
-    startTime: Annotated[float, AfterValidator(_start_time_in_range)]
+    startTime: Annotated[float, AfterValidator(start_time_in_range)]
     endTime: NotRequired[float | None]
     durationMs: NotRequired[float | None]
     scenarioId: NotRequired[str | None]
@@ -69,29 +60,16 @@ class Trajectory(TypedDict):
     metadata: NotRequired[dict[str, Any] | None]
 
 
-_TRAJECTORY = TypeAdapter(Trajectory)
+def _without_classes(schema: Any) -> Any:
+    """The core schema without the typed dicts' own classes (`cls`), which name this module: a worker
+    that unpickled them would import pydantic after all. Validation does not use them (the errors are
+    the same: `test_the_portable_schema_validates_as_pydantic_does`)."""
+    if isinstance(schema, dict):
+        return {key: _without_classes(value) for key, value in schema.items() if key != "cls"}
+    if isinstance(schema, list):
+        return [_without_classes(item) for item in schema]
+    return schema
 
 
-def validation_reason(record: Any) -> str | None:
-    """None when `record` is a valid trajectory, else a one-line reason naming the field."""
-    if not isinstance(record, dict):
-        return f"not a JSON object (got {type(record).__name__})"
-    try:
-        _TRAJECTORY.validate_python(record)
-    except ValidationError as err:
-        first = err.errors(include_url=False)[0]
-        where = ".".join(str(part) for part in first["loc"]) or "record"
-        more = f" (+{err.error_count() - 1} more)" if err.error_count() > 1 else ""
-        return f"invalid field {where}: {first['msg']}{more}"
-    return None
-
-
-def start_day(start_time_ms: float) -> date:
-    """The UTC day a trajectory belongs to: daily partitions are keyed by it."""
-    return datetime.fromtimestamp(start_time_ms / 1000, tz=UTC).date()
-
-
-def iter_llm_calls(trajectory: dict[str, Any]):
-    """Every LLM call of a validated trajectory, in step order."""
-    for step in trajectory.get("steps") or ():
-        yield from step.get("llmCalls") or ()
+#: what `shape.validation_reason` runs, with pydantic-core alone
+TRAJECTORY_SCHEMA = _without_classes(TypeAdapter(Trajectory).core_schema)
