@@ -1,9 +1,10 @@
-"""What several test files need: the daily graph, the CLI as a user runs it, a task file run as a
-Dagster job, and a materialisation's metadata as plain values."""
+"""What several test files need: the daily graph, the CLI as a user runs it, Python code in a fresh
+process, a task file run as a Dagster job, and a materialisation's metadata as plain values."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -29,6 +30,20 @@ def cli(env: dict[str, str], *args: str, cwd: Path | None = None, timeout: float
     return subprocess.run(
         [str(CLI), *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout
     )
+
+
+def fresh_python(code: str, **env: str) -> str:
+    """What `code` prints in a new interpreter, the environment's variables updated by `env` (a
+    process that has imported nothing yet: what a pool's fork server or a run worker starts as)."""
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=True,
+        env={**os.environ, **env},
+    )
+    return done.stdout
 
 
 def run_task_file(path: Path, run_config: dict | None = None, executor: str = "async"):

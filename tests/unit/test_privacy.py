@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import subprocess
 import sys
 import time
@@ -12,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO
+from tests.helpers import REPO, fresh_python
 from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.filter import PrivacyFilter, secret_env_values
 from training_pipeline.privacy.scan import SecretScanner
@@ -322,15 +321,7 @@ def test_a_scanner_imports_detect_secrets_only_where_its_gate_names_a_line(tmp_p
     )
 
     def run() -> tuple:
-        done = subprocess.run(
-            [sys.executable, "-c", code],
-            capture_output=True,
-            text=True,
-            cwd=REPO,
-            check=True,
-            env={**os.environ, "XDG_CACHE_HOME": str(tmp_path)},
-        )
-        return ast.literal_eval(done.stdout.strip())
+        return ast.literal_eval(fresh_python(code, XDG_CACHE_HOME=str(tmp_path)).strip())
 
     made, remembered = run(), run()  # the first makes the gate from the plugins and remembers it
     assert made[1] is True and remembered[1] is False
@@ -375,8 +366,6 @@ def test_a_repeated_long_prompt_is_redacted_and_counted_every_time_within_a_boun
 def test_the_elizaos_profile_does_not_load_the_strict_rule_set() -> None:
     """Reading gitleaks' config and compiling its patterns was a fifth of the CLI's start: a build with
     `elizaos` redacts as before without them, and `strict` still loads them when asked."""
-    import subprocess
-    import sys
 
     code = """
 import sys

@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
+from tests.helpers import fresh_python
 from training_pipeline import jscompat
 from training_pipeline.datasets.build import build_datasets
 from training_pipeline.datasets.tasks import TASKS, build_example, infer_tasks
@@ -267,16 +265,7 @@ def test_what_decides_a_gate_is_the_same_in_every_process() -> None:
         "import hashlib\nfrom training_pipeline.privacy.rules import PROFILES, gate_inputs\n"
         "print(hashlib.sha256(gate_inputs(PROFILES['strict'].rules)).hexdigest())"
     )
-    digests = {
-        subprocess.run(
-            [sys.executable, "-c", code],
-            capture_output=True,
-            text=True,
-            check=True,
-            env={**os.environ, "PYTHONHASHSEED": seed},
-        ).stdout
-        for seed in ("1", "2")
-    }
+    digests = {fresh_python(code, PYTHONHASHSEED=seed) for seed in ("1", "2")}
     assert len(digests) == 1 and digests != {""}
 
 

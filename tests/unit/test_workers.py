@@ -16,7 +16,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from tests.helpers import REPO
+from tests.helpers import REPO, fresh_python
 from training_pipeline.datasets.build import build_datasets
 from training_pipeline.datasets.daily import export_store, ingest_day
 from training_pipeline.datasets.tasks import TASK_FILE_NAMES, TASKS
@@ -362,15 +362,7 @@ def test_the_fork_server_builds_what_each_worker_would_build_on_its_first_share(
             " 'training_pipeline.privacy.gitleaks' in sys.modules,"
             " 'training_pipeline.settings' in sys.modules, 'detect_secrets' in sys.modules)"
         )
-        run = subprocess.run(
-            [sys.executable, "-c", code],
-            capture_output=True,
-            text=True,
-            cwd=REPO,
-            check=True,
-            env={**os.environ, "XDG_CACHE_HOME": str(tmp_path)},
-        )
-        return run.stdout.split()
+        return fresh_python(code, XDG_CACHE_HOME=str(tmp_path)).split()
 
     assert after_preload("strict") == ["True", "1", "True", "False", "True"]  # nothing remembered yet
     assert after_preload("strict") == ["True", "1", "True", "False", "False"]

@@ -61,11 +61,14 @@ class Trajectory(TypedDict):
 
 
 def _without_classes(schema: Any) -> Any:
-    """The core schema without the typed dicts' own classes (`cls`), which name this module: a worker
-    that unpickled them would import pydantic after all. Validation does not use them (the errors are
-    the same: `test_the_portable_schema_validates_as_pydantic_does`)."""
+    """The core schema without the typed dicts' own classes (a typed-dict schema's `cls`), which name
+    this module: a worker that unpickled them would import pydantic after all. Validation does not use
+    them (the errors are the same: `test_the_portable_schema_validates_as_pydantic_does`)."""
     if isinstance(schema, dict):
-        return {key: _without_classes(value) for key, value in schema.items() if key != "cls"}
+        typed_dict = schema.get("type") == "typed-dict"
+        return {
+            key: _without_classes(value) for key, value in schema.items() if not (typed_dict and key == "cls")
+        }
     if isinstance(schema, list):
         return [_without_classes(item) for item in schema]
     return schema
