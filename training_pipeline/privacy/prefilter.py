@@ -140,17 +140,19 @@ class LineGate:
         expressions = [line_gate_expression(p.pattern, bool(p.flags & re.IGNORECASE)) for p in patterns]
         base = hyperscan.HS_FLAG_PREFILTER | hyperscan.HS_FLAG_SINGLEMATCH | hyperscan.HS_FLAG_MULTILINE
         flags = [base | (hyperscan.HS_FLAG_CASELESS if p.flags & re.IGNORECASE else 0) for p in patterns]
-        #: the compiled database's name in the cache folder: `loaded` makes this gate again from it
-        self.key = _database_key(expressions, flags)
         self._scanner = Scanner(expressions, flags)
 
     @classmethod
     def loaded(cls, key: str) -> LineGate:
-        """The gate whose database the cache folder holds under `key` (OSError: it holds none)."""
+        """The gate whose database the cache folder holds under `key` (`Scanner.loaded`)."""
         gate = cls.__new__(cls)
-        gate.key = key
-        gate._scanner = Scanner.of(_load_database(_checked_key(key)))
+        gate._scanner = Scanner.loaded(key)
         return gate
+
+    @property
+    def key(self) -> str | None:
+        """The compiled database's name in the cache folder: `loaded` makes this gate again from it."""
+        return self._scanner.key
 
     def candidates(self, text: str) -> set[int]:
         return self._scanner.matching(stand_in_bytes(text))
@@ -235,7 +237,7 @@ class RuleGate:
         )
         if remembered is not None:
             with contextlib.suppress(OSError, hyperscan.error, ValueError):
-                return Scanner.of(_load_database(_checked_key(remembered.read_text(encoding="ascii"))))
+                return Scanner.loaded(remembered.read_text(encoding="ascii"))
         patterns = self._patterns()
         if len(patterns) != len(self._everything):
             raise ValueError(f"{len(patterns)} patterns for a gate of {len(self._everything)}")
@@ -246,13 +248,12 @@ class RuleGate:
             _BASE_FLAGS | extra | (hyperscan.HS_FLAG_CASELESS if p.flags & re.IGNORECASE else 0)
             for p in patterns
         ]
-        key = _database_key(expressions, flags)
-        scanner = Scanner.of(_cached_database(expressions, flags))
-        if remembered is not None:
+        scanner = Scanner(expressions, flags)
+        if remembered is not None and scanner.key is not None:
             with contextlib.suppress(OSError):
                 from training_pipeline.atomic import atomic_write_text
 
-                atomic_write_text(remembered, key)
+                atomic_write_text(remembered, scanner.key)
         return scanner
 
 
@@ -271,15 +272,22 @@ class Scanner:
         """`literal`: the expressions are bytes to find as they are (Hyperscan's literal compiler).
         `cached`: False for expressions that must never reach a file (secret values): compiled in
         memory, as a few literals compile in a millisecond."""
-        build = _cached_database if cached else _compiled
-        self._database = build(expressions, flags, literal)
+        #: the database's name in the cache folder (None: not cached), which `loaded` takes
+        self.key = _database_key(expressions, flags, literal) if cached else None
+        self._database = (
+            _compiled(expressions, flags, literal)
+            if self.key is None
+            else _cached_database(self.key, expressions, flags, literal)
+        )
         self._local = threading.local()
 
     @classmethod
-    def of(cls, database: hyperscan.Database) -> Scanner:
-        """A scanner of a database loaded or compiled already."""
+    def loaded(cls, key: str) -> Scanner:
+        """The scanner of the database the cache folder holds under `key`, as a gate remembered it
+        (ValueError: not a key; OSError or `hyperscan.error`: no such database there)."""
         scanner = cls.__new__(cls)
-        scanner._database = database
+        scanner.key = _checked_key(key)
+        scanner._database = _load_database(scanner.key)
         scanner._local = threading.local()
         return scanner
 
@@ -298,8 +306,9 @@ def _database_key(expressions: list[bytes], flags: list[int], literal: bool = Fa
     return hashlib.sha256(repr(compiled).encode()).hexdigest()[:32]
 
 
-def _cached_database(expressions: list[bytes], flags: list[int], literal: bool = False) -> hyperscan.Database:
-    key = _database_key(expressions, flags, literal)
+def _cached_database(
+    key: str, expressions: list[bytes], flags: list[int], literal: bool = False
+) -> hyperscan.Database:
     with contextlib.suppress(OSError, hyperscan.error):
         return _load_database(key)
     database = _compiled(expressions, flags, literal)
