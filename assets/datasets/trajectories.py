@@ -27,7 +27,7 @@ from training_pipeline.datasets.daily import ingest_day
 from training_pipeline.intake.filtered import FilteredDay, adopt_staged, filter_store
 from training_pipeline.intake.ingest import IngestManifest, manifest_path
 from training_pipeline.trajectories.database import SourceUnavailable
-from training_pipeline.trajectories.store import day_profile, row_count
+from training_pipeline.trajectories.store import row_count
 
 
 def require_materialised(path: Path, what: str, day: str) -> None:
@@ -75,7 +75,7 @@ def trajectory_assets(
             raise RetryRequested(
                 max_retries=trajectory_source.retries, seconds_to_wait=trajectory_source.retry_wait_seconds
             ) from err
-        profile = day_profile(parquet)
+        profile = manifest.profile
         context.log.info(
             f"{day}: {manifest.records_in} records in, {manifest.kept} kept, "
             f"{manifest.quarantined} quarantined"

@@ -38,6 +38,8 @@ class IngestManifest:
     redactions_by_rule: dict[str, int] = field(default_factory=dict)
     #: names this ingest: a filtered day staged by it is adopted only while the store is this one
     ingest_id: str = ""
+    #: the stored day's agents, calls per trajectory and first and last start (`store.DayProfile`)
+    profile: dict[str, Any] = field(default_factory=dict)
 
     def write(self, path: Path) -> None:
         atomic_write_text(path, json.dumps(asdict(self), indent=2) + "\n")
@@ -135,7 +137,15 @@ def ingest_records(
         privacy.stats = stats
     redactions = dict(sorted(stats.redactions.items())) if privacy is not None else {}
     manifest = IngestManifest(
-        counted[0], store.count, bad.count, store.llm_call_count, source, bad.reasons, redactions, ingest_id
+        counted[0],
+        store.count,
+        bad.count,
+        store.profile.llm_calls,
+        source,
+        bad.reasons,
+        redactions,
+        ingest_id,
+        store.profile.summary(),
     )
     if fused:
         if copied:
