@@ -26,7 +26,6 @@ import json
 import math
 import re
 import sys
-import tomllib
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
@@ -114,7 +113,7 @@ class Allowlist:
     """A gitleaks allowlist as it applies to text: `regexes` on the `target` (secret, match or line),
     `stopwords` in the secret; `all_of` (condition AND) needs every check to hold."""
 
-    regexes: tuple[re.Pattern[str], ...]
+    regexes: tuple[re.Pattern[str] | LazyPattern, ...]
     stopwords: tuple[str, ...]
     target: str = "secret"
     all_of: bool = False
@@ -270,7 +269,9 @@ def _allowlist(spec: dict[str, Any]) -> Allowlist | None:
     if all_of and spec.get("paths"):
         return None  # needs a file path to hold, and text has none
     return Allowlist(
-        tuple(re.compile(to_python(r), re.ASCII) for r in spec.get("regexes", ())),
+        # compiled where a rule's match is first checked: compiling the dozens a rule set holds was 20 ms
+        # of every strict start (a pool's fork server among them), and most are never needed
+        tuple(LazyPattern(to_python(r), re.ASCII) for r in spec.get("regexes", ())),
         tuple(word.lower() for word in spec.get("stopwords", ())),
         spec.get("regexTarget", "secret"),
         all_of,
@@ -284,7 +285,13 @@ EXTRA_ALLOWLISTS: dict[str, tuple[Allowlist, ...]] = {"generic-api-key": (_CODE_
 
 
 def _config(path: Path) -> dict[str, Any]:
-    return tomllib.loads(path.read_text(encoding="utf-8"))
+    return _parsed(path.read_text(encoding="utf-8"))
+
+
+def _parsed(text: str) -> dict[str, Any]:
+    import tomllib  # pure Python, and a machine parses the vendored config once (`_vendored`)
+
+    return tomllib.loads(text)
 
 
 def _vendored() -> dict[str, Any]:
@@ -296,7 +303,7 @@ def _vendored() -> dict[str, Any]:
     cached = cache_dir() / f"gitleaks-{hashlib.sha256(data).hexdigest()[:32]}.json"
     with contextlib.suppress(OSError, ValueError):
         return json.loads(cached.read_bytes())
-    config = tomllib.loads(data.decode("utf-8"))
+    config = _parsed(data.decode("utf-8"))
     with contextlib.suppress(OSError):
         cached.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(cached, json.dumps(config))

@@ -68,7 +68,8 @@ class PrivateKeyBlocks(CredentialRule):
 
 
 def _rule(label: str, pattern: str, flags: int = 0, group: int = 0) -> CredentialRule:
-    return CredentialRule(label, re.compile(literal_first(pattern), _A | flags), group)
+    """Compiled when the gate first names the rule (`rule.LazyPattern`), as gitleaks' rules are."""
+    return CredentialRule(label, LazyPattern(literal_first(pattern), _A | flags), group)
 
 
 # elizaOS app-training's five patterns, in its order; the `elizaos` profile is exactly these.
