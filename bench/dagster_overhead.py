@@ -20,6 +20,7 @@ event-log writes), so the figure is the price of lineage, checks and partition b
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import subprocess
 import sys
@@ -75,9 +76,7 @@ def dagster_child(source: Path, data: Path, workers: int) -> None:
 
 
 def measure(*args: str) -> list[float]:
-    done = subprocess.run(
-        [sys.executable, __file__, *args], capture_output=True, text=True, check=False
-    )
+    done = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(done.stderr[-3000:])
     return [float(value) for value in done.stdout.split()]
@@ -93,16 +92,21 @@ def main(n: int, workers: int, rounds: int) -> None:
     source.mkdir()
     write_long_sample(source / f"{DAY}.jsonl", n)
     print(f"{n} trajectories, {(source / f'{DAY}.jsonl').stat().st_size / 1e6:.1f} MB, one day")
-    core, checked, assets = [], [], []
-    for round_ in range(rounds):
-        core += measure("--core", str(source), str(work / f"core-{round_}"))
-        day, alone = measure("--dagster", str(source), str(work / f"data-{round_}"), str(workers))
-        checked.append(day)
-        assets.append(alone)
-        print(
-            f"round {round_ + 1}: core {core[-1]:.2f} s, with checks {day:.2f} s "
-            f"({day / core[-1]:.2f}x), assets only {alone:.2f} s ({alone / core[-1]:.2f}x)"
-        )
+    core: list[float] = []
+    checked: list[float] = []
+    assets: list[float] = []
+    try:
+        for round_ in range(rounds):
+            core += measure("--core", str(source), str(work / f"core-{round_}"))
+            day, alone = measure("--dagster", str(source), str(work / f"data-{round_}"), str(workers))
+            checked.append(day)
+            assets.append(alone)
+            print(
+                f"round {round_ + 1}: core {core[-1]:.2f} s, with checks {day:.2f} s "
+                f"({day / core[-1]:.2f}x), assets only {alone:.2f} s ({alone / core[-1]:.2f}x)"
+            )
+    finally:
+        shutil.rmtree(work)  # each round writes the day's outputs twice: gigabytes at 10,000
     base = statistics.median(core)
     print(f"{'run':<34} {'median (min-max) s':>20} {'vs core':>8}")
     print(f"{'core build (1 process, strict)':<34} {spread(core):>20} {1:>7.2f}x")
