@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -80,38 +81,43 @@ def materialise(source: Path, data: Path) -> None:
 
 def main(calls: int) -> None:
     work = Path(tempfile.mkdtemp(prefix="tp-million-"))
-    source = work / "in"
-    source.mkdir()
-    file = source / f"{DAY.isoformat()}.jsonl"
-    started = time.perf_counter()
-    trajectories, written = generate(file, calls)
-    print(
-        f"generated {trajectories:,} trajectories, {written:,} LLM calls, "
-        f"{file.stat().st_size / 1e6:,.0f} MB in {time.perf_counter() - started:.0f} s"
-    )
-    started = time.perf_counter()
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        child = subprocess.Popen(
-            [sys.executable, __file__, "--child", str(source), str(work / "data")], stdout=out, stderr=err
+    try:
+        source = work / "in"
+        source.mkdir()
+        file = source / f"{DAY.isoformat()}.jsonl"
+        started = time.perf_counter()
+        trajectories, written = generate(file, calls)
+        print(
+            f"generated {trajectories:,} trajectories, {written:,} LLM calls, "
+            f"{file.stat().st_size / 1e6:,.0f} MB in {time.perf_counter() - started:.0f} s"
         )
-        tree_peak = tree_pss_peak = 0
-        while child.poll() is None:  # the Dagster process, its fork server and the pool's workers
-            tree_peak = max(tree_peak, tree_rss_kb(child.pid))
-            tree_pss_peak = max(tree_pss_peak, tree_pss_kb(child.pid))
-            time.sleep(0.1)
-        elapsed = time.perf_counter() - started
-        out.seek(0)
-        err.seek(0)
-        stdout, stderr = out.read(), err.read()
-    peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    if child.returncode != 0:
-        raise SystemExit(stderr[-3000:])
-    outcome = json.loads(stdout.strip().splitlines()[-1])
-    print(
-        f"Dagster day: {elapsed:.0f} s, {written / elapsed:,.0f} LLM calls/s, peak RSS {peak_mb:,.0f} MB "
-        f"(largest process), {tree_peak / 1024:,.0f} MB (all processes; PSS {tree_pss_peak / 1024:,.0f} MB)"
-    )
-    print(json.dumps(outcome))
+        started = time.perf_counter()
+        with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+            child = subprocess.Popen(
+                [sys.executable, __file__, "--child", str(source), str(work / "data")], stdout=out, stderr=err
+            )
+            tree_peak = tree_pss_peak = 0
+            while child.poll() is None:  # the Dagster process, its fork server and the pool's workers
+                tree_peak = max(tree_peak, tree_rss_kb(child.pid))
+                tree_pss_peak = max(tree_pss_peak, tree_pss_kb(child.pid))
+                time.sleep(0.1)
+            elapsed = time.perf_counter() - started
+            out.seek(0)
+            err.seek(0)
+            stdout, stderr = out.read(), err.read()
+        peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        if child.returncode != 0:
+            raise SystemExit(stderr[-3000:])
+        outcome = json.loads(stdout.strip().splitlines()[-1])
+        print(
+            f"Dagster day: {elapsed:.0f} s, {written / elapsed:,.0f} LLM calls/s, peak RSS {peak_mb:,.0f} MB "
+            f"(largest process), {tree_peak / 1024:,.0f} MB "
+            f"(all processes; PSS {tree_pss_peak / 1024:,.0f} MB)"
+        )
+        print(json.dumps(outcome))
+
+    finally:
+        shutil.rmtree(work)  # the day's input and outputs: over 2 GB
 
 
 if __name__ == "__main__":
