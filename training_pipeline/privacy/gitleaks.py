@@ -38,6 +38,7 @@ from training_pipeline.privacy.rule import (
     REFERENCE,
     CredentialRule,
     LazyPattern,
+    compiled,
     is_placeholder,
     literal_first,
     literal_free,
@@ -122,7 +123,7 @@ class Allowlist:
         checks = []
         if self.regexes:
             target = {"match": match, "line": line}.get(self.target, secret)
-            checks.append(any(regex.search(target) for regex in self.regexes))
+            checks.append(any(compiled(regex).search(target) for regex in self.regexes))
         if self.stopwords:
             lowered = secret.lower()
             checks.append(any(word in lowered for word in self.stopwords))

@@ -22,8 +22,8 @@ _WORDS = (
     r"token|secret|passw(?:or)?d|passphrase|pwd|api[_.-]?key|apikey|access[_.-]?key|private[_.-]?key"
     r"|credentials?|creds|auth(?:[_.-]?(?:key|token))?|client[_.-]?secret|signing[_.-]?key"
 )
-#: key, optional closing quote, separator, optional opening quote, value (this module's patterns are
-#: compiled where the gate first names the rule, `rule.LazyPattern`: most processes never need them)
+#: key, optional closing quote, separator, optional opening quote, value (compiled where the gate first
+#: names the rule, `rule.LazyPattern`: most processes never need it)
 _PATTERN = LazyPattern(
     rf"(?<![A-Za-z0-9])(?P<key>[A-Za-z0-9_.-]{{0,40}}?(?:{_WORDS})[A-Za-z0-9_.-]{{0,24}})[\"'`]?"
     r"[ \t]{0,4}(?::=|=>|->|=|:)[ \t]{0,4}(?:(?:bearer|basic|token)[ \t]+)?[\"'`]?"
@@ -31,7 +31,7 @@ _PATTERN = LazyPattern(
     re.IGNORECASE | re.ASCII,
 )
 #: the words of a key (`clientSecret`, `CLIENT_SECRET`, `client-secret`, `db.password`)
-_KEY_WORD = LazyPattern(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
+_KEY_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 _SECRET_WORDS = {
     "token",
     "secret",
@@ -108,14 +108,14 @@ def secret_key(key: str) -> bool:
     return bool(_SECRET_WORDS.intersection(tail)) or tuple(tail) in _SECRET_PAIRS
 
 
-_PLACEHOLDER = LazyPattern(
+_PLACEHOLDER = re.compile(
     r"x{4,}|\*{3,}|#{4,}|\.{3}|example|your[_.-]|changeme|placeholder|dummy|redacted|^\$|^%|\{\{|<|^null$"
     r"|^none$|^true$|^false$|^undefined$",
     re.IGNORECASE,
 )
 #: `password_mgr`, `Proxy-Authorization`, `TestSourcePassword`: words, each of two letters or more
 _WORD = r"(?:[A-Z]?[a-z]{2,}|[A-Z]{2,}(?![a-z]))"
-_WORDS_ONLY = LazyPattern(rf"^{_WORD}(?:[-_.]?{_WORD})*$")
+_WORDS_ONLY = re.compile(rf"^{_WORD}(?:[-_.]?{_WORD})*$")
 
 
 @dataclass(frozen=True, slots=True)
