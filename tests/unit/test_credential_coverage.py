@@ -14,7 +14,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from tests.helpers import REPO
+from tests.helpers import REPO, fresh_python
 from training_pipeline.privacy import gitleaks
 from training_pipeline.privacy.filter import PrivacyFilter
 from training_pipeline.privacy.gitleaks import (
@@ -135,6 +135,48 @@ def test_gitleaks_patterns_are_compiled_only_for_the_rules_the_gate_names() -> N
             == rule.pattern.compiled().flags
             == re.compile(rule.pattern.pattern, re.ASCII).flags
         )
+
+
+def test_a_strict_start_compiles_no_rule_and_parses_no_config(tmp_path: Path) -> None:
+    """What every strict process pays before its first text (a pool's fork server among them): on a
+    machine that remembers the parsed config and the gate, the rule set and both gates are built
+    without compiling the regex of any rule or allowlist (but the PEM scan's and the code-reference
+    allowlist's, which are not rules' patterns), nor importing the TOML parser; the first credential
+    compiles its own rule's."""
+    code = """
+import json, sys
+from training_pipeline.privacy import gitleaks
+from training_pipeline.privacy.rule import REFERENCE, LazyPattern
+from training_pipeline.privacy.rules import _PEM_BEGIN, PROFILES
+
+strict = PROFILES["strict"]
+strict.build()
+strict.applicable("nothing to see here, " * 20)
+patterns = [rule.pattern for rule in strict.rules]
+allowlists = [*gitleaks.GLOBAL_ALLOWLIST]
+for rule in strict.rules:
+    allowlists += getattr(rule, "allowlists", ())
+patterns += [regex for allowlist in allowlists for regex in allowlist.regexes]
+lazy = [pattern for pattern in patterns if isinstance(pattern, LazyPattern)]
+eager = {pattern.pattern for pattern in patterns if not isinstance(pattern, LazyPattern)}
+before = sum(pattern._compiled is not None for pattern in lazy)
+named = [rule.label for rule in strict.applicable("AKIAQ7XK2LP9RW4TZ8NV in prose")]
+for rule in strict.rules:
+    if rule.label in named:
+        rule.redact("AKIAQ7XK2LP9RW4TZ8NV in prose")
+print(json.dumps({
+    "lazy": len(lazy),
+    "eager_are_known": eager == {_PEM_BEGIN.pattern, REFERENCE.pattern},
+    "compiled_before": before,
+    "compiled_after": sum(pattern._compiled is not None for pattern in lazy),
+    "toml": "tomllib" in sys.modules,
+}))
+"""
+    fresh_python(code, XDG_CACHE_HOME=str(tmp_path))  # the machine's first strict process: fills the cache
+    started = json.loads(fresh_python(code, XDG_CACHE_HOME=str(tmp_path)))
+    assert started["lazy"] > 250 and started["eager_are_known"]
+    assert started["compiled_before"] == 0 and not started["toml"]
+    assert 0 < started["compiled_after"] <= 5  # the AWS key's rules, not the set
 
 
 def test_a_rules_remembered_verdicts_are_its_own() -> None:
