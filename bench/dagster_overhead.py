@@ -1,9 +1,12 @@
 """What Dagster adds to a day: the daily graph materialised on a real instance, against the core's
 one-pass build of the same file.
 
-    python bench/dagster_overhead.py [N] [WORKERS] [--rounds R]
+    python bench/dagster_overhead.py [N] [WORKERS] [--rounds R] [--instances ephemeral,sqlite,postgres]
 
 WORKERS: processes of the day's pass (`TRAINING_PIPELINE_WORKERS`; default 0, one per core).
+INSTANCES: where the Dagster days keep their runs and events (`instances.py`; default the in-memory
+instance and the README's SQLite one). A real instance's databases are made by a run of an empty day
+before the rounds, as a deployment's exist before its runs.
 
 Each measurement runs in a process of its own, as a user's would: the core build in a process that
 has imported the pipeline but not Dagster (as `training-pipeline build-datasets` runs), the Dagster day
@@ -20,6 +23,7 @@ event-log writes), so the figure is the price of lineage, checks and partition b
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import subprocess
@@ -28,9 +32,14 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, os.path.dirname(__file__))
+from instances import KINDS, instance_homes, instance_of
+
 from training_pipeline.samples import write_long_sample
 
 DAY = "2026-11-01"
+#: a day without input, run on a real instance before the rounds so that its databases exist
+SETUP_DAY = "2026-10-31"
 
 
 def core_child(source: Path, out: Path) -> None:
@@ -44,10 +53,10 @@ def core_child(source: Path, out: Path) -> None:
     print(time.perf_counter() - started)
 
 
-def dagster_child(source: Path, data: Path, workers: int) -> None:
-    """The day with its checks, then the assets alone (the pool's server then running): seconds of
-    each."""
-    from dagster import DagsterInstance, materialize
+def dagster_child(source: Path, data: Path, workers: int, kind: str, days: list[str]) -> None:
+    """The day with its checks, then the assets alone (the pool's server then running), on an
+    instance of `kind`: seconds of each (of the first alone when `days` names one day)."""
+    from dagster import materialize
 
     from assets.datasets.definitions import daily_graph
     from assets.partitions import daily_partitions
@@ -66,17 +75,19 @@ def dagster_child(source: Path, data: Path, workers: int) -> None:
     resources = default_resources(settings)
     graph = daily_graph(daily_partitions(settings))
     seconds = []
-    for selection in ([*graph.assets, *graph.checks], graph.assets):
-        with DagsterInstance.ephemeral() as instance:
+    for day, selection in zip(days, ([*graph.assets, *graph.checks], graph.assets), strict=False):
+        with instance_of(kind) as instance:
             started = time.perf_counter()
-            result = materialize(selection, partition_key=DAY, resources=resources, instance=instance)
+            result = materialize(selection, partition_key=day, resources=resources, instance=instance)
             seconds.append(time.perf_counter() - started)
             assert result.success
     print(*seconds)
 
 
-def measure(*args: str) -> list[float]:
-    done = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True, check=False)
+def measure(*args: str, environment: dict[str, str] | None = None) -> list[float]:
+    done = subprocess.run(
+        [sys.executable, __file__, *args], capture_output=True, text=True, check=False, env=environment
+    )
     if done.returncode != 0:
         raise SystemExit(done.stderr[-3000:])
     return [float(value) for value in done.stdout.split()]
@@ -86,45 +97,77 @@ def spread(values: list[float]) -> str:
     return f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
 
 
-def main(n: int, workers: int, rounds: int) -> None:
+def main(n: int, workers: int, rounds: int, kinds: list[str]) -> None:
     work = Path(tempfile.mkdtemp(prefix="tp-overhead-"))
     source = work / "in"
     source.mkdir()
+    (work / "no-input").mkdir()
     write_long_sample(source / f"{DAY}.jsonl", n)
     print(f"{n} trajectories, {(source / f'{DAY}.jsonl').stat().st_size / 1e6:.1f} MB, one day")
     core: list[float] = []
-    checked: list[float] = []
-    assets: list[float] = []
+    checked: dict[str, list[float]] = {kind: [] for kind in kinds}
+    assets: dict[str, list[float]] = {kind: [] for kind in kinds}
     try:
-        for round_ in range(rounds):
-            core += measure("--core", str(source), str(work / f"core-{round_}"))
-            day, alone = measure("--dagster", str(source), str(work / f"data-{round_}"), str(workers))
-            checked.append(day)
-            assets.append(alone)
-            print(
-                f"round {round_ + 1}: core {core[-1]:.2f} s, with checks {day:.2f} s "
-                f"({day / core[-1]:.2f}x), assets only {alone:.2f} s ({alone / core[-1]:.2f}x)"
-            )
+        with instance_homes(kinds, work) as environments:
+            for kind in kinds:
+                if kind != "ephemeral":
+                    setup = (
+                        "--dagster",
+                        str(work / "no-input"),
+                        str(work / f"setup-{kind}"),
+                        "1",
+                        kind,
+                        SETUP_DAY,
+                    )
+                    measure(*setup, environment=environments[kind])
+            for round_ in range(rounds):
+                core += measure("--core", str(source), str(work / f"core-{round_}"))
+                line = f"round {round_ + 1}: core {core[-1]:.2f} s"
+                for kind in kinds:
+                    data = work / f"data-{kind}-{round_}"
+                    day, alone = measure(
+                        "--dagster",
+                        str(source),
+                        str(data),
+                        str(workers),
+                        kind,
+                        DAY,
+                        DAY,
+                        environment=environments[kind],
+                    )
+                    shutil.rmtree(data)  # the day's outputs twice: gigabytes at 10,000
+                    checked[kind].append(day)
+                    assets[kind].append(alone)
+                    line += f"; {kind} {day:.2f} s ({day / core[-1]:.2f}x), assets only {alone:.2f} s"
+                print(line)
     finally:
-        shutil.rmtree(work)  # each round writes the day's outputs twice: gigabytes at 10,000
+        shutil.rmtree(work)
     base = statistics.median(core)
-    print(f"{'run':<34} {'median (min-max) s':>20} {'vs core':>8}")
-    print(f"{'core build (1 process, strict)':<34} {spread(core):>20} {1:>7.2f}x")
-    for name, values in (("with checks", checked), ("assets only (pool warm)", assets)):
-        ratios = ", ".join(f"{value / seconds:.2f}" for value, seconds in zip(values, core, strict=True))
-        median = statistics.median(values)
-        print(f"{'Dagster day, ' + name:<34} {spread(values):>20} {median / base:>7.2f}x  (rounds: {ratios})")
+    print(f"{'run':<46} {'median (min-max) s':>20} {'vs core':>8}")
+    print(f"{'core build (1 process, strict)':<46} {spread(core):>20} {1:>7.2f}x")
+    for kind in kinds:
+        for name, values in (("with checks", checked[kind]), ("assets only (pool warm)", assets[kind])):
+            ratios = ", ".join(f"{value / seconds:.2f}" for value, seconds in zip(values, core, strict=True))
+            label = f"Dagster day ({kind}), {name}"
+            ratio = statistics.median(values) / base
+            print(f"{label:<46} {spread(values):>20} {ratio:>7.2f}x  (rounds: {ratios})")
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--core"]:
         core_child(Path(sys.argv[2]), Path(sys.argv[3]))
     elif sys.argv[1:2] == ["--dagster"]:
-        dagster_child(Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4]))
+        dagster_child(Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6:])
     else:
         parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
         parser.add_argument("n", nargs="?", type=int, default=5000)
         parser.add_argument("workers", nargs="?", type=int, default=0)
         parser.add_argument("--rounds", type=int, default=5)
+        parser.add_argument(
+            "--instances", default="ephemeral,sqlite", help=f"comma-separated, of {', '.join(KINDS)}"
+        )
         options = parser.parse_args()
-        main(options.n, options.workers, options.rounds)
+        kinds = options.instances.split(",")
+        if not set(kinds) <= set(KINDS):
+            parser.error(f"unknown instance in {options.instances!r}; choose of {', '.join(KINDS)}")
+        main(options.n, options.workers, options.rounds, kinds)

@@ -1,16 +1,19 @@
 """A day of a million LLM calls through the daily Dagster assets (with their checks), in bounded memory.
 
-    python bench/million_calls.py [CALLS]        # default 1,000,000
+    python bench/million_calls.py [CALLS] [--instance sqlite|ephemeral|postgres]   # 1,000,000; sqlite
 
 Generates one UTC day of trajectories holding CALLS LLM calls in all, materialises that day's
-partition (trajectories → filtered_trajectories → the five datasets, 17 checks) on an ephemeral
-instance in a child process, and prints the wall time, the peak RSS of its largest process and of all
-its processes (the pool's workers included), and the day's counts.
+partition (trajectories → filtered_trajectories → the five datasets, 17 checks) in a child process on
+the instance (`instances.py`; by default the README's SQLite one, its databases made by a run of an
+empty day first), and prints the wall time, the peak RSS of its largest process and of all its
+processes (the pool's workers included), and the day's counts.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import resource
 import shutil
 import subprocess
@@ -20,9 +23,13 @@ import time
 from datetime import date
 from pathlib import Path
 
+sys.path.insert(0, os.path.dirname(__file__))
+from instances import KINDS, instance_homes, instance_of
 from process_tree import tree_pss_kb, tree_rss_kb
 
 DAY = date(2026, 11, 1)
+#: a day without input, run on a real instance first so that its databases exist
+SETUP_DAY = date(2026, 10, 31)
 
 
 def generate(path: Path, calls: int) -> tuple[int, int]:
@@ -43,9 +50,10 @@ def generate(path: Path, calls: int) -> tuple[int, int]:
     return trajectories, written
 
 
-def materialise(source: Path, data: Path) -> None:
-    """The child: one day of the dataset graph, its metadata counts printed as JSON."""
-    from dagster import DagsterInstance, materialize
+def materialise(source: Path, data: Path, kind: str, day: date) -> None:
+    """The child: one day of the dataset graph on an instance of `kind`, its metadata counts printed as
+    JSON."""
+    from dagster import materialize
 
     from assets.datasets.definitions import daily_graph
     from assets.partitions import daily_partitions
@@ -54,10 +62,10 @@ def materialise(source: Path, data: Path) -> None:
 
     settings = load_settings({"TRAINING_PIPELINE_DATA": str(data), "TRAJECTORY_DIR": str(source)})
     graph = daily_graph(daily_partitions(settings))
-    with DagsterInstance.ephemeral() as instance:
+    with instance_of(kind) as instance:
         result = materialize(
             [*graph.assets, *graph.checks],
-            partition_key=DAY.isoformat(),
+            partition_key=day.isoformat(),
             resources=default_resources(settings),
             instance=instance,
         )
@@ -79,49 +87,65 @@ def materialise(source: Path, data: Path) -> None:
     )
 
 
-def main(calls: int) -> None:
+def child(source: Path, data: Path, kind: str, day: date) -> list[str]:
+    return [sys.executable, __file__, "--child", str(source), str(data), kind, day.isoformat()]
+
+
+def main(calls: int, kind: str) -> None:
     work = Path(tempfile.mkdtemp(prefix="tp-million-"))
     try:
-        source = work / "in"
-        source.mkdir()
-        file = source / f"{DAY.isoformat()}.jsonl"
-        started = time.perf_counter()
-        trajectories, written = generate(file, calls)
-        print(
-            f"generated {trajectories:,} trajectories, {written:,} LLM calls, "
-            f"{file.stat().st_size / 1e6:,.0f} MB in {time.perf_counter() - started:.0f} s"
-        )
-        started = time.perf_counter()
-        with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-            child = subprocess.Popen(
-                [sys.executable, __file__, "--child", str(source), str(work / "data")], stdout=out, stderr=err
-            )
-            tree_peak = tree_pss_peak = 0
-            while child.poll() is None:  # the Dagster process, its fork server and the pool's workers
-                tree_peak = max(tree_peak, tree_rss_kb(child.pid))
-                tree_pss_peak = max(tree_pss_peak, tree_pss_kb(child.pid))
-                time.sleep(0.1)
-            elapsed = time.perf_counter() - started
-            out.seek(0)
-            err.seek(0)
-            stdout, stderr = out.read(), err.read()
-        peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-        if child.returncode != 0:
-            raise SystemExit(stderr[-3000:])
-        outcome = json.loads(stdout.strip().splitlines()[-1])
-        print(
-            f"Dagster day: {elapsed:.0f} s, {written / elapsed:,.0f} LLM calls/s, peak RSS {peak_mb:,.0f} MB "
-            f"(largest process), {tree_peak / 1024:,.0f} MB "
-            f"(all processes; PSS {tree_pss_peak / 1024:,.0f} MB)"
-        )
-        print(json.dumps(outcome))
-
+        with instance_homes([kind], work) as environments:
+            run(calls, work, kind, environments[kind])
     finally:
         shutil.rmtree(work)  # the day's input and outputs: over 2 GB
 
 
+def run(calls: int, work: Path, kind: str, environment: dict[str, str]) -> None:
+    if kind != "ephemeral":
+        (work / "no-input").mkdir()
+        setup = child(work / "no-input", work / "setup", kind, SETUP_DAY)
+        subprocess.run(setup, env=environment, check=True, capture_output=True)
+    source = work / "in"
+    source.mkdir()
+    file = source / f"{DAY.isoformat()}.jsonl"
+    started = time.perf_counter()
+    trajectories, written = generate(file, calls)
+    print(
+        f"generated {trajectories:,} trajectories, {written:,} LLM calls, "
+        f"{file.stat().st_size / 1e6:,.0f} MB in {time.perf_counter() - started:.0f} s"
+    )
+    started = time.perf_counter()
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        day = subprocess.Popen(
+            child(source, work / "data", kind, DAY), stdout=out, stderr=err, env=environment
+        )
+        tree_peak = tree_pss_peak = 0
+        while day.poll() is None:  # the Dagster process, its fork server and the pool's workers
+            tree_peak = max(tree_peak, tree_rss_kb(day.pid))
+            tree_pss_peak = max(tree_pss_peak, tree_pss_kb(day.pid))
+            time.sleep(0.1)
+        elapsed = time.perf_counter() - started
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # the day's, the largest
+    if day.returncode != 0:
+        raise SystemExit(stderr[-3000:])
+    outcome = json.loads(stdout.strip().splitlines()[-1])
+    print(
+        f"Dagster day: {elapsed:.0f} s, {written / elapsed:,.0f} LLM calls/s, peak RSS {peak_mb:,.0f} MB "
+        f"(largest process), {tree_peak / 1024:,.0f} MB "
+        f"(all processes; PSS {tree_pss_peak / 1024:,.0f} MB)"
+    )
+    print(json.dumps(outcome))
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--child"]:
-        materialise(Path(sys.argv[2]), Path(sys.argv[3]))
+        materialise(Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4], date.fromisoformat(sys.argv[5]))
     else:
-        main(int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000)
+        parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+        parser.add_argument("calls", nargs="?", type=int, default=1_000_000)
+        parser.add_argument("--instance", choices=KINDS, default="sqlite")
+        options = parser.parse_args()
+        main(options.calls, options.instance)
