@@ -421,6 +421,40 @@ def test_the_filtered_day_is_the_same_fused_on_the_pool_and_filtered_again(tmp_p
     assert tables[0].equals(tables[1])
 
 
+def test_a_share_whose_first_anonymised_trajectory_comes_late_keeps_every_row_before_it() -> None:
+    """A share's filtered rows are made only from its first anonymised trajectory on; the kept rows
+    before it are the stored ones, copied, so the filtered rows are the kept trajectories in order:
+    stored as they came where the filter changed nothing, re-serialised where it anonymised, without
+    the private person's."""
+    from training_pipeline.intake.share import NoDerive, ingest_share
+    from training_pipeline.trajectories.store import batch_of
+
+    def trajectory(name: str, text: str) -> tuple[str, str]:
+        call = {"systemPrompt": "s", "userPrompt": text, "response": "r"}
+        record = {"trajectoryId": name, "startTime": 1.0, "steps": [{"llmCalls": [call]}]}
+        return f"{name}.json", json.dumps(record, separators=(", ", ": "))
+
+    share = [
+        trajectory("a", "nobody here"),
+        trajectory("b", "still nobody"),
+        trajectory("c", "ask @erin"),
+        trajectory("d", "ask @alice"),
+        trajectory("e", "nobody again"),
+    ]
+    directory = EntityDirectory(
+        {"discord:erin": "e-erin", "discord:alice": "e-alice"}, frozenset({"e-alice"})
+    )
+    done = ingest_share(PrivacyFilter("strict", directory), (NoDerive(), share))
+    assert done.kept == [0, 1, 2, 4] and done.filtered is not None
+    filtered = batch_of(done.filtered).to_pydict()
+    assert filtered["trajectory_id"] == ["a", "b", "c", "e"]
+    assert filtered["origin"] == ["a.json", "b.json", "c.json", "e.json"]
+    raws = filtered["raw"]
+    assert [raws[0], raws[1], raws[3]] == [share[0][1], share[1][1], share[4][1]]  # as they came
+    assert "<entity:e-erin>" in raws[2] and json.loads(raws[2])["trajectoryId"] == "c"
+    assert batch_of(done.stored).num_rows == 5
+
+
 def test_a_filter_that_changes_only_credentials_stages_the_stored_day_itself(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -97,9 +97,14 @@ def ingest_share(privacy: PrivacyFilter | None, share: Share) -> Ingested:
         before = privacy.stats.anonymization_count  # type: ignore[union-attr]
         if privacy.apply(trajectory, origin, redacted=True):  # type: ignore[union-attr]
             unchanged = privacy.stats.anonymization_count == before  # type: ignore[union-attr]
-            anonymised |= not unchanged
             kept.append(len(stored) - 1)
-            filtered.add(trajectory, origin, raw if unchanged else None)
+            if not unchanged and not anonymised:
+                # the share's first anonymised trajectory: the filtered rows are made from here on, the
+                # earlier kept ones copied from the stored rows they equal (until now, `kept` said it)
+                anonymised = True
+                filtered.copy_rows(stored, kept[:-1])
+            if anonymised:
+                filtered.add(trajectory, origin, raw if unchanged else None)
             derived.append(derive(trajectory))
     stats = privacy.stats if privacy is not None else FilterStats()
     return Ingested(

@@ -65,6 +65,12 @@ class StoreRows:
         columns["raw"].append(raw)
         return raw
 
+    def copy_rows(self, other: StoreRows, indices: list[int]) -> None:
+        """`other`'s rows at `indices` added here, as they are."""
+        for name, values in self._columns.items():
+            source = other._columns[name]
+            values.extend(source[index] for index in indices)
+
     def __len__(self) -> int:
         return len(self._columns["raw"])
 
