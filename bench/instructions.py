@@ -1,11 +1,12 @@
 """Instructions per trajectory, counted by valgrind: a figure that does not move with the hour.
 
-    python bench/instructions.py [N]
+    python bench/instructions.py [N] [--sample long|day]
 
 This machine's speed moves 1.5-2x within an hour (its host's other tenants), which hides any change of
 a few percent in a wall-clock bench; the instructions a pass executes do not move. For each privacy
-profile, two passes over the same N generated trajectories (those of `export_vs_reference.py`, with
-its environment's secret values) run in one process each, under callgrind:
+profile, two passes over the same N generated trajectories (`long`: those of `export_vs_reference.py`,
+10 KB each, with its environment's secret values; `day`: those of `million_calls.py`, 2.7 KB each) run
+in one process each, under callgrind:
 
 - the core build (`build_datasets`, what `training-pipeline build-datasets` does per share);
 - the daily pass (`ingest_day` with the checks' inspection: the Dagster step's work, without Dagster
@@ -24,6 +25,7 @@ child under valgrind).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -35,9 +37,10 @@ from pathlib import Path
 
 from export_vs_reference import ENV
 
-from training_pipeline.samples import write_long_sample
+from training_pipeline.samples import day_of_trajectories, write_long_sample
 
 ROOT = Path(__file__).resolve().parents[1]
+DAY = date(2026, 11, 1)
 PASSES = ("core", "daily")
 PROFILES = ("elizaos", "strict")
 #: shared objects whose instructions are left out (see above)
@@ -62,7 +65,7 @@ def child(kind: str, profile: str, warm: Path, source: Path, work: Path) -> None
             build_datasets(path, out / "datasets", privacy, workers=1)
         else:
             ingest_day(
-                unparsed_shares(path, date(2026, 11, 1)),
+                unparsed_shares(path, DAY),
                 out / "trajectories.parquet",
                 out / "quarantine.jsonl",
                 "bench",
@@ -126,19 +129,32 @@ def _self_costs(path: Path) -> Counter[str]:
     return costs
 
 
+def write_sample(sample: str, warm: Path, source: Path, n: int) -> None:
+    """Ten trajectories to warm up on, and the `n` measured."""
+    if sample == "long":
+        write_long_sample(warm, 10)
+        write_long_sample(source, n, ENV["REFERENCE_SECRET_TOKEN"])
+        return
+    for path, count, seed in ((warm, 10, 1), (source, n, 0)):
+        with path.open("w", encoding="utf-8") as handle:
+            for trajectory in day_of_trajectories(DAY, count, seed=seed):
+                handle.write(json.dumps(trajectory) + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("n", type=int, nargs="?", default=1000)
+    parser.add_argument("--sample", choices=("long", "day"), default="long")
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
         raise SystemExit("needs valgrind: apt install valgrind")
     with tempfile.TemporaryDirectory(prefix="tp-instructions-") as folder:
         warm, source = Path(folder, "warm.jsonl"), Path(folder, "day.jsonl")
-        write_long_sample(warm, 10)
-        write_long_sample(source, args.n, ENV["REFERENCE_SECRET_TOKEN"])
-        print(f"{args.n} trajectories, {source.stat().st_size / 1e6:.1f} MB; instructions per trajectory")
+        write_sample(args.sample, warm, source, args.n)
+        size = source.stat().st_size / 1e6
+        print(f"{args.n} trajectories ({args.sample}), {size:.1f} MB; instructions per trajectory")
         print(f"{'profile':<8} {'core build':>11} {'daily pass':>11} {'daily / core':>13}")
         for profile in PROFILES:
             per = {kind: instructions(kind, profile, warm, source) / args.n for kind in PASSES}
