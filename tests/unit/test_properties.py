@@ -297,6 +297,30 @@ def test_the_prefilter_never_skips_a_rule_that_matches(text: str, profile: str) 
     assert missed == []
 
 
+_KEYWORD_RULES = [rule for rule in PROFILES["strict"].rules if getattr(rule, "keywords", ())]
+_keyword_texts = st.lists(
+    st.sampled_from(sorted({word for rule in _KEYWORD_RULES for word in rule.keywords})).map(
+        lambda word: word.upper() if len(word) % 2 else word.title()
+    )
+    | st.text(alphabet="aKkIiSs-_ é€😀İı\u212a\u017f\u0307\ud800", max_size=12),
+    max_size=8,
+).map("".join)
+
+
+@settings(max_examples=300)
+@given(_keyword_texts)
+@example("FACEBOO\u212a 1|x")  # the Kelvin sign lowers to k
+@example("\u0130")  # İ lowers to i and a combining dot
+@example("AKIA—\ud800")  # a dash (the text outside Latin-1) and a lone surrogate
+def test_a_rule_looks_for_its_keywords_in_the_text_lowered(text: str) -> None:
+    """gitleaks runs a rule only on text whose lower case holds one of its keywords; the rules look in
+    the text's UTF-8 with ASCII letters lowered where nothing else can lower into a keyword's letters."""
+    lowered = text.lower()
+    for rule in _KEYWORD_RULES:
+        expected = rule.keyword_in_every_match or any(word in lowered for word in rule.keywords)
+        assert rule.applies(text) == expected, (rule.label, text)
+
+
 #: a value each of detect-secrets' regex plugins finds (the independent scanner's families)
 SCANNER_SAMPLES = [
     "artifactory: AKCp8jQ8bq4wPJzYfnNNHn3LeQ1rrt6dMYK7aQzh7FAkwcUo2Nbbx8pLD34e9eVfqq6DHoNQ3",
