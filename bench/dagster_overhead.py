@@ -12,7 +12,7 @@ Each measurement runs in a process of its own, as a user's would: the core build
 has imported the pipeline but not Dagster (as `training-pipeline build-datasets` runs), the Dagster day
 in one that has imported Dagster and made its instance, where the day's run is the first (its pool's
 fork server starts in it, as in every new run's process). Both set up before the clock starts (imports,
-the strict rule set). R rounds alternate the two, so both see the same hours of this machine, whose
+the strict rule set). R rounds alternate them, so all see the same hours of this machine, whose
 speed moves by a third within minutes; the ratio is of the medians, with each round's ratio beside it.
 
 The Dagster path does more than the core (a Parquet store of the validated day and of the filtered day,
@@ -23,7 +23,6 @@ event-log writes), so the figure is the price of lineage, checks and partition b
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
 import subprocess
@@ -32,7 +31,6 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, os.path.dirname(__file__))
 from instances import KINDS, instance_homes, instance_of
 
 from training_pipeline.samples import write_long_sample

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import shutil
 import subprocess
@@ -23,7 +22,6 @@ import time
 from datetime import date
 from pathlib import Path
 
-sys.path.insert(0, os.path.dirname(__file__))
 from instances import KINDS, instance_homes, instance_of
 from process_tree import tree_pss_kb, tree_rss_kb
 
