@@ -31,13 +31,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from instances import KINDS, instance_homes, instance_of
+from instances import KINDS, SETUP_DAY, instance_homes, instance_of
 
 from training_pipeline.samples import write_long_sample
 
 DAY = "2026-11-01"
-#: a day without input, run on a real instance before the rounds so that its databases exist
-SETUP_DAY = "2026-10-31"
 
 
 def core_child(source: Path, out: Path) -> None:
@@ -115,7 +113,7 @@ def main(n: int, workers: int, rounds: int, kinds: list[str]) -> None:
                         str(work / f"setup-{kind}"),
                         "1",
                         kind,
-                        SETUP_DAY,
+                        SETUP_DAY.isoformat(),
                     )
                     measure(*setup, environment=environments[kind])
             for round_ in range(rounds):

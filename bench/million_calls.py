@@ -22,12 +22,10 @@ import time
 from datetime import date
 from pathlib import Path
 
-from instances import KINDS, instance_homes, instance_of
+from instances import KINDS, SETUP_DAY, instance_homes, instance_of
 from process_tree import tree_pss_kb, tree_rss_kb
 
 DAY = date(2026, 11, 1)
-#: a day without input, run on a real instance first so that its databases exist
-SETUP_DAY = date(2026, 10, 31)
 
 
 def generate(path: Path, calls: int) -> tuple[int, int]:

@@ -28,12 +28,14 @@ from training_pipeline.datasets.validate import (
 )
 from training_pipeline.intake import ingest
 from training_pipeline.intake.filtered import FilteredDay, filter_store
+from training_pipeline.intake.share import NoDerive, ingest_share
 from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.filter import PrivacyFilter
 from training_pipeline.privacy.scan import SecretScanner
 from training_pipeline.samples import write_long_sample
 from training_pipeline.trajectories.files import read_files, unparsed_files, unparsed_shares
 from training_pipeline.trajectories.shape import start_day
+from training_pipeline.trajectories.store import batch_of
 from training_pipeline.workers import IN_FLIGHT, ordered_map
 
 
@@ -426,8 +428,6 @@ def test_a_share_whose_first_anonymised_trajectory_comes_late_keeps_every_row_be
     before it are the stored ones, copied, so the filtered rows are the kept trajectories in order:
     stored as they came where the filter changed nothing, re-serialised where it anonymised, without
     the private person's."""
-    from training_pipeline.intake.share import NoDerive, ingest_share
-    from training_pipeline.trajectories.store import batch_of
 
     def trajectory(name: str, text: str) -> tuple[str, str]:
         call = {"systemPrompt": "s", "userPrompt": text, "response": "r"}
