@@ -1,0 +1,215 @@
+"""The embedded instance's storage (`dagster.yaml`, resources/instance_storage.py): what it writes is
+Dagster's SQLite storage, read back by Dagster's own classes; it opens few connections; the UI still
+follows a live run; it never writes through a handle on a deleted file or one inherited over fork."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from dagster import AssetKey, DagsterInstance, materialize
+from dagster._core.events import DagsterEvent, DagsterEventType, EngineEventData
+from dagster._core.events.log import EventLogEntry
+from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
+
+from resources.defaults import default_resources
+from resources.instance_storage import OPEN_FILES, KeptOpenEventLogStorage, KeptOpenSqliteStorage
+from tests.helpers import ASSET_CHECKS, DATASET_ASSETS
+from training_pipeline.settings import load_settings
+
+REPO = Path(__file__).resolve().parents[2]
+DAGSTER_SQLITE = "storage:\n  sqlite:\n    base_dir: {home}\n"
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A `DAGSTER_HOME` with the README's `dagster.yaml` (which reads the variable)."""
+    folder = tmp_path / "home"
+    folder.mkdir()
+    shutil.copy(REPO / "dagster.yaml", folder / "dagster.yaml")
+    monkeypatch.setenv("DAGSTER_HOME", str(folder))
+    return folder
+
+
+def dagster_reader(home: Path, into: Path) -> DagsterInstance:
+    """Dagster's own SQLite storage on the same files (a config of its own, in another folder)."""
+    into.mkdir()
+    (into / "dagster.yaml").write_text(DAGSTER_SQLITE.format(home=home))
+    return DagsterInstance.from_config(str(into))
+
+
+def engine_event(instance: DagsterInstance, run_id: str, message: str) -> None:
+    instance.report_engine_event(message, job_name="job", run_id=run_id)
+
+
+def messages(storage: SqliteEventLogStorage, run_id: str) -> list[str]:
+    return [entry.message for entry in storage.get_logs_for_run(run_id)]
+
+
+def test_the_readme_instance_keeps_connections_open_and_dagster_reads_what_it_wrote(
+    tmp_path: Path, home: Path
+) -> None:
+    instance = DagsterInstance.from_config(str(home))
+    resources = default_resources(load_settings({"TRAINING_PIPELINE_DATA": str(tmp_path / "data")}))
+    opened: list[str] = []
+    connect = sqlite3.connect
+
+    def counting(database: str, *args: object, **kwargs: object) -> sqlite3.Connection:
+        opened.append(str(database))
+        return connect(database, *args, **kwargs)  # type: ignore[arg-type]
+
+    materialize(
+        DATASET_ASSETS + ASSET_CHECKS, partition_key="2026-11-22", resources=resources, instance=instance
+    )
+    sqlite3.connect = counting  # type: ignore[assignment]
+    try:
+        result = materialize(
+            DATASET_ASSETS + ASSET_CHECKS, partition_key="2026-11-23", resources=resources, instance=instance
+        )
+    finally:
+        sqlite3.connect = connect  # type: ignore[assignment]
+    assert result.success
+    events = instance.all_logs(result.run_id)
+    # Dagster's storage opens a connection per statement: several per event
+    assert len(events) > 60 and len(opened) < 15, (len(events), len(opened))
+
+    reader = dagster_reader(home, tmp_path / "reader")
+    assert type(reader.event_log_storage) is SqliteEventLogStorage
+    assert [e.dagster_event_type for e in reader.all_logs(result.run_id)] == [
+        e.dagster_event_type for e in events
+    ]
+    assert reader.get_run_by_id(result.run_id).is_success
+    assert reader.get_materialized_partitions(AssetKey("response")) == {"2026-11-22", "2026-11-23"}
+    checks = reader.event_log_storage.get_asset_check_execution_history(
+        next(iter(ASSET_CHECKS[0].check_keys)), limit=10
+    )
+    assert len(checks) == 2
+    instance.dispose()
+
+
+def test_the_ui_sees_a_live_run_s_events_while_its_process_keeps_writing(home: Path) -> None:
+    """The UI follows a run by watching its event file change; the writer's WAL is checkpointed into
+    it after each write, not only when the run's process ends."""
+    instance = DagsterInstance.from_config(str(home))
+    run_id = "8d4e4d0e-0000-4000-8000-000000000001"
+    engine_event(instance, run_id, "created")
+    seen: list[str] = []
+    arrived = threading.Event()
+
+    def watched(entry: object, cursor: str) -> None:
+        seen.append(entry.message)  # type: ignore[attr-defined]
+        if entry.message == "third":  # type: ignore[attr-defined]
+            arrived.set()
+
+    instance.watch_event_logs(run_id, None, watched)
+    writer = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\n"
+            "from dagster import DagsterInstance\n"
+            "instance = DagsterInstance.from_config(sys.argv[1])\n"
+            "for message in ('first', 'second', 'third'):\n"
+            "    instance.report_engine_event(message, job_name='job', run_id=sys.argv[2])\n"
+            "print('written', flush=True)\n"
+            "sys.stdin.read()\n",  # alive, connections open, until the test is done
+            str(home),
+            run_id,
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    try:
+        assert writer.stdout is not None and writer.stdout.readline() == "written\n"
+        assert arrived.wait(10), seen
+        assert seen[-3:] == ["first", "second", "third"]
+    finally:
+        writer.communicate("", timeout=30)
+        instance.dispose()
+
+
+def test_a_run_file_deleted_and_remade_elsewhere_is_reopened_not_written_through_the_old_handle(
+    tmp_path: Path,
+) -> None:
+    folder = str(tmp_path / "runs")
+    run_id = "8d4e4d0e-0000-4000-8000-000000000002"
+    ours = DagsterInstance.ephemeral()  # registers the storages below with an instance
+    this_process, another = KeptOpenEventLogStorage(folder), KeptOpenEventLogStorage(folder)
+    for storage in (this_process, another):
+        storage.register_instance(ours)
+    this_process.store_event(_entry(run_id, "before"))
+    another.wipe()  # deletes the run's file; its next event makes a new one
+    another.store_event(_entry(run_id, "remade"))
+    this_process.store_event(_entry(run_id, "after"))
+    assert messages(SqliteEventLogStorage(folder), run_id) == ["remade", "after"]
+
+
+def test_a_forked_child_opens_its_own_connections(tmp_path: Path) -> None:
+    folder = str(tmp_path / "runs")
+    run_id = "8d4e4d0e-0000-4000-8000-000000000003"
+    storage = KeptOpenEventLogStorage(folder)
+    storage.register_instance(DagsterInstance.ephemeral())
+    storage.store_event(_entry(run_id, "parent"))
+    path = storage.path_for_shard(run_id)
+    parents = storage._databases.engine(path, storage.conn_string_for_shard(run_id))
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child reports through the pipe
+        try:
+            storage.store_event(_entry(run_id, "child"))
+            mine = storage._databases.engine(path, storage.conn_string_for_shard(run_id))
+            os.write(write, b"own" if mine is not parents else b"parent's")
+        finally:
+            os._exit(0)
+    os.close(write)
+    os.waitpid(child, 0)
+    assert os.read(read, 16) == b"own"
+    storage.store_event(_entry(run_id, "parent again"))
+    assert messages(SqliteEventLogStorage(folder), run_id) == ["parent", "child", "parent again"]
+
+
+def test_a_process_showing_many_runs_keeps_a_bounded_number_of_files_open(home: Path) -> None:
+    instance = DagsterInstance.from_config(str(home))
+    storage = instance.get_ref().storage_data
+    assert storage is not None and storage.class_name == KeptOpenSqliteStorage.__name__
+    for number in range(3 * OPEN_FILES):
+        engine_event(instance, f"8d4e4d0e-0000-4000-8000-{number:012d}", "event")
+    history = home / "history" / "runs"
+    descriptors = Path("/proc/self/fd")
+    open_files = {
+        os.readlink(descriptors / fd) for fd in os.listdir(descriptors) if _exists(descriptors / fd)
+    }
+    run_files = {name for name in open_files if Path(name).parent == history and name.endswith(".db")}
+    assert 2 <= len(run_files) <= OPEN_FILES  # the index and the most recent runs
+    instance.dispose()
+
+
+def _exists(descriptor: Path) -> bool:
+    try:
+        os.readlink(descriptor)
+    except OSError:
+        return False
+    return True
+
+
+def _entry(run_id: str, message: str) -> EventLogEntry:
+    event = DagsterEvent(
+        DagsterEventType.ENGINE_EVENT.value, "job", message=message, event_specific_data=EngineEventData()
+    )
+    return EventLogEntry(
+        error_info=None,
+        level=20,
+        user_message=message,
+        run_id=run_id,
+        timestamp=0.0,
+        dagster_event=event,
+        job_name="job",
+    )
