@@ -2,7 +2,7 @@
 
 `ephemeral` is Dagster's in-memory instance (`materialize` in a test: the cost of Dagster's own work);
 `sqlite` is the embedded default a user of the README runs (`dagster.yaml`: SQLite files under
-`DAGSTER_HOME`, one per run besides the index, connections kept open by `resources/instance_storage.py`);
+`DAGSTER_HOME`, one per run besides the index, connections kept open by `resources/instance_storage/`);
 `dagster-sqlite` the same files through Dagster's own SQLite storage (a connection per statement);
 `postgres` is the production instance
 (`deploy/dagster.yaml`) on a throwaway PostgreSQL server on loopback. A real instance's event log
@@ -22,11 +22,24 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-KINDS = ("ephemeral", "sqlite", "dagster-sqlite", "postgres")
+KINDS = ("ephemeral", "sqlite", "dagster-sqlite", "postgres", "dagster-postgres")
 #: a day without input, run on a real instance before a bench measures so that its databases exist
 SETUP_DAY = date(2026, 10, 31)
 _FILES = {"sqlite": ROOT / "dagster.yaml", "postgres": ROOT / "deploy" / "dagster.yaml"}
-_DAGSTER_SQLITE = "storage:\n  sqlite:\n    base_dir:\n      env: DAGSTER_HOME\n"
+#: Dagster's own storages on the same databases, without resources/instance_storage/
+_DAGSTER_STORAGE = {
+    "dagster-sqlite": "storage:\n  sqlite:\n    base_dir:\n      env: DAGSTER_HOME\n",
+    "dagster-postgres": """storage:
+  postgres:
+    postgres_db:
+      hostname: {env: DAGSTER_PG_HOST}
+      port: {env: DAGSTER_PG_PORT}
+      db_name: {env: DAGSTER_PG_DB}
+      username: {env: DAGSTER_PG_USER}
+      password: {env: DAGSTER_PG_PASSWORD}
+      scheme: postgresql+psycopg2
+""",
+}
 
 
 @contextlib.contextmanager
@@ -35,23 +48,24 @@ def instance_homes(kinds: list[str], work: Path) -> Iterator[dict[str, dict[str,
     `deploy/dagster.yaml` reads); PostgreSQL runs until the block ends. The caller makes the instance's
     databases with a run of another day before it measures, as a deployment's exist before its runs."""
     environments: dict[str, dict[str, str]] = {}
-    server = None
+    servers = []
     try:
         for kind in kinds:
             environment = dict(os.environ)
             if kind != "ephemeral":
                 home = work / f"dagster-home-{kind}"
                 home.mkdir()
-                if kind == "dagster-sqlite":
-                    (home / "dagster.yaml").write_text(_DAGSTER_SQLITE)
+                if kind in _DAGSTER_STORAGE:
+                    (home / "dagster.yaml").write_text(_DAGSTER_STORAGE[kind])
                 else:
                     shutil.copy(_FILES[kind], home / "dagster.yaml")
                 environment["DAGSTER_HOME"] = str(home)
-            if kind == "postgres":
+            if kind.endswith("postgres"):  # a server each
                 sys.path.insert(0, str(ROOT))
                 from tests.postgres_server import PostgresServer
 
                 server = PostgresServer()
+                servers.append(server)
                 server.start()
                 environment.update(
                     DAGSTER_PG_HOST="127.0.0.1",
@@ -64,7 +78,7 @@ def instance_homes(kinds: list[str], work: Path) -> Iterator[dict[str, dict[str,
             environments[kind] = environment
         yield environments
     finally:
-        if server is not None:
+        for server in servers:
             server.stop()
             server.remove()
 

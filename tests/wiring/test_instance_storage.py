@@ -1,6 +1,6 @@
-"""The embedded instance's storage (`dagster.yaml`, resources/instance_storage.py): what it writes is
-Dagster's SQLite storage, read back by Dagster's own classes; it opens few connections; the UI still
-follows a live run; it never writes through a handle on a deleted file or one inherited over fork."""
+"""The instances' storage (`dagster.yaml`, `deploy/dagster.yaml`; resources/instance_storage/): what it
+writes is Dagster's, read back by Dagster's own classes; it opens few connections; the UI still follows a
+live run; it never writes through a handle on a deleted file, nor one inherited over fork."""
 
 from __future__ import annotations
 
@@ -10,17 +10,22 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import uuid
 from pathlib import Path
+from typing import Any
 
+import psycopg2
 import pytest
+import sqlalchemy as sa
 from dagster import AssetKey, DagsterInstance, materialize
 from dagster._core.events import DagsterEvent, DagsterEventType, EngineEventData
 from dagster._core.events.log import EventLogEntry
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
 
 from resources.defaults import default_resources
-from resources.instance_storage import OPEN_FILES, KeptOpenEventLogStorage, KeptOpenSqliteStorage
+from resources.instance_storage.sqlite import OPEN_FILES, KeptOpenEventLogStorage, KeptOpenSqliteStorage
 from tests.helpers import ASSET_CHECKS, DATASET_ASSETS
+from tests.postgres_server import PostgresServer
 from training_pipeline.settings import load_settings
 
 REPO = Path(__file__).resolve().parents[2]
@@ -37,13 +42,6 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return folder
 
 
-def dagster_reader(home: Path, into: Path) -> DagsterInstance:
-    """Dagster's own SQLite storage on the same files (a config of its own, in another folder)."""
-    into.mkdir()
-    (into / "dagster.yaml").write_text(DAGSTER_SQLITE.format(home=home))
-    return DagsterInstance.from_config(str(into))
-
-
 def engine_event(instance: DagsterInstance, run_id: str, message: str) -> None:
     instance.report_engine_event(message, job_name="job", run_id=run_id)
 
@@ -52,35 +50,73 @@ def messages(storage: SqliteEventLogStorage, run_id: str) -> list[str]:
     return [entry.message for entry in storage.get_logs_for_run(run_id)]
 
 
-def test_the_readme_instance_keeps_connections_open_and_dagster_reads_what_it_wrote(
-    tmp_path: Path, home: Path
+@pytest.fixture
+def production_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, postgres: PostgresServer) -> Path:
+    """A `DAGSTER_HOME` with `deploy/dagster.yaml`, on a database of its own on the tests' server."""
+    database = f"storage_{uuid.uuid4().hex[:12]}"
+    admin = sa.create_engine(postgres.url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(sa.text(f"CREATE DATABASE {database}"))
+    admin.dispose()
+    folder = tmp_path / "production"
+    folder.mkdir()
+    shutil.copy(REPO / "deploy" / "dagster.yaml", folder / "dagster.yaml")
+    for name, value in {
+        "DAGSTER_HOME": str(folder),
+        "DAGSTER_PG_HOST": "127.0.0.1",
+        "DAGSTER_PG_PORT": str(postgres.port),
+        "DAGSTER_PG_DB": database,
+        "DAGSTER_PG_USER": "postgres",
+        "DAGSTER_PG_PASSWORD": "",
+        "DAGSTER_SHARED_DIR": str(tmp_path / "shared"),
+    }.items():
+        monkeypatch.setenv(name, value)
+    return folder
+
+
+DAGSTER_POSTGRES = """storage:
+  postgres:
+    postgres_db:
+      hostname: {env: DAGSTER_PG_HOST}
+      port: {env: DAGSTER_PG_PORT}
+      db_name: {env: DAGSTER_PG_DB}
+      username: {env: DAGSTER_PG_USER}
+      password: {env: DAGSTER_PG_PASSWORD}
+      scheme: postgresql+psycopg2
+"""
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_the_instances_keep_connections_open_and_dagster_reads_what_they_wrote(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    instance = DagsterInstance.from_config(str(home))
+    folder = request.getfixturevalue("home" if kind == "sqlite" else "production_home")
+    instance = DagsterInstance.from_config(str(folder))
     resources = default_resources(load_settings({"TRAINING_PIPELINE_DATA": str(tmp_path / "data")}))
-    opened: list[str] = []
-    connect = sqlite3.connect
+    graph = DATASET_ASSETS + ASSET_CHECKS
+    assert materialize(graph, partition_key="2026-11-22", resources=resources, instance=instance).success
+    driver = sqlite3 if kind == "sqlite" else psycopg2
+    opened: list[object] = []
+    connect = driver.connect
 
-    def counting(database: str, *args: object, **kwargs: object) -> sqlite3.Connection:
-        opened.append(str(database))
-        return connect(database, *args, **kwargs)  # type: ignore[arg-type]
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        opened.append(args)
+        return connect(*args, **kwargs)
 
-    materialize(
-        DATASET_ASSETS + ASSET_CHECKS, partition_key="2026-11-22", resources=resources, instance=instance
-    )
-    sqlite3.connect = counting  # type: ignore[assignment]
-    try:
-        result = materialize(
-            DATASET_ASSETS + ASSET_CHECKS, partition_key="2026-11-23", resources=resources, instance=instance
-        )
-    finally:
-        sqlite3.connect = connect  # type: ignore[assignment]
+    monkeypatch.setattr(driver, "connect", counting)
+    result = materialize(graph, partition_key="2026-11-23", resources=resources, instance=instance)
+    monkeypatch.setattr(driver, "connect", connect)
     assert result.success
     events = instance.all_logs(result.run_id)
-    # Dagster's storage opens a connection per statement: several per event
+    # Dagster's storages open a connection per statement: several per event
     assert len(events) > 60 and len(opened) < 15, (len(events), len(opened))
 
-    reader = dagster_reader(home, tmp_path / "reader")
-    assert type(reader.event_log_storage) is SqliteEventLogStorage
+    reader_folder = tmp_path / "reader"
+    reader_folder.mkdir()
+    text = DAGSTER_SQLITE.format(home=folder) if kind == "sqlite" else DAGSTER_POSTGRES
+    (reader_folder / "dagster.yaml").write_text(text)
+    reader = DagsterInstance.from_config(str(reader_folder))
+    assert type(reader.event_log_storage).__name__ in {"SqliteEventLogStorage", "PostgresEventLogStorage"}
     assert [e.dagster_event_type for e in reader.all_logs(result.run_id)] == [
         e.dagster_event_type for e in events
     ]
@@ -90,6 +126,32 @@ def test_the_readme_instance_keeps_connections_open_and_dagster_reads_what_it_wr
         next(iter(ASSET_CHECKS[0].check_keys)), limit=10
     )
     assert len(checks) == 2
+    reader.dispose()
+    instance.dispose()
+
+
+def test_a_forked_child_talks_to_postgresql_over_its_own_connection(production_home: Path) -> None:
+    instance = DagsterInstance.from_config(str(production_home))
+    engine = instance.event_log_storage._engine  # type: ignore[attr-defined]
+
+    def backend() -> int:
+        with engine.connect() as connection:
+            return int(connection.exec_driver_sql("SELECT pg_backend_pid()").scalar_one())
+
+    parents = backend()
+    assert backend() == parents  # kept open
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child reports through the pipe
+        try:
+            os.write(write, str(backend()).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    os.waitpid(child, 0)
+    childs = int(os.read(read, 32))
+    assert childs != parents
+    assert backend() == parents  # the parent's connection was left alone
     instance.dispose()
 
 

@@ -1,17 +1,12 @@
-"""The embedded instance's storage (`dagster.yaml`): Dagster's SQLite storage, same files and tables,
-with each process keeping its database connections open.
+"""The embedded instance's storage (`dagster.yaml`): Dagster's SQLite storage, same files and tables.
 
-Not a resource: the instance loads it (webserver, daemon, every run's process) before any code location.
-Dagster's SQLite storage opens and closes a connection for every statement. Closing the last connection
-to a WAL database checkpoints it, so each of a run's ~94 events cost ~17 ms on this machine (2.4 ms in
-memory), about 1.3 s of a small day's 3 s. Here a process opens one connection per database file and
-reuses it; a run's events then cost what the writes do.
-
-What the per-statement connections gave for free is kept: a database file deleted and remade (a wiped
-run, another process's `dagster instance` command) is reopened, not written through a stale handle; a
-forked child never uses its parent's connections; and after each run-database transaction the WAL is
-checkpointed, because the UI follows a live run by watching that file change (its log view would
-otherwise wait for the run's end).
+Closing the last connection to a WAL database checkpoints it, so with a connection per statement each of
+a run's events cost ~17 ms on this machine (2.4 ms in memory). Here a process opens one connection per
+database file and reuses it. What the per-statement connections gave for free is kept: a database file
+deleted and remade (a wiped run, another process's `dagster instance` command) is reopened, not written
+through a stale handle; a forked child never uses its parent's connections; and after each
+run-database transaction the WAL is checkpointed, because the UI follows a live run by watching that
+file change (its log view would otherwise wait for the run's end).
 """
 
 from __future__ import annotations

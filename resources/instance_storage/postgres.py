@@ -1,0 +1,88 @@
+"""The production instance's storage (`deploy/dagster.yaml`): Dagster's PostgreSQL storage, same
+tables, configured exactly as `storage: postgres:` is.
+
+Outside the webserver, Dagster's PostgreSQL storages open a connection (TCP, authentication) for every
+statement, so that processes holding many instances hold no connections. A run's process holds one
+instance; here each of its three storages keeps one connection open (more only while several threads
+use it at once) and recycles it hourly. A process forked with open connections (a Celery worker's
+children) opens its own instead of sharing its parent's socket. The webserver still replaces these
+engines with its own pooled ones, as it does Dagster's.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from dagster._serdes import ConfigurableClassData
+from dagster_postgres import DagsterPostgresStorage
+from dagster_postgres.utils import create_pg_engine, get_token_provider_from_config, pg_url_from_config
+from sqlalchemy import event, exc
+from sqlalchemy.engine import Engine
+
+#: connections a storage opens beyond its kept one while threads use it at once, closed when returned
+OVERFLOW = 10
+RECYCLE_SECONDS = 3600
+
+
+class KeptOpenPostgresStorage(DagsterPostgresStorage):
+    """What `storage: postgres:` makes, with its three storages keeping a connection open."""
+
+    def __init__(
+        self,
+        postgres_url: str,
+        should_autocreate_tables: bool = True,
+        inst_data: ConfigurableClassData | None = None,
+        token_provider: Any = None,
+    ) -> None:
+        super().__init__(postgres_url, should_autocreate_tables, inst_data, token_provider)
+        for storage in (self._run_storage, self._event_log_storage, self._schedule_storage):
+            storage._engine = kept_open_engine(storage._engine, postgres_url, token_provider)
+
+    @classmethod
+    def from_config_value(  # type: ignore[override]
+        cls, inst_data: ConfigurableClassData | None, config_value: Any
+    ) -> KeptOpenPostgresStorage:
+        return cls(
+            pg_url_from_config(config_value),
+            config_value.get("should_autocreate_tables", True),
+            inst_data,
+            get_token_provider_from_config(config_value),
+        )
+
+    def dispose(self) -> None:
+        super().dispose()
+        for storage in (self._run_storage, self._event_log_storage, self._schedule_storage):
+            storage._engine.dispose()
+
+
+def kept_open_engine(stock: Engine, url: str, token_provider: Any) -> Engine:
+    """An engine like Dagster's `stock` one (autocommit, the URL's `options`) that pools a connection."""
+    arguments: dict[str, Any] = {
+        "isolation_level": "AUTOCOMMIT",
+        "pool_size": 1,
+        "max_overflow": OVERFLOW,
+        "pool_recycle": RECYCLE_SECONDS,
+        "pool_pre_ping": True,  # a server restart or an idle timeout costs a reconnect, not a failed step
+    }
+    options = stock.url.query.get("options")
+    if options:
+        arguments["connect_args"] = {"options": options}
+    engine = create_pg_engine(url, token_provider, **arguments)
+    stock.dispose()
+    _open_own_connections_after_fork(engine)
+    return engine
+
+
+def _open_own_connections_after_fork(engine: Engine) -> None:
+    # SQLAlchemy's recipe for pools crossing os.fork(): a connection made in another process is
+    # discarded (not closed: the socket is the parent's) and the pool connects anew
+    @event.listens_for(engine, "connect")
+    def _made(dbapi_connection: Any, record: Any) -> None:
+        record.info["pid"] = os.getpid()
+
+    @event.listens_for(engine, "checkout")
+    def _taken(dbapi_connection: Any, record: Any, proxy: Any) -> None:
+        if record.info["pid"] != os.getpid():
+            record.dbapi_connection = proxy.dbapi_connection = None
+            raise exc.DisconnectionError("a connection of the parent process, before fork")
