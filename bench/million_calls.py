@@ -1,6 +1,6 @@
 """A day of a million LLM calls through the daily Dagster assets (with their checks), in bounded memory.
 
-    python bench/million_calls.py [CALLS] [--instance sqlite|ephemeral|postgres]   # 1,000,000; sqlite
+    python bench/million_calls.py [CALLS] [--instance KIND]   # 1,000,000; sqlite (kinds: instances.py)
 
 Generates one UTC day of trajectories holding CALLS LLM calls in all, materialises that day's
 partition (trajectories → filtered_trajectories → the five datasets, 17 checks) in a child process on
