@@ -33,6 +33,7 @@ from dagster._core.storage.sqlite_storage import (
     _schedule_directory,
 )
 from dagster._serdes import ConfigurableClassData
+from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
 #: database files a process keeps open at once: the index and the few runs it is writing or showing
@@ -101,9 +102,17 @@ def _identity(path: str) -> tuple[int, int] | None:
 
 def _new_engine(url: str) -> Engine:
     # one connection kept; more only while one is in use (Dagster's schema set-up opens a second)
-    return db.create_engine(
+    engine = db.create_engine(
         url, pool_size=1, max_overflow=8, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS}
     )
+
+    @event.listens_for(engine, "connect")
+    def _write_ahead(dbapi_connection: Any, record: Any) -> None:
+        # Dagster turns a new file to WAL after making its tables, each table's DDL then committed
+        # through a rollback journal (~30 ms a run); on a file already in WAL this changes nothing
+        dbapi_connection.execute("PRAGMA journal_mode=WAL")
+
+    return engine
 
 
 class KeptOpenEventLogStorage(SqliteEventLogStorage):
@@ -126,6 +135,19 @@ class KeptOpenEventLogStorage(SqliteEventLogStorage):
                     yield connection
                 if shard != INDEX_SHARD_NAME:
                     connection.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)")
+
+    def _initdb(self, engine: Engine, for_index_shard: bool = False) -> None:
+        # Dagster's makes a database that has no alembic revision yet, after loading alembic's 60-odd
+        # migration scripts to learn the head revision (~25 ms each time: the index in every process, a
+        # run's file in each process after the one that made it, as the daemon makes a queued run's and
+        # the run's process writes it); a database that has a revision needs nothing from it
+        with engine.connect() as connection:
+            if (
+                engine.dialect.has_table(connection, "alembic_version")
+                and connection.exec_driver_sql("SELECT version_num FROM alembic_version").first()
+            ):
+                return
+        super()._initdb(engine, for_index_shard)
 
     def has_table(self, table_name: str) -> bool:
         # asked of the index before each check result and asset tag is stored
