@@ -2,16 +2,18 @@
 tables, configured exactly as `storage: postgres:` is.
 
 Outside the webserver, Dagster's PostgreSQL storages open a connection (TCP, authentication) for every
-statement, so that processes holding many instances hold no connections. A run's process holds one
-instance; here each of its three storages keeps one connection open (more only while several threads
-use it at once) and recycles it hourly. A process forked with open connections (a Celery worker's
-children) opens its own instead of sharing its parent's socket. The webserver still replaces these
-engines with its own pooled ones, as it does Dagster's.
+statement, so that processes making many instances hold no connections. Here a process keeps one
+connection per kind of storage (runs, events, schedules) open, shared by every instance it makes (a
+Celery worker makes one per step and never disposes of it), recycled hourly and checked before use. A
+process forked with open connections (a Celery worker's children) opens its own instead of sharing its
+parent's socket. The webserver still replaces these engines with its own pooled ones, as it does
+Dagster's.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from typing import Any
 
 from dagster._serdes import ConfigurableClassData
@@ -26,7 +28,7 @@ RECYCLE_SECONDS = 3600
 
 
 class KeptOpenPostgresStorage(DagsterPostgresStorage):
-    """What `storage: postgres:` makes, with its three storages keeping a connection open."""
+    """What `storage: postgres:` makes, its three storages on the process's kept-open connections."""
 
     def __init__(
         self,
@@ -37,7 +39,9 @@ class KeptOpenPostgresStorage(DagsterPostgresStorage):
     ) -> None:
         super().__init__(postgres_url, should_autocreate_tables, inst_data, token_provider)
         for storage in (self._run_storage, self._event_log_storage, self._schedule_storage):
-            storage._engine = kept_open_engine(storage._engine, postgres_url, token_provider)
+            stock = storage._engine
+            storage._engine = _process_engine(type(storage).__name__, stock, postgres_url, token_provider)
+            stock.dispose()
 
     @classmethod
     def from_config_value(  # type: ignore[override]
@@ -50,14 +54,22 @@ class KeptOpenPostgresStorage(DagsterPostgresStorage):
             get_token_provider_from_config(config_value),
         )
 
-    def dispose(self) -> None:
-        super().dispose()
-        for storage in (self._run_storage, self._event_log_storage, self._schedule_storage):
-            storage._engine.dispose()
+
+_engines: dict[tuple[str, str], Engine] = {}
+_engines_lock = threading.Lock()
 
 
-def kept_open_engine(stock: Engine, url: str, token_provider: Any) -> Engine:
-    """An engine like Dagster's `stock` one (autocommit, the URL's `options`) that pools a connection."""
+def _process_engine(kind: str, stock: Engine, url: str, token_provider: Any) -> Engine:
+    """The process's engine for storages of `kind` on `url`: like Dagster's `stock` one (autocommit,
+    the URL's `options`), pooling a connection."""
+    with _engines_lock:
+        engine = _engines.get((kind, url))
+        if engine is None:
+            engine = _engines[(kind, url)] = _new_engine(stock, url, token_provider)
+        return engine
+
+
+def _new_engine(stock: Engine, url: str, token_provider: Any) -> Engine:
     arguments: dict[str, Any] = {
         "isolation_level": "AUTOCOMMIT",
         "pool_size": 1,
@@ -69,7 +81,6 @@ def kept_open_engine(stock: Engine, url: str, token_provider: Any) -> Engine:
     if options:
         arguments["connect_args"] = {"options": options}
     engine = create_pg_engine(url, token_provider, **arguments)
-    stock.dispose()
     _open_own_connections_after_fork(engine)
     return engine
 

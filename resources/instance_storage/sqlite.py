@@ -3,7 +3,7 @@
 Closing the last connection to a WAL database checkpoints it, so with a connection per statement each of
 a run's events cost ~17 ms on this machine (2.4 ms in memory). Here a process opens one connection per
 database file and reuses it. What the per-statement connections gave for free is kept: a database file
-deleted and remade (a wiped run, another process's `dagster instance` command) is reopened, not written
+deleted and remade (runs wiped by another process) is reopened, not written
 through a stale handle; a forked child never uses its parent's connections; and after each
 run-database transaction the WAL is checkpointed, because the UI follows a live run by watching that
 file change (its log view would otherwise wait for the run's end).
@@ -52,7 +52,7 @@ class OpenDatabases:
 
     @contextmanager
     def connect(self, path: str, url: str) -> Iterator[Connection]:
-        engine = self._engine(path, url)
+        engine = self.engine(path, url)
         with engine.connect() as connection:
             with self._lock:
                 entry = self._open.get(path)
@@ -60,19 +60,15 @@ class OpenDatabases:
                     self._open[path] = (engine, _identity(path))
             yield connection
 
-    def engine(self, path: str, url: str) -> Engine:
-        """The engine of `path`, for Dagster code that takes an engine (its schema set-up)."""
-        return self._engine(path, url)
-
-    def close(self, path: str | None = None) -> None:
-        """Close `path`'s connections (all when None): before its file is deleted, or at the end."""
+    def close(self) -> None:
+        """Close every connection: before the files are deleted, or at the end."""
         with self._lock:
-            for name in [path] if path is not None else list(self._open):
-                entry = self._open.pop(name, None)
-                if entry is not None:
-                    entry[0].dispose()
+            for engine, _ in self._open.values():
+                engine.dispose()
+            self._open.clear()
 
-    def _engine(self, path: str, url: str) -> Engine:
+    def engine(self, path: str, url: str) -> Engine:
+        """The engine of `path` (also for Dagster code that takes an engine: its schema set-up)."""
         with self._lock:
             if os.getpid() != self._pid:
                 # a forked child: the parent's connections are the parent's; drop them unclosed
@@ -202,6 +198,7 @@ class KeptOpenSqliteStorage(DagsterSqliteStorage):
         self._run_storage = KeptOpenRunStorage.from_local(_runs_directory(base_dir))
         self._event_log_storage = KeptOpenEventLogStorage(_event_logs_directory(base_dir))
         self._schedule_storage = KeptOpenScheduleStorage.from_local(_schedule_directory(base_dir))
+        # DagsterStorage's set-up, not DagsterSqliteStorage's: that one opens its own three storages
         super(DagsterSqliteStorage, self).__init__()
 
     @classmethod

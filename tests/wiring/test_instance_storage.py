@@ -130,6 +130,34 @@ def test_the_instances_keep_connections_open_and_dagster_reads_what_they_wrote(
     instance.dispose()
 
 
+def test_instances_a_process_makes_one_after_another_share_its_postgresql_connections(
+    production_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Celery worker makes an instance per step and never disposes of it."""
+    first = DagsterInstance.from_config(str(production_home))
+    engine_event(first, "8d4e4d0e-0000-4000-8000-000000000004", "first")  # the process's connections
+    assert first.get_run_records() == []
+    opened: list[object] = []
+    connect = psycopg2.connect
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        opened.append(args)
+        return connect(*args, **kwargs)
+
+    monkeypatch.setattr(psycopg2, "connect", counting)
+    for step in range(5):
+        instance = DagsterInstance.from_config(str(production_home))
+        made = len(opened)  # Dagster's storages check their tables over connections of their own
+        engine_event(instance, "8d4e4d0e-0000-4000-8000-000000000004", f"step {step}")
+        assert instance.get_run_records() == []
+        assert len(opened) == made  # the statements go over the process's open connections
+    storage = instance.event_log_storage
+    assert [entry.message for entry in storage.get_logs_for_run("8d4e4d0e-0000-4000-8000-000000000004")] == [
+        "first",
+        *(f"step {step}" for step in range(5)),
+    ]
+
+
 def test_a_forked_child_talks_to_postgresql_over_its_own_connection(production_home: Path) -> None:
     instance = DagsterInstance.from_config(str(production_home))
     engine = instance.event_log_storage._engine  # type: ignore[attr-defined]
