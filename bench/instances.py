@@ -22,24 +22,14 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the tests' PostgreSQL server and Dagster's storage configs
+
+from tests.dagster_storage import DAGSTER_STORAGE  # noqa: E402
+
 KINDS = ("ephemeral", "sqlite", "dagster-sqlite", "postgres", "dagster-postgres")
 #: a day without input, run on a real instance before a bench measures so that its databases exist
 SETUP_DAY = date(2026, 10, 31)
 _FILES = {"sqlite": ROOT / "dagster.yaml", "postgres": ROOT / "deploy" / "dagster.yaml"}
-#: Dagster's own storages on the same databases, without resources/instance_storage/
-_DAGSTER_STORAGE = {
-    "dagster-sqlite": "storage:\n  sqlite:\n    base_dir:\n      env: DAGSTER_HOME\n",
-    "dagster-postgres": """storage:
-  postgres:
-    postgres_db:
-      hostname: {env: DAGSTER_PG_HOST}
-      port: {env: DAGSTER_PG_PORT}
-      db_name: {env: DAGSTER_PG_DB}
-      username: {env: DAGSTER_PG_USER}
-      password: {env: DAGSTER_PG_PASSWORD}
-      scheme: postgresql+psycopg2
-""",
-}
 
 
 @contextlib.contextmanager
@@ -55,13 +45,12 @@ def instance_homes(kinds: list[str], work: Path) -> Iterator[dict[str, dict[str,
             if kind != "ephemeral":
                 home = work / f"dagster-home-{kind}"
                 home.mkdir()
-                if kind in _DAGSTER_STORAGE:
-                    (home / "dagster.yaml").write_text(_DAGSTER_STORAGE[kind])
+                if kind.startswith("dagster-"):
+                    (home / "dagster.yaml").write_text(DAGSTER_STORAGE[kind.removeprefix("dagster-")])
                 else:
                     shutil.copy(_FILES[kind], home / "dagster.yaml")
                 environment["DAGSTER_HOME"] = str(home)
             if kind.endswith("postgres"):  # a server each
-                sys.path.insert(0, str(ROOT))
                 from tests.postgres_server import PostgresServer
 
                 server = PostgresServer()

@@ -24,12 +24,12 @@ from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventL
 
 from resources.defaults import default_resources
 from resources.instance_storage.sqlite import OPEN_FILES, KeptOpenEventLogStorage, KeptOpenSqliteStorage
+from tests.dagster_storage import DAGSTER_STORAGE
 from tests.helpers import ASSET_CHECKS, DATASET_ASSETS
 from tests.postgres_server import PostgresServer
 from training_pipeline.settings import load_settings
 
 REPO = Path(__file__).resolve().parents[2]
-DAGSTER_SQLITE = "storage:\n  sqlite:\n    base_dir: {home}\n"
 
 
 @pytest.fixture
@@ -44,6 +44,19 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def engine_event(instance: DagsterInstance, run_id: str, message: str) -> None:
     instance.report_engine_event(message, job_name="job", run_id=run_id)
+
+
+def connections_opened(monkeypatch: pytest.MonkeyPatch, driver: Any) -> list[object]:
+    """The connections the database driver opens from now on (one entry each)."""
+    opened: list[object] = []
+    connect = driver.connect
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        opened.append(args)
+        return connect(*args, **kwargs)
+
+    monkeypatch.setattr(driver, "connect", counting)
+    return opened
 
 
 def messages(storage: SqliteEventLogStorage, run_id: str) -> list[str]:
@@ -74,18 +87,6 @@ def production_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, postgres: P
     return folder
 
 
-DAGSTER_POSTGRES = """storage:
-  postgres:
-    postgres_db:
-      hostname: {env: DAGSTER_PG_HOST}
-      port: {env: DAGSTER_PG_PORT}
-      db_name: {env: DAGSTER_PG_DB}
-      username: {env: DAGSTER_PG_USER}
-      password: {env: DAGSTER_PG_PASSWORD}
-      scheme: postgresql+psycopg2
-"""
-
-
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
 def test_the_instances_keep_connections_open_and_dagster_reads_what_they_wrote(
     kind: str, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
@@ -95,17 +96,9 @@ def test_the_instances_keep_connections_open_and_dagster_reads_what_they_wrote(
     resources = default_resources(load_settings({"TRAINING_PIPELINE_DATA": str(tmp_path / "data")}))
     graph = DATASET_ASSETS + ASSET_CHECKS
     assert materialize(graph, partition_key="2026-11-22", resources=resources, instance=instance).success
-    driver = sqlite3 if kind == "sqlite" else psycopg2
-    opened: list[object] = []
-    connect = driver.connect
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        opened.append(args)
-        return connect(*args, **kwargs)
-
-    monkeypatch.setattr(driver, "connect", counting)
-    result = materialize(graph, partition_key="2026-11-23", resources=resources, instance=instance)
-    monkeypatch.setattr(driver, "connect", connect)
+    with monkeypatch.context() as patch:
+        opened = connections_opened(patch, sqlite3 if kind == "sqlite" else psycopg2)
+        result = materialize(graph, partition_key="2026-11-23", resources=resources, instance=instance)
     assert result.success
     events = instance.all_logs(result.run_id)
     # Dagster's storages open a connection per statement: several per event
@@ -113,8 +106,7 @@ def test_the_instances_keep_connections_open_and_dagster_reads_what_they_wrote(
 
     reader_folder = tmp_path / "reader"
     reader_folder.mkdir()
-    text = DAGSTER_SQLITE.format(home=folder) if kind == "sqlite" else DAGSTER_POSTGRES
-    (reader_folder / "dagster.yaml").write_text(text)
+    (reader_folder / "dagster.yaml").write_text(DAGSTER_STORAGE[kind])
     reader = DagsterInstance.from_config(str(reader_folder))
     assert type(reader.event_log_storage).__name__ in {"SqliteEventLogStorage", "PostgresEventLogStorage"}
     assert [e.dagster_event_type for e in reader.all_logs(result.run_id)] == [
@@ -137,14 +129,7 @@ def test_instances_a_process_makes_one_after_another_share_its_postgresql_connec
     first = DagsterInstance.from_config(str(production_home))
     engine_event(first, "8d4e4d0e-0000-4000-8000-000000000004", "first")  # the process's connections
     assert first.get_run_records() == []
-    opened: list[object] = []
-    connect = psycopg2.connect
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        opened.append(args)
-        return connect(*args, **kwargs)
-
-    monkeypatch.setattr(psycopg2, "connect", counting)
+    opened = connections_opened(monkeypatch, psycopg2)
     for step in range(5):
         instance = DagsterInstance.from_config(str(production_home))
         made = len(opened)  # Dagster's storages check their tables over connections of their own
