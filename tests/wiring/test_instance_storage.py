@@ -169,8 +169,9 @@ def test_a_forked_child_talks_to_postgresql_over_its_own_connection(production_h
 
 
 def test_the_ui_sees_a_live_run_s_events_while_its_process_keeps_writing(home: Path) -> None:
-    """The UI follows a run by watching its event file change; the writer's WAL is checkpointed into
-    it after each write, not only when the run's process ends."""
+    """The UI follows a run by watching its event file change, a write to it marks it changed (not
+    only the run's process ending, when its WAL is checkpointed), and reading it does not (the UI
+    would read it again and again)."""
     instance = DagsterInstance.from_config(str(home))
     run_id = "8d4e4d0e-0000-4000-8000-000000000001"
     engine_event(instance, run_id, "created")
@@ -206,6 +207,10 @@ def test_the_ui_sees_a_live_run_s_events_while_its_process_keeps_writing(home: P
         assert writer.stdout is not None and writer.stdout.readline() == "written\n"
         assert arrived.wait(10), seen
         assert seen[-3:] == ["first", "second", "third"]
+        run_file = home / "history" / "runs" / f"{run_id}.db"
+        changed = run_file.stat().st_mtime_ns
+        assert len(instance.all_logs(run_id)) == 4
+        assert run_file.stat().st_mtime_ns == changed
     finally:
         writer.communicate("", timeout=30)
         instance.dispose()
