@@ -2,12 +2,12 @@
 
 `ephemeral` is Dagster's in-memory instance (`materialize` in a test: the cost of Dagster's own work);
 `sqlite` is the embedded default a user of the README runs (`dagster.yaml`: SQLite files under
-`DAGSTER_HOME`, one per run besides the index, connections kept open by `resources/instance_storage/`);
-`dagster-sqlite` the same files through Dagster's own SQLite storage (a connection per statement);
-`postgres` is the production instance
-(`deploy/dagster.yaml`) on a throwaway PostgreSQL server on loopback. A real instance's event log
-costs far more per event than the in-memory one (17 ms against 2.4 on this machine), and a day's run
-stores 94 (24 of them planned before it starts), so a small day's figures differ by seconds.
+`DAGSTER_HOME`, one per run besides the index); `postgres` is the production instance
+(`deploy/dagster.yaml`) on a throwaway PostgreSQL server on loopback. Both keep their connections open
+(`resources/instance_storage/`); `dagster-sqlite` and `dagster-postgres` are the same databases through
+Dagster's own storages, which open a connection per statement: 17 ms per stored event on SQLite against
+2.4 in memory, and a day's run stores 94 (24 of them planned before it starts), so a small day's
+figures differ by seconds.
 """
 
 from __future__ import annotations

@@ -174,12 +174,12 @@ class _ConnectionKeptOpen:
 
     def __init__(self, conn_string: str, inst_data: ConfigurableClassData | None = None) -> None:
         self._databases = OpenDatabases(limit=1)
+        self._path = db.engine.make_url(conn_string).database or ""
         super().__init__(conn_string, inst_data)  # type: ignore[call-arg]
 
     @contextmanager
     def connect(self) -> Iterator[Connection]:
-        path = db.engine.make_url(self._conn_string).database or ""
-        with self._databases.connect(path, self._conn_string) as connection, connection.begin():
+        with self._databases.connect(self._path, self._conn_string) as connection, connection.begin():
             yield connection
 
     def dispose(self) -> None:
