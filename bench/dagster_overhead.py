@@ -31,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from instances import KINDS, SETUP_DAY, instance_homes, instance_of
+from instances import KINDS, SETUP_DAY, code_location, instance_homes, instance_of
 
 from training_pipeline.samples import write_long_sample
 
@@ -50,31 +50,26 @@ def core_child(source: Path, out: Path) -> None:
 
 
 def dagster_child(source: Path, data: Path, workers: int, kind: str, days: list[str]) -> None:
-    """The day with its checks, then the assets alone (the pool's server then running), on an
-    instance of `kind`: seconds of each (of the first alone when `days` names one day)."""
+    """The day's `datasets_job` (its checks included), then its assets alone (the pool's server then
+    running), on an instance of `kind`, in a process that loaded the code location as a run's does:
+    seconds of each (of the first alone when `days` names one day)."""
     from dagster import materialize
 
-    from assets.datasets.definitions import daily_graph
-    from assets.partitions import daily_partitions
-    from resources.defaults import default_resources
     from training_pipeline.privacy.filter import PrivacyFilter
-    from training_pipeline.settings import load_settings
 
+    defs = code_location(source, data, workers)
+    job = defs.resolve_job_def("datasets_job")
+    keys = job.asset_layer.selected_asset_keys
+    assets = [asset for asset in defs.assets or () if set(getattr(asset, "keys", ())) & keys]
     PrivacyFilter("strict").redact("warm the rules and their gate")  # as the core's child does
-    settings = load_settings(
-        {
-            "TRAINING_PIPELINE_DATA": str(data),
-            "TRAJECTORY_DIR": str(source),
-            "TRAINING_PIPELINE_WORKERS": str(workers),
-        }
-    )
-    resources = default_resources(settings)
-    graph = daily_graph(daily_partitions(settings))
     seconds = []
-    for day, selection in zip(days, ([*graph.assets, *graph.checks], graph.assets), strict=False):
+    for day, checked in zip(days, (True, False), strict=False):
         with instance_of(kind) as instance:
             started = time.perf_counter()
-            result = materialize(selection, partition_key=day, resources=resources, instance=instance)
+            if checked:
+                result = job.execute_in_process(partition_key=day, instance=instance)
+            else:
+                result = materialize(assets, partition_key=day, resources=defs.resources, instance=instance)
             seconds.append(time.perf_counter() - started)
             assert result.success
     print(*seconds)

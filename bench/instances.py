@@ -72,6 +72,18 @@ def instance_homes(kinds: list[str], work: Path) -> Iterator[dict[str, dict[str,
             server.remove()
 
 
+def code_location(source: Path, data: Path, workers: int = 0) -> Any:
+    """In a child: the code location's `Definitions`, loaded as a run's process loads them before its
+    run (`dagster api execute_run`, a Celery worker), for days read from `source` and written under
+    `data` by `workers` processes (0: one per core)."""
+    os.environ.update(
+        TRAINING_PIPELINE_DATA=str(data), TRAJECTORY_DIR=str(source), TRAINING_PIPELINE_WORKERS=str(workers)
+    )
+    from training_pipeline.definitions import defs
+
+    return defs
+
+
 def instance_of(kind: str) -> Any:
     """In a child: the instance of `kind` (a real one from the `DAGSTER_HOME` its parent set)."""
     from dagster import DagsterInstance

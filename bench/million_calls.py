@@ -22,7 +22,7 @@ import time
 from datetime import date
 from pathlib import Path
 
-from instances import KINDS, SETUP_DAY, instance_homes, instance_of
+from instances import KINDS, SETUP_DAY, code_location, instance_homes, instance_of
 from process_tree import tree_pss_kb, tree_rss_kb
 
 DAY = date(2026, 11, 1)
@@ -47,24 +47,11 @@ def generate(path: Path, calls: int) -> tuple[int, int]:
 
 
 def materialise(source: Path, data: Path, kind: str, day: date) -> None:
-    """The child: one day of the dataset graph on an instance of `kind`, its metadata counts printed as
-    JSON."""
-    from dagster import materialize
-
-    from assets.datasets.definitions import daily_graph
-    from assets.partitions import daily_partitions
-    from resources.defaults import default_resources
-    from training_pipeline.settings import load_settings
-
-    settings = load_settings({"TRAINING_PIPELINE_DATA": str(data), "TRAJECTORY_DIR": str(source)})
-    graph = daily_graph(daily_partitions(settings))
+    """The child: one day's `datasets_job` on an instance of `kind`, in a process that loaded the code
+    location as a run's does; its metadata counts printed as JSON."""
+    job = code_location(source, data).resolve_job_def("datasets_job")
     with instance_of(kind) as instance:
-        result = materialize(
-            [*graph.assets, *graph.checks],
-            partition_key=day.isoformat(),
-            resources=default_resources(settings),
-            instance=instance,
-        )
+        result = job.execute_in_process(partition_key=day.isoformat(), instance=instance)
     counts = {}
     for event in result.get_asset_materialization_events():
         metadata = event.materialization.metadata
