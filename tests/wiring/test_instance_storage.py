@@ -4,6 +4,7 @@ live run; it never writes through a handle on a deleted file, nor one inherited 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sqlite3
@@ -20,6 +21,7 @@ import sqlalchemy as sa
 from dagster import AssetKey, DagsterInstance, materialize
 from dagster._core.events import DagsterEvent, DagsterEventType, EngineEventData
 from dagster._core.events.log import EventLogEntry
+from dagster._core.storage.event_log.sqlite import sqlite_event_log
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
 
 from resources.defaults import default_resources
@@ -230,6 +232,44 @@ def test_a_run_file_deleted_and_remade_elsewhere_is_reopened_not_written_through
     another.store_event(_entry(run_id, "remade"))
     this_process.store_event(_entry(run_id, "after"))
     assert messages(SqliteEventLogStorage(folder), run_id) == ["remade", "after"]
+
+
+def test_a_new_run_file_is_a_copy_of_the_one_dagster_makes_not_set_up_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ours_folder, dagsters_folder = str(tmp_path / "ours"), str(tmp_path / "dagster's")
+    instance = DagsterInstance.ephemeral()
+    ours, dagsters = KeptOpenEventLogStorage(ours_folder), SqliteEventLogStorage(dagsters_folder)
+    for storage in (ours, dagsters):
+        storage.register_instance(instance)
+    run_ids = [f"8d4e4d0e-0000-4000-8000-00000000001{number}" for number in range(3)]
+    stamped: list[object] = []
+    stamp = sqlite_event_log.stamp_alembic_rev
+    monkeypatch.setattr(
+        sqlite_event_log, "stamp_alembic_rev", lambda *a, **k: stamped.append(a) or stamp(*a, **k)
+    )
+    for run_id in run_ids:
+        ours.store_event(_entry(run_id, run_id))
+    assert len(stamped) == 1  # Dagster's set-up ran once, for the folder's template
+    dagsters.store_event(_entry(run_ids[0], "dagster's"))
+    made_by_dagster = _schema(dagsters.path_for_shard(run_ids[0]))
+    assert made_by_dagster[2] == "wal"
+    for run_id in run_ids:
+        assert _schema(ours.path_for_shard(run_id)) == made_by_dagster
+    reader = SqliteEventLogStorage(ours_folder)
+    assert sorted(reader.get_all_run_ids()) == run_ids  # the template is no run
+    assert [messages(reader, run_id) for run_id in run_ids] == [[run_id] for run_id in run_ids]
+    assert not [name for name in os.listdir(ours_folder) if name.endswith(".new")]
+
+
+def _schema(path: str) -> tuple[list[tuple[str, ...]], list[tuple[str, ...]], str]:
+    """A SQLite file's tables and indexes, its alembic revision and its journal mode."""
+    with contextlib.closing(sqlite3.connect(path)) as connection:
+        return (
+            sorted(connection.execute("SELECT type, name, tbl_name, sql FROM sqlite_master")),
+            connection.execute("SELECT version_num FROM alembic_version").fetchall(),
+            connection.execute("PRAGMA journal_mode").fetchone()[0],
+        )
 
 
 def test_a_forked_child_opens_its_own_connections(tmp_path: Path) -> None:
