@@ -11,6 +11,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -167,6 +168,40 @@ def test_a_forked_child_talks_to_postgresql_over_its_own_connection(production_h
     childs = int(os.read(read, 32))
     assert childs != parents
     assert backend() == parents  # the parent's connection was left alone
+    instance.dispose()
+
+
+def test_a_postgresql_connection_the_server_closed_is_replaced_and_a_live_one_used_without_a_ping(
+    production_home: Path, postgres: PostgresServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    instance = DagsterInstance.from_config(str(production_home))
+    run_id = "8d4e4d0e-0000-4000-8000-000000000005"
+    engine = instance.event_log_storage._engine  # type: ignore[attr-defined]
+    pings: list[object] = []
+    ping = engine.dialect.do_ping
+    monkeypatch.setattr(
+        engine.dialect, "do_ping", lambda connection: pings.append(connection) or ping(connection)
+    )
+    for number in range(5):
+        engine_event(instance, run_id, f"event {number}")
+    assert pings == []  # a round trip before every statement is what this storage saves
+
+    with engine.connect() as connection:  # the server ends it, as a restart or an idle timeout does
+        backend = connection.exec_driver_sql("SELECT pg_backend_pid()").scalar_one()
+    admin = sa.create_engine(postgres.url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(sa.text("SELECT pg_terminate_backend(:pid)"), {"pid": backend})
+        while connection.execute(
+            sa.text("SELECT count(*) FROM pg_stat_activity WHERE pid = :pid"), {"pid": backend}
+        ).scalar_one():
+            time.sleep(0.01)
+    admin.dispose()
+    engine_event(instance, run_id, "after the server closed it")
+    assert pings  # looked at before use, found gone and replaced
+    assert messages(instance.event_log_storage, run_id) == [  # type: ignore[arg-type]
+        *(f"event {number}" for number in range(5)),
+        "after the server closed it",
+    ]
     instance.dispose()
 
 
