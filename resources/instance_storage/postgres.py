@@ -18,17 +18,57 @@ import threading
 import time
 from typing import Any
 
+import sqlalchemy as db
+from dagster._core.events import ASSET_CHECK_EVENTS, ASSET_EVENTS
+from dagster._core.events.log import EventLogEntry
+from dagster._core.storage.event_log import SqlEventLogStorageTable
 from dagster._serdes import ConfigurableClassData
 from dagster_postgres import DagsterPostgresStorage
+from dagster_postgres.event_log.event_log import CHANNEL_NAME, PostgresEventLogStorage
+from dagster_postgres.run_storage import PostgresRunStorage
+from dagster_postgres.schedule_storage import PostgresScheduleStorage
 from dagster_postgres.utils import create_pg_engine, get_token_provider_from_config, pg_url_from_config
 from sqlalchemy import event, exc
 from sqlalchemy.engine import Engine
+
+from resources.instance_storage.tables import TablesRemembered
 
 #: connections a storage opens beyond its kept one while threads use it at once, closed when returned
 OVERFLOW = 10
 RECYCLE_SECONDS = 3600
 #: a connection unused this long is pinged before its next use (a firewall may have dropped it unseen)
 IDLE_SECONDS = 30
+
+
+class KeptOpenEventLogStorage(TablesRemembered, PostgresEventLogStorage):
+    """Dagster's event log on PostgreSQL, an event stored in one round trip: Dagster's sends its insert,
+    then a `NOTIFY` of it (kept for the webservers of older releases, which listen for it), a second
+    round trip for each of a day's ~94 events."""
+
+    def store_event(self, event: EventLogEntry) -> None:
+        inserted = (
+            self.prepare_insert_event(event)
+            .returning(SqlEventLogStorageTable.c.run_id, SqlEventLogStorageTable.c.id)
+            .cte("inserted")
+        )
+        payload = inserted.c.run_id + "_" + db.cast(inserted.c.id, db.Text)
+        with self._connect() as connection:
+            event_id = int(
+                connection.execute(
+                    db.select(inserted.c.id, db.func.pg_notify(CHANNEL_NAME, payload))
+                ).scalar_one()
+            )
+        # the rest as Dagster's
+        if (
+            event.is_dagster_event
+            and event.dagster_event_type in ASSET_EVENTS
+            and event.dagster_event.asset_key  # type: ignore[union-attr]
+        ):
+            with self.index_transaction() as connection:
+                self._store_asset_event_tags(connection, [event], [event_id])
+                self._store_asset_event(connection, event, event_id)
+        if event.is_dagster_event and event.dagster_event_type in ASSET_CHECK_EVENTS:
+            self.store_asset_check_event(event, event_id)
 
 
 class KeptOpenPostgresStorage(DagsterPostgresStorage):
@@ -41,7 +81,20 @@ class KeptOpenPostgresStorage(DagsterPostgresStorage):
         inst_data: ConfigurableClassData | None = None,
         token_provider: Any = None,
     ) -> None:
-        super().__init__(postgres_url, should_autocreate_tables, inst_data, token_provider)
+        self.postgres_url = postgres_url
+        self.should_autocreate_tables = should_autocreate_tables
+        self._inst_data = inst_data
+        self._run_storage = PostgresRunStorage(
+            postgres_url, should_autocreate_tables, token_provider=token_provider
+        )
+        self._event_log_storage = KeptOpenEventLogStorage(
+            postgres_url, should_autocreate_tables, token_provider=token_provider
+        )
+        self._schedule_storage = PostgresScheduleStorage(
+            postgres_url, should_autocreate_tables, token_provider=token_provider
+        )
+        # DagsterStorage's set-up, not DagsterPostgresStorage's: that one makes Dagster's event log
+        super(DagsterPostgresStorage, self).__init__()
         for storage in (self._run_storage, self._event_log_storage, self._schedule_storage):
             stock = storage._engine
             storage._engine = _process_engine(type(storage).__name__, stock, postgres_url, token_provider)

@@ -41,6 +41,8 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import NullPool
 
+from resources.instance_storage.tables import TablesRemembered
+
 #: database files a process keeps open at once: the index and the few runs it is writing or showing
 OPEN_FILES = 8
 
@@ -116,7 +118,7 @@ def _new_engine(url: str) -> Engine:
     return engine
 
 
-class KeptOpenEventLogStorage(SqliteEventLogStorage):
+class KeptOpenEventLogStorage(TablesRemembered, SqliteEventLogStorage):
     """Dagster's per-run event databases and their index, with the connections kept open."""
 
     def __init__(self, base_dir: str, inst_data: ConfigurableClassData | None = None) -> None:
@@ -194,8 +196,8 @@ class KeptOpenEventLogStorage(SqliteEventLogStorage):
                 if os.path.exists(leftover):
                     os.unlink(leftover)
 
-    def has_table(self, table_name: str) -> bool:
-        # asked of the index before each check result and asset tag is stored
+    def _table_in_database(self, table_name: str) -> bool:
+        # the index asked over its kept connection
         path = self.path_for_shard(INDEX_SHARD_NAME)
         engine = self._databases.engine(path, self.conn_string_for_shard(INDEX_SHARD_NAME))
         with engine.connect() as connection:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import shutil
 import sqlite3
 import subprocess
@@ -23,7 +24,10 @@ from dagster import AssetKey, DagsterInstance, materialize
 from dagster._core.events import DagsterEvent, DagsterEventType, EngineEventData
 from dagster._core.events.log import EventLogEntry
 from dagster._core.storage.event_log.sqlite import sqlite_event_log
-from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
+from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
+    INDEX_SHARD_NAME,
+    SqliteEventLogStorage,
+)
 
 from resources.defaults import default_resources
 from resources.instance_storage.sqlite import OPEN_FILES, KeptOpenEventLogStorage, KeptOpenSqliteStorage
@@ -171,6 +175,43 @@ def test_a_forked_child_talks_to_postgresql_over_its_own_connection(production_h
     instance.dispose()
 
 
+def test_a_postgresql_event_is_one_round_trip_with_its_notification_and_tables_are_asked_once(
+    production_home: Path,
+) -> None:
+    instance = DagsterInstance.from_config(str(production_home))
+    storage = instance.event_log_storage
+    engine = storage._engine  # type: ignore[attr-defined]
+    run_id = "8d4e4d0e-0000-4000-8000-000000000006"
+    listening = psycopg2.connect(
+        engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+    )
+    listening.autocommit = True
+    listening.cursor().execute("LISTEN run_events")  # as the webservers of older releases do
+    statements: list[str] = []
+
+    def sent(connection: Any, cursor: Any, statement: str, *rest: Any) -> None:
+        statements.append(statement)
+
+    sa.event.listen(engine, "before_cursor_execute", sent)
+    engine_event(instance, run_id, "one")
+    assert len(statements) == 1  # Dagster's: the insert, then its NOTIFY
+    statements.clear()
+    assert storage.has_table("asset_check_executions") and storage.has_table("asset_check_executions")
+    assert len(statements) <= 1
+    statements.clear()
+    assert not storage.has_table("no_such_table") and not storage.has_table("no_such_table")
+    assert len(statements) == 2  # a missing table is asked about again: a migration may add it
+    sa.event.remove(engine, "before_cursor_execute", sent)
+
+    select.select([listening], [], [], 10)
+    listening.poll()
+    stored = storage.get_records_for_run(run_id).records
+    assert [entry.event_log_entry.message for entry in stored] == ["one"]
+    assert [notice.payload for notice in listening.notifies] == [f"{run_id}_{stored[0].storage_id}"]
+    listening.close()
+    instance.dispose()
+
+
 def test_a_postgresql_connection_the_server_closed_is_replaced_and_a_live_one_used_without_a_ping(
     production_home: Path, postgres: PostgresServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -295,6 +336,26 @@ def test_a_new_run_file_is_a_copy_of_the_one_dagster_makes_not_set_up_again(
     assert sorted(reader.get_all_run_ids()) == run_ids  # the template is no run
     assert [messages(reader, run_id) for run_id in run_ids] == [[run_id] for run_id in run_ids]
     assert not [name for name in os.listdir(ours_folder) if name.endswith(".new")]
+
+
+def test_the_sqlite_index_is_asked_once_about_a_table_it_has(tmp_path: Path) -> None:
+    storage = KeptOpenEventLogStorage(str(tmp_path / "runs"))
+    storage.register_instance(DagsterInstance.ephemeral())
+    index = storage._databases.engine(
+        storage.path_for_shard(INDEX_SHARD_NAME), storage.conn_string_for_shard(INDEX_SHARD_NAME)
+    )
+    statements: list[str] = []
+
+    def sent(connection: Any, cursor: Any, statement: str, *rest: Any) -> None:
+        statements.append(statement)
+
+    sa.event.listen(index, "before_cursor_execute", sent)
+    assert all(storage.has_table("asset_check_executions") for _ in range(3))
+    assert len(statements) <= 1
+    statements.clear()
+    assert not any(storage.has_table("no_such_table") for _ in range(2))
+    assert len(statements) >= 2  # a missing table is asked about again: a migration may add it
+    sa.event.remove(index, "before_cursor_execute", sent)
 
 
 def _schema(path: str) -> tuple[list[tuple[str, ...]], list[tuple[str, ...]], str]:
