@@ -57,16 +57,23 @@ def utf16_prefix(value: str, limit: int) -> str:
 def loads(text: str | bytes) -> Any:
     """Parse JSON as `JSON.parse` would; orjson first, stdlib for the lone-surrogate escapes it rejects.
     Raises ValueError for anything `JSON.parse` rejects (`NaN`, `Infinity`), and for nesting deeper than
-    the parsers go (orjson stops at 1,024 levels, the standard library near 1,000)."""
+    the parsers go (orjson stops at 1,024 levels, the standard library near 1,000). An integer beyond
+    64 bits comes back as the double `JSON.parse` makes of it (orjson's way; the stdlib's too, here)."""
     try:
         return orjson.loads(text)
     except orjson.JSONDecodeError:
         if isinstance(text, bytes):
             text = text.decode("utf-8")
         try:
-            return json.loads(text, parse_constant=_not_json)
+            return json.loads(text, parse_constant=_not_json, parse_int=parsed_int)
         except RecursionError:
             raise ValueError("nested too deeply to parse (more than about 1,000 levels)") from None
+
+
+def parsed_int(digits: str) -> int | float:
+    """A JSON integer as `loads` gives it: exact within 64 bits, else the nearest double."""
+    value = int(digits)
+    return value if -(1 << 63) <= value < (1 << 64) else float(value)
 
 
 def _not_json(name: str) -> Any:
