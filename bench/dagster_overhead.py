@@ -10,8 +10,9 @@ before the rounds, as a deployment's exist before its runs.
 
 Each measurement runs in a process of its own, as a user's would: the core build in a process that
 has imported the pipeline but not Dagster (as `training-pipeline build-datasets` runs), the Dagster day
-in one that has imported Dagster and made its instance, where the day's run is the first (its pool's
-fork server starts in it, as in every new run's process). Both set up before the clock starts (imports,
+in one that has loaded the code location and made its instance, as a run's process does before its run
+(`dagster api execute_run`), and runs `datasets_job` for the day as its first run (its pool's fork
+server starts in it, as in every new run's process). Both set up before the clock starts (imports,
 the strict rule set). R rounds alternate them, so all see the same hours of this machine, whose
 speed moves by a third within minutes; the ratio is of the medians, with each round's ratio beside it.
 

@@ -2,11 +2,12 @@
 
     python bench/million_calls.py [CALLS] [--instance KIND]   # 1,000,000; sqlite (kinds: instances.py)
 
-Generates one UTC day of trajectories holding CALLS LLM calls in all, materialises that day's
-partition (trajectories → filtered_trajectories → the five datasets, 17 checks) in a child process on
-the instance (`instances.py`; by default the README's SQLite one, its databases made by a run of an
-empty day first), and prints the wall time, the peak RSS of its largest process and of all its
-processes (the pool's workers included), and the day's counts.
+Generates one UTC day of trajectories holding CALLS LLM calls in all, runs that day's `datasets_job`
+(trajectories → filtered_trajectories → the five datasets, 17 checks) in a child process that loaded
+the code location as a run's process does, on the instance (`instances.py`; by default the README's
+SQLite one, its databases made by a run of an empty day first), and prints the wall time, the peak
+RSS of its largest process and of all its processes (the pool's workers included), and the day's
+counts.
 """
 
 from __future__ import annotations
