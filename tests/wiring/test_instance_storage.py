@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,21 @@ def connections_opened(monkeypatch: pytest.MonkeyPatch, driver: Any) -> list[obj
 
     monkeypatch.setattr(driver, "connect", counting)
     return opened
+
+
+@contextlib.contextmanager
+def statements_sent(engine: sa.Engine) -> Iterator[list[str]]:
+    """The statements `engine` sends while the block runs."""
+    statements: list[str] = []
+
+    def sent(connection: Any, cursor: Any, statement: str, *rest: Any) -> None:
+        statements.append(statement)
+
+    sa.event.listen(engine, "before_cursor_execute", sent)
+    try:
+        yield statements
+    finally:
+        sa.event.remove(engine, "before_cursor_execute", sent)
 
 
 def messages(storage: SqliteEventLogStorage, run_id: str) -> list[str]:
@@ -187,21 +203,15 @@ def test_a_postgresql_event_is_one_round_trip_with_its_notification_and_tables_a
     )
     listening.autocommit = True
     listening.cursor().execute("LISTEN run_events")  # as the webservers of older releases do
-    statements: list[str] = []
-
-    def sent(connection: Any, cursor: Any, statement: str, *rest: Any) -> None:
-        statements.append(statement)
-
-    sa.event.listen(engine, "before_cursor_execute", sent)
-    engine_event(instance, run_id, "one")
-    assert len(statements) == 1  # Dagster's: the insert, then its NOTIFY
-    statements.clear()
-    assert storage.has_table("asset_check_executions") and storage.has_table("asset_check_executions")
+    with statements_sent(engine) as statements:
+        engine_event(instance, run_id, "one")
+    assert len(statements) == 1  # Dagster's storage sends two: the insert, then its NOTIFY
+    with statements_sent(engine) as statements:
+        assert all(storage.has_table("asset_check_executions") for _ in range(3))
     assert len(statements) <= 1
-    statements.clear()
-    assert not storage.has_table("no_such_table") and not storage.has_table("no_such_table")
+    with statements_sent(engine) as statements:
+        assert not any(storage.has_table("no_such_table") for _ in range(2))
     assert len(statements) == 2  # a missing table is asked about again: a migration may add it
-    sa.event.remove(engine, "before_cursor_execute", sent)
 
     select.select([listening], [], [], 10)
     listening.poll()
@@ -344,18 +354,12 @@ def test_the_sqlite_index_is_asked_once_about_a_table_it_has(tmp_path: Path) -> 
     index = storage._databases.engine(
         storage.path_for_shard(INDEX_SHARD_NAME), storage.conn_string_for_shard(INDEX_SHARD_NAME)
     )
-    statements: list[str] = []
-
-    def sent(connection: Any, cursor: Any, statement: str, *rest: Any) -> None:
-        statements.append(statement)
-
-    sa.event.listen(index, "before_cursor_execute", sent)
-    assert all(storage.has_table("asset_check_executions") for _ in range(3))
+    with statements_sent(index) as statements:
+        assert all(storage.has_table("asset_check_executions") for _ in range(3))
     assert len(statements) <= 1
-    statements.clear()
-    assert not any(storage.has_table("no_such_table") for _ in range(2))
+    with statements_sent(index) as statements:
+        assert not any(storage.has_table("no_such_table") for _ in range(2))
     assert len(statements) >= 2  # a missing table is asked about again: a migration may add it
-    sa.event.remove(index, "before_cursor_execute", sent)
 
 
 def _schema(path: str) -> tuple[list[tuple[str, ...]], list[tuple[str, ...]], str]:
