@@ -13,7 +13,6 @@ wait for the run's end). A checkpoint after each write would too, at two `fsync`
 from __future__ import annotations
 
 import os
-import shutil
 import threading
 import uuid
 from collections import OrderedDict
@@ -42,6 +41,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import NullPool
 
 from resources.instance_storage.tables import TablesRemembered
+from training_pipeline.atomic import kernel_copy
 
 #: database files a process keeps open at once: the index and the few runs it is writing or showing
 OPEN_FILES = 8
@@ -168,10 +168,10 @@ class KeptOpenEventLogStorage(TablesRemembered, SqliteEventLogStorage):
         template = os.path.join(self._base_dir, f".run-template-{DAGSTER_VERSION}.sqlite")
         if not os.path.exists(template):
             self._make_template(template)
-        aside = os.path.join(self._base_dir, f".{uuid.uuid4().hex}.new")
+        aside = self._aside()
         try:
             with open(template, "rb") as source, open(aside, "xb") as target:
-                shutil.copyfileobj(source, target)
+                kernel_copy(source, target)
                 target.flush()
                 os.fsync(target.fileno())
             with suppress(FileExistsError):  # made meanwhile by another process: theirs stays
@@ -179,8 +179,12 @@ class KeptOpenEventLogStorage(TablesRemembered, SqliteEventLogStorage):
         finally:
             os.unlink(aside)
 
+    def _aside(self) -> str:
+        # a dotfile: Dagster's listings of the folder's runs (`*.db`) never see it
+        return os.path.join(self._base_dir, f".{uuid.uuid4().hex}.new")
+
     def _make_template(self, template: str) -> None:
-        aside = os.path.join(self._base_dir, f".{uuid.uuid4().hex}.new")
+        aside = self._aside()
         engine = db.create_engine(f"sqlite:///{aside}", poolclass=NullPool)
         try:
             super()._initdb(engine)
