@@ -6,8 +6,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import httpx
-
 from training_pipeline.backends.base import BackendError
 from training_pipeline.http_errors import TRANSIENT_STATUS, error_message, retry_after
 
@@ -16,6 +14,8 @@ class ServiceClient:
     def __init__(
         self, service: str, base_url: str, token: str, timeout: float = 60.0, retries: int = 3
     ) -> None:
+        import httpx  # here, not at import: every process that loads the code location imports this module
+
         self.service = service
         self._retries = retries
         self._client = httpx.Client(
@@ -25,6 +25,8 @@ class ServiceClient:
     def request(self, method: str, url: str, *, idempotent: bool | None = None, **kwargs: Any) -> Any:
         """JSON body of a 2xx answer. GETs are retried with backoff on timeouts, 429 and 5xx; a POST
         is not (it could create a second job), so its failure is reported at once."""
+        import httpx
+
         retry = method == "GET" if idempotent is None else idempotent
         attempts = self._retries + 1 if retry else 1
         for attempt in range(1, attempts + 1):

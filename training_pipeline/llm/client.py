@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from training_pipeline.http_errors import TRANSIENT_STATUS, error_message, retry_after
 from training_pipeline.llm.cache import ResponseCache, request_key
 from training_pipeline.llm.usage import Usage, report_usage
@@ -80,6 +78,8 @@ class ChatClient:
         self._cache = ResponseCache(cache_dir) if cache_dir else None
         self._cache_all = cache_all_temperatures
         self._prices = dict(prices or {})
+        import httpx  # here, not at import: every process that loads the code location imports this module
+
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._http = httpx.Client(base_url=base_url.rstrip("/"), timeout=timeout, headers=headers)
 
@@ -125,6 +125,8 @@ class ChatClient:
         return response
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        import httpx
+
         for attempt in range(self._retries + 1):
             try:
                 with self._gate:

@@ -18,8 +18,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO
 
-import httpx
-
 from training_pipeline.processes import stop_process_group
 
 
@@ -96,6 +94,8 @@ class LocalModelServer:
         self._process = subprocess.Popen(
             command, stdout=subprocess.DEVNULL, stderr=self._log, start_new_session=True
         )
+        import httpx  # here, not at import: every process that loads the code location imports this module
+
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._process.poll() is not None:

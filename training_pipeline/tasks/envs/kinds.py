@@ -12,8 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from training_pipeline.sandbox import Limits, Sandbox
 
 Check = Callable[..., tuple[bool, str]]
@@ -123,6 +121,8 @@ class EnvClient:
     """HTTP to an env over its Unix socket (`unix:PATH`)."""
 
     def __init__(self, url: str, timeout: float = 30.0) -> None:
+        import httpx  # here, not at import: every process that loads the code location imports this module
+
         path = url.removeprefix("unix:")
         self._folder = os.open(os.path.dirname(path), os.O_PATH | os.O_DIRECTORY)
         # through the folder's descriptor: a run folder's path can exceed a socket path's 108 bytes
