@@ -22,7 +22,7 @@ import psycopg2
 import pytest
 import sqlalchemy as sa
 from dagster import AssetKey, DagsterInstance, materialize
-from dagster._core.events import DagsterEvent, DagsterEventType, EngineEventData
+from dagster._core.events import DagsterEvent, DagsterEventType, EngineEventData, StepSuccessData
 from dagster._core.events.log import EventLogEntry
 from dagster._core.storage.event_log.sqlite import sqlite_event_log
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
@@ -348,6 +348,37 @@ def test_a_new_run_file_is_a_copy_of_the_one_dagster_makes_not_set_up_again(
     assert not [name for name in os.listdir(ours_folder) if name.endswith(".new")]
 
 
+def test_a_run_file_is_synced_to_disk_when_a_step_or_the_run_ends_not_at_each_event(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run's file commits without syncing (SQLite's own `fsync`s follow `synchronous`), and its WAL
+    goes to disk when a step or the run ends; the index keeps every commit synced."""
+    storage = KeptOpenEventLogStorage(str(tmp_path / "runs"))
+    storage.register_instance(DagsterInstance.ephemeral())
+    run_id = "8d4e4d0e-0000-4000-8000-000000000021"
+    synced: list[str] = []  # the write-ahead logs synced (a new run's file is synced once it is made)
+    fsync = os.fsync
+
+    def syncing(descriptor: int) -> None:
+        if (path := os.readlink(f"/proc/self/fd/{descriptor}")).endswith("-wal"):
+            synced.append(path)
+        fsync(descriptor)
+
+    monkeypatch.setattr(os, "fsync", syncing)
+    for message in ("started", "output", "materialised"):
+        storage.store_event(_entry(run_id, message))
+    assert synced == []
+    storage.store_event(_entry(run_id, "step done", DagsterEventType.STEP_SUCCESS, StepSuccessData(1.0)))
+    assert synced == [storage.path_for_shard(run_id) + "-wal"]
+    storage.store_event(_entry(run_id, "run done", DagsterEventType.RUN_SUCCESS, None))
+    assert len(synced) == 2
+    for shard, setting in ((run_id, 1), (INDEX_SHARD_NAME, 2)):  # NORMAL, FULL
+        path, url = storage.path_for_shard(shard), storage.conn_string_for_shard(shard)
+        with storage._databases.engine(path, url).connect() as connection:
+            assert connection.exec_driver_sql("PRAGMA synchronous").scalar() == setting
+    assert messages(SqliteEventLogStorage(str(tmp_path / "runs")), run_id)[-2:] == ["step done", "run done"]
+
+
 def test_the_sqlite_index_is_asked_once_about_a_table_it_has(tmp_path: Path) -> None:
     storage = KeptOpenEventLogStorage(str(tmp_path / "runs"))
     storage.register_instance(DagsterInstance.ephemeral())
@@ -419,10 +450,13 @@ def _open_paths() -> set[str]:
     return paths
 
 
-def _entry(run_id: str, message: str) -> EventLogEntry:
-    event = DagsterEvent(
-        DagsterEventType.ENGINE_EVENT.value, "job", message=message, event_specific_data=EngineEventData()
-    )
+def _entry(
+    run_id: str,
+    message: str,
+    kind: DagsterEventType = DagsterEventType.ENGINE_EVENT,
+    data: Any = EngineEventData(),  # noqa: B008 - a NamedTuple, immutable
+) -> EventLogEntry:
+    event = DagsterEvent(kind.value, "job", message=message, event_specific_data=data)
     return EventLogEntry(
         error_info=None,
         level=20,
