@@ -13,9 +13,8 @@ A run's file commits without an `fsync` each (`synchronous=NORMAL`, SQLite's adv
 survives the process crashing, and the file stays consistent whatever happens), and its WAL is synced
 to disk when a step or the run ends: a power cut loses at most the events written since then (those
 of the steps in flight, which died with the machine), where an `fsync` per event cost a
-2,000-trajectory day's run about 0.1 s. The
-index (asset events, check results), the runs and the schedules keep Dagster's `FULL`: each commit is
-on disk when it returns.
+2,000-trajectory day's run about 0.1 s. The index (asset events, check results), the runs and the
+schedules keep Dagster's `FULL`: each commit is on disk when it returns.
 """
 
 from __future__ import annotations
