@@ -1,10 +1,12 @@
 """Input that cannot hurt: any single record, however large, deep or malformed, and anything odd in
 the input folder, is quarantined alone with its reason; the good records still go through and the
 counts add up. Files (core and CLI) and both database sources (through the Dagster asset on
-PostgreSQL); plus the temp files an interrupted write leaves, removed by the next write."""
+PostgreSQL); plus the temp files an interrupted write leaves, removed by the next write, and a disk
+error while large outputs are written, which fails their publication."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import subprocess
@@ -21,7 +23,8 @@ from resources.sources import DatabaseTrajectorySource
 from resources.storage import DataStore
 from tests.helpers import DATASET_ASSETS
 from tests.planted_secrets import IN_TRAJECTORY
-from training_pipeline.atomic import TempFile, atomic_write_text
+from training_pipeline import atomic
+from training_pipeline.atomic import StagedFiles, TempFile, atomic_write_text
 from training_pipeline.intake.ingest import ingest_records
 from training_pipeline.trajectories.database import read_table
 from training_pipeline.trajectories.files import read_files
@@ -190,3 +193,55 @@ def test_an_interrupted_writes_temp_file_is_removed_by_the_next_write(tmp_path: 
     assert not stale.exists() and live.path.exists() and target.read_text() == "second"
     live.release()
     os.close(live.fd)
+
+
+def _write_in_chunks(staged: StagedFiles, name: str, chunks: int) -> bytes:
+    handle = staged.open(name, "wb")
+    written = b""
+    for index in range(chunks):
+        chunk = bytes([65 + index % 26]) * 4096
+        handle.write(chunk)
+        staged.wrote(handle, len(chunk))
+        written += chunk
+    handle.close()
+    return written
+
+
+def test_large_staged_files_go_to_disk_while_they_are_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    synced: list[int] = []
+
+    def datasync(fd: int) -> None:
+        synced.append(fd)
+        os.fsync(fd)
+
+    monkeypatch.setattr(atomic, "WRITEBACK_BYTES", 8192)
+    monkeypatch.setattr(atomic, "_datasync", datasync)
+    staged = StagedFiles(tmp_path / "out")
+    written = _write_in_chunks(staged, "big.jsonl", 6)
+    small = staged.open("summary.json")
+    small.write("{}")
+    small.close()
+    staged.publish()
+    # each 8 KB of the big file was sent to disk as it was written (on the write-back thread); the
+    # small file only by its publication
+    assert len(synced) == 3
+    assert (tmp_path / "out" / "big.jsonl").read_bytes() == written
+    assert (tmp_path / "out" / "summary.json").read_text() == "{}"
+
+
+def test_a_disk_error_while_writing_fails_the_publication_and_publishes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def failing(fd: int) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(atomic, "WRITEBACK_BYTES", 8192)
+    monkeypatch.setattr(atomic, "_datasync", failing)
+    staged = StagedFiles(tmp_path / "out")
+    _write_in_chunks(staged, "big.jsonl", 3)
+    with pytest.raises(OSError, match="Input/output error"):
+        staged.publish()
+    staged.discard()
+    assert os.listdir(tmp_path / "out") == []

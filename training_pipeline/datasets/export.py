@@ -158,11 +158,13 @@ class DailyExamples:
         return ExampleBatch.of([prepared for prepared, _ in made], True, inspections)
 
 
-def _append_file(source: Path, target: IO[bytes]) -> None:
-    """`source` appended to `target` and removed; copied by the kernel where it can."""
+def _append_file(source: Path, target: IO[bytes]) -> int:
+    """`source` appended to `target` and removed, copied by the kernel where it can; its size."""
     with source.open("rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
         kernel_copy(handle, target)
     source.unlink()
+    return size
 
 
 class DatasetWriter:
@@ -213,17 +215,20 @@ class DatasetWriter:
         if batch.inspections is None:
             self._inspected = False
         for task, lines in batch.lines.items():
+            handle = self._files[task]
             if isinstance(lines, bytes):
-                self._files[task].write(lines)
+                handle.write(lines)
+                self._staged.wrote(handle, len(lines))
                 if self._inspected:
                     self._digests[task].update(lines)
                 self._preview(task, lines)
             elif self._inspected or self._preview_rows:
                 raise ValueError("a batch left in files has no bytes to hash or preview")
             else:
-                _append_file(lines, self._files[task])
+                self._staged.wrote(handle, _append_file(lines, handle))
             if batch.provenance is not None and self._provenance:
                 self._provenance[task].write(batch.provenance[task])
+                self._staged.wrote(self._provenance[task], len(batch.provenance[task]))
             if batch.inspections is not None:
                 self._inspections[task].extend(batch.counts[task], *batch.inspections[task])
             self.counts[task] += batch.counts[task]
