@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import mmap
 import os
 import tempfile
 from dataclasses import dataclass, replace
@@ -142,6 +143,8 @@ class DailyExamples:
     #: the secret values the checks' scanner looks for (crosses to the workers as the filter's do);
     #: None: the lines are not inspected
     scanner_secrets: tuple[str, ...] | None
+    #: where a worker leaves a share's lines for the parent (`from_worker`); None: they cross the pipe
+    scratch: Path | None = None
     #: what the pool's fork server imports for the workers' scanners
     preload: ClassVar[tuple[str, ...]] = SCANNER_MODULES
 
@@ -157,14 +160,9 @@ class DailyExamples:
         inspections = None if self.scanner_secrets is None else [lines or [] for _, lines in made]
         return ExampleBatch.of([prepared for prepared, _ in made], True, inspections)
 
-
-def _append_file(source: Path, target: IO[bytes]) -> int:
-    """`source` appended to `target` and removed, copied by the kernel where it can; its size."""
-    with source.open("rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
-        kernel_copy(handle, target)
-    source.unlink()
-    return size
+    def from_worker(self, batch: ExampleBatch) -> ExampleBatch:
+        """The batch as a worker sends it: its lines left in files in `scratch` (`ExampleBatch.spill`)."""
+        return batch if self.scratch is None else batch.spill(self.scratch)
 
 
 class DatasetWriter:
@@ -218,14 +216,10 @@ class DatasetWriter:
             handle = self._files[task]
             if isinstance(lines, bytes):
                 handle.write(lines)
+                self._looked_at(task, lines)
                 self._staged.wrote(handle, len(lines))
-                if self._inspected:
-                    self._digests[task].update(lines)
-                self._preview(task, lines)
-            elif self._inspected or self._preview_rows:
-                raise ValueError("a batch left in files has no bytes to hash or preview")
             else:
-                self._staged.wrote(handle, _append_file(lines, handle))
+                self._staged.wrote(handle, self._append_spilled(task, lines, handle))
             if batch.provenance is not None and self._provenance:
                 self._provenance[task].write(batch.provenance[task])
                 self._staged.wrote(self._provenance[task], len(batch.provenance[task]))
@@ -235,10 +229,26 @@ class DatasetWriter:
         for trajectory_id, llm_calls, bits in batch.trajectories:
             self._count(trajectory_id, llm_calls, bits)
 
-    def _preview(self, task: Task, lines: bytes) -> None:
+    def _append_spilled(self, task: Task, source: Path, target: IO[bytes]) -> int:
+        """`source` (a worker's lines, `ExampleBatch.spill`) appended to `target` by the kernel
+        (`copy_file_range`) and removed; hashed and previewed first, where this writer keeps digests or
+        previews, from a read-only map of it: the bytes never pass through this process's memory, where
+        receiving them through the pool's pipe cost it as much CPU time as making them cost a worker."""
+        with source.open("rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size and (self._inspected or len(self.previews[task]) < self._preview_rows):
+                with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
+                    self._looked_at(task, view)
+            kernel_copy(handle, target)
+        source.unlink()
+        return size
+
+    def _looked_at(self, task: Task, lines: bytes | mmap.mmap) -> None:
+        if self._inspected:
+            self._digests[task].update(lines)
         start = 0
         while len(self.previews[task]) < self._preview_rows and start < len(lines):
-            end = lines.index(b"\n", start) + 1
+            end = lines.find(b"\n", start) + 1 or len(lines)
             self.previews[task].append(json.loads(lines[start:end]))
             start = end
 

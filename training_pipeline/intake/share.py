@@ -32,6 +32,10 @@ class Derive(Protocol):
         """What crosses back from the share (handed to `each_derived` once per share)."""
         ...
 
+    def from_worker(self, gathered: Any) -> Any:
+        """`gathered` as a worker of the pool sends it back (the examples left in files)."""
+        ...
+
 
 @dataclass(frozen=True)
 class NoDerive:
@@ -43,6 +47,9 @@ class NoDerive:
         return None
 
     def gather(self, made: list[Any]) -> None:
+        return None
+
+    def from_worker(self, gathered: None) -> None:
         return None
 
 
@@ -119,4 +126,8 @@ def ingest_share(privacy: PrivacyFilter | None, share: Share) -> Ingested:
 
 
 def ingest_in_worker(share: Share) -> Ingested:
-    return ingest_share(worker_filter(), share)
+    ingested = ingest_share(worker_filter(), share)
+    derive = share[0]
+    if derive is not None:
+        ingested.derived = derive.from_worker(ingested.derived)
+    return ingested
