@@ -34,6 +34,7 @@ from training_pipeline.privacy.filter import PrivacyFilter
 from training_pipeline.privacy.scan import SecretScanner
 from training_pipeline.samples import write_long_sample
 from training_pipeline.trajectories.files import read_files, unparsed_files, unparsed_shares
+from training_pipeline.trajectories.rows import StoreRows
 from training_pipeline.trajectories.shape import start_day
 from training_pipeline.trajectories.store import batch_of
 from training_pipeline.workers import IN_FLIGHT, ordered_map
@@ -130,12 +131,12 @@ def test_small_files_share_a_share(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         lines.append(line)
     day = start_day(json.loads(lines[0])["startTime"])
     spans = list(unparsed_shares(runs, day))
-    shares = list(ingest._shares(spans, None, [0], None))  # type: ignore[arg-type]
+    shares = list(ingest._shares(spans, None, [0], None, None))  # type: ignore[arg-type]
     assert len(spans) == 30 and len(shares) == 1 and shares[0][1] == spans
     monkeypatch.setattr(ingest, "_SHARE_CHARS", 16 << 10)
     large = list(unparsed_shares(source, day, span_bytes=16 << 10))  # each span at least a share's size
-    shares = list(ingest._shares(large, None, [0], None))  # type: ignore[arg-type]
-    assert len(large) > 2 and [items for _, items in shares] == [[span] for span in large]
+    shares = list(ingest._shares(large, None, [0], None, None))  # type: ignore[arg-type]
+    assert len(large) > 2 and [items for _, items, _ in shares] == [[span] for span in large]
 
 
 def test_the_datasets_exported_again_from_the_filtered_day_are_those_the_pass_staged(tmp_path: Path) -> None:
@@ -444,7 +445,7 @@ def test_a_share_whose_first_anonymised_trajectory_comes_late_keeps_every_row_be
     directory = EntityDirectory(
         {"discord:erin": "e-erin", "discord:alice": "e-alice"}, frozenset({"e-alice"})
     )
-    done = ingest_share(PrivacyFilter("strict", directory), (NoDerive(), share))
+    done = ingest_share(PrivacyFilter("strict", directory), (NoDerive(), share, None))
     assert done.kept == [0, 1, 2, 4] and done.filtered is not None
     filtered = batch_of(done.filtered).to_pydict()
     assert filtered["trajectory_id"] == ["a", "b", "c", "e"]
@@ -524,3 +525,17 @@ def test_examples_are_appended_through_user_space_where_the_kernel_cannot_copy(
     build_datasets(source, tmp_path / "user", PrivacyFilter("elizaos"), workers=2, span_bytes=64 << 10)
     for name in TASK_FILE_NAMES.values():
         assert (tmp_path / "kernel" / name).read_bytes() == (tmp_path / "user" / name).read_bytes()
+
+
+def test_rows_a_worker_leaves_in_a_file_are_the_rows_it_made(tmp_path: Path) -> None:
+    """A worker of the pool leaves a share's stored rows in a file (its buffers one after another); the
+    step's process maps it, and the batch it writes is the one the rows make, the file gone."""
+    rows = StoreRows()
+    for index, agent in enumerate(["agent-a", None, "agent-ü"]):  # a missing agent: a validity bitmap
+        trajectory = {"trajectoryId": f"t{index}", "startTime": 1_795_478_500_000 + index, "steps": []}
+        rows.add(trajectory | ({"agentId": agent} if agent else {}), f"file.jsonl:{index + 1}")
+    taken = rows.take()
+    spilled = taken.spill(tmp_path)
+    assert batch_of(spilled).equals(batch_of(taken))
+    assert batch_of(taken).column("agent_id").null_count == 1
+    assert not spilled.path.exists()

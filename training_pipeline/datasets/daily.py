@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from training_pipeline.atomic import ScratchFolder, atomic_write_text, publish
+from training_pipeline.atomic import atomic_write_text, publish
 from training_pipeline.datasets.export import DailyExamples, DatasetWriter, ExampleBatch, prepare
 from training_pipeline.datasets.tasks import SUMMARY_FILE_NAME
 from training_pipeline.datasets.validate import file_sha256, scanner_for
@@ -67,8 +67,6 @@ def ingest_day(
         provenance=True,
         inspected=scanner_secrets is not None,
     )
-    # where the pool's workers leave each share's lines, beside the files they are appended to
-    scratch = ScratchFolder(staged_dir(datasets))
     try:
         manifest = ingest_records(
             records,
@@ -77,15 +75,13 @@ def ingest_day(
             source,
             privacy,
             filtered,
-            DailyExamples(scanner_secrets, scratch.path),
+            DailyExamples(scanner_secrets),
             writer.add_batch,
             workers,
         )
     except BaseException:
         writer.abort()
         raise
-    finally:
-        scratch.close()
     # the scanner's fingerprint once the pass is done: made here first, it held up the pool's start
     # (importing detect-secrets), which the first share made here now overlaps
     writer.close(scanner_for(scanner_secrets).fingerprint() if scanner_secrets is not None else None)

@@ -143,8 +143,6 @@ class DailyExamples:
     #: the secret values the checks' scanner looks for (crosses to the workers as the filter's do);
     #: None: the lines are not inspected
     scanner_secrets: tuple[str, ...] | None
-    #: where a worker leaves a share's lines for the parent (`from_worker`); None: they cross the pipe
-    scratch: Path | None = None
     #: what the pool's fork server imports for the workers' scanners
     preload: ClassVar[tuple[str, ...]] = SCANNER_MODULES
 
@@ -160,9 +158,10 @@ class DailyExamples:
         inspections = None if self.scanner_secrets is None else [lines or [] for _, lines in made]
         return ExampleBatch.of([prepared for prepared, _ in made], True, inspections)
 
-    def from_worker(self, batch: ExampleBatch) -> ExampleBatch:
-        """The batch as a worker sends it: its lines left in files in `scratch` (`ExampleBatch.spill`)."""
-        return batch if self.scratch is None else batch.spill(self.scratch)
+    def from_worker(self, batch: ExampleBatch, scratch: Path) -> ExampleBatch:
+        """The batch as a worker sends it: its lines left in files in `scratch` (`ExampleBatch.spill`),
+        which the writer maps and appends (`DatasetWriter.add_batch`)."""
+        return batch.spill(scratch)
 
 
 class DatasetWriter:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from training_pipeline import jscompat
-from training_pipeline.atomic import atomic_copy, atomic_write_text
+from training_pipeline.atomic import ScratchFolder, atomic_copy, atomic_write_text
 from training_pipeline.intake.filtered import FilteredDay, report_of, stage
 from training_pipeline.intake.quarantine import QuarantineWriter
 from training_pipeline.intake.share import Derive, NoDerive, Share, ingest_in_worker, ingest_share
@@ -107,10 +107,21 @@ def ingest_records(
             else None
         )
         small, records = _small(records)
+        pooled = workers > 1 and privacy is not None and not small
+        # where the pool's workers leave each share's rows and examples for this process to write
+        scratch = ScratchFolder(parquet.parent) if pooled else None
+        if scratch is not None:
+            stack.callback(scratch.close)
         results = ordered_map(
-            _shares(records, bad, counted, (derive or NoDerive()) if fused else None),
+            _shares(
+                records,
+                bad,
+                counted,
+                (derive or NoDerive()) if fused else None,
+                scratch.path if scratch is not None else None,
+            ),
             lambda share: ingest_share(privacy, share),
-            workers if privacy is not None and not small else 1,
+            workers if pooled else 1,
             ingest_in_worker,
             start_worker_filter,
             (*privacy.recipe(), TRAJECTORY_SCHEMA) if privacy is not None else (),
@@ -178,6 +189,7 @@ def _shares(
     bad: QuarantineWriter,
     counted: list[int],
     derive: Derive | None,
+    scratch: Path | None,
 ) -> Iterator[Share]:
     """The records in shares of about `_SHARE_CHARS`: spans of files (a span of a large file fills a
     share; a task run's file of one trajectory is one span among many), unparsed records as they are,
@@ -200,7 +212,7 @@ def _shares(
             items.append((parsed.origin, text))
             size += len(text)
         if size >= _SHARE_CHARS or len(items) >= _SHARE_RECORDS:
-            yield derive, items
+            yield derive, items, scratch
             items, size = [], 0
     if items:
-        yield derive, items
+        yield derive, items, scratch

@@ -9,13 +9,14 @@ writes them (`intake.ingest`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from training_pipeline import jscompat
 from training_pipeline.privacy.filter import FilterStats, PrivacyFilter, worker_filter
 from training_pipeline.trajectories.files import Unparsed, UnparsedSpan, with_spans_read
 from training_pipeline.trajectories.records import ParsedRecord
-from training_pipeline.trajectories.rows import Rows, StoreRows
+from training_pipeline.trajectories.rows import Rows, SpilledRows, StoreRows
 
 
 class Derive(Protocol):
@@ -32,8 +33,8 @@ class Derive(Protocol):
         """What crosses back from the share (handed to `each_derived` once per share)."""
         ...
 
-    def from_worker(self, gathered: Any) -> Any:
-        """`gathered` as a worker of the pool sends it back (the examples left in files)."""
+    def from_worker(self, gathered: Any, scratch: Path) -> Any:
+        """`gathered` as a worker of the pool sends it back, large parts left in files in `scratch`."""
         ...
 
 
@@ -49,25 +50,27 @@ class NoDerive:
     def gather(self, made: list[Any]) -> None:
         return None
 
-    def from_worker(self, gathered: None) -> None:
+    def from_worker(self, gathered: None, scratch: Path) -> None:
         return None
 
 
-#: a share of a day for the pool: the fused pass's `Derive` (None: store only), and its records: valid
+#: a share of a day for the pool: the fused pass's `Derive` (None: store only); its records: valid
 #: ones as (origin, JSON text) (the text crosses processes far cheaper than the parsed trajectory), or
 #: records read and not parsed yet, which the worker parses (and checks the day of), or a span of a file
-#: that the worker reads too
-Share = tuple[Derive | None, list[tuple[str, str | bytes] | Unparsed | UnparsedSpan]]
+#: that the worker reads too; and the folder where a worker leaves the share's rows and examples for
+#: the step's process (None: they cross the pool's pipe, which cost that process as much CPU time to
+#: receive as making them cost a worker)
+Share = tuple[Derive | None, list[tuple[str, str | bytes] | Unparsed | UnparsedSpan], Path | None]
 
 
 @dataclass
 class Ingested:
     """What a share became: its stored rows, the filtered day's rows and the examples, in input order."""
 
-    stored: Rows
+    stored: Rows | SpilledRows
     #: the filtered day's rows, or None when each is its stored row unchanged (the filter anonymised
     #: nothing): then `kept` says which stored rows they are, and the rows cross processes once
-    filtered: Rows | None
+    filtered: Rows | SpilledRows | None
     kept: list[int]
     #: what `Derive.gather` made of the share's kept trajectories
     derived: Any
@@ -78,7 +81,7 @@ class Ingested:
 
 
 def ingest_share(privacy: PrivacyFilter | None, share: Share) -> Ingested:
-    derive, items = share
+    derive, items, _ = share
     if privacy is not None:
         privacy.stats = FilterStats()  # this share's counts only; the caller merges them
     stored, filtered, derived = StoreRows(), StoreRows(), []
@@ -127,7 +130,11 @@ def ingest_share(privacy: PrivacyFilter | None, share: Share) -> Ingested:
 
 def ingest_in_worker(share: Share) -> Ingested:
     ingested = ingest_share(worker_filter(), share)
-    derive = share[0]
-    if derive is not None:
-        ingested.derived = derive.from_worker(ingested.derived)
+    derive, _, scratch = share
+    if scratch is not None:
+        ingested.stored = ingested.stored.spill(scratch)  # type: ignore[union-attr]
+        if ingested.filtered is not None:
+            ingested.filtered = ingested.filtered.spill(scratch)  # type: ignore[union-attr]
+        if derive is not None:
+            ingested.derived = derive.from_worker(ingested.derived, scratch)
     return ingested

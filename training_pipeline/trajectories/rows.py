@@ -8,9 +8,12 @@ any worker could work), and 20 MB of every worker.
 
 from __future__ import annotations
 
+import os
+import tempfile
 from array import array
 from dataclasses import dataclass
 from itertools import accumulate
+from pathlib import Path
 from typing import Any, Literal
 
 from training_pipeline import jscompat
@@ -38,6 +41,35 @@ class Rows:
 
     count: int
     buffers: dict[str, tuple[list[bytes | None], int]]
+
+    def spill(self, folder: Path) -> SpilledRows:
+        """These rows with their buffers left in a file in `folder`, for a worker to send back instead of
+        the bytes (a share's are a megabyte of JSON): the step's process maps the file and Arrow reads
+        the buffers from the map (`store.batch_of`), so they never pass through the pool's pipe."""
+        fd, name = tempfile.mkstemp(prefix="rows-", dir=folder)
+        layout: dict[str, tuple[list[tuple[int, int] | None], int]] = {}
+        position = 0
+        with os.fdopen(fd, "wb") as handle:
+            for column, (buffers, missing) in self.buffers.items():
+                spans: list[tuple[int, int] | None] = []
+                for buffer in buffers:
+                    if buffer is None:
+                        spans.append(None)
+                        continue
+                    handle.write(buffer)
+                    spans.append((position, len(buffer)))
+                    position += len(buffer)
+                layout[column] = (spans, missing)
+        return SpilledRows(self.count, Path(name), layout)
+
+
+@dataclass(frozen=True)
+class SpilledRows:
+    """`Rows` left in a file: where each buffer lies in it (offset, length; None for a missing bitmap)."""
+
+    count: int
+    path: Path
+    layout: dict[str, tuple[list[tuple[int, int] | None], int]]
 
 
 class StoreRows:
