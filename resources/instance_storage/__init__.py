@@ -1,5 +1,6 @@
 """The instances' storage that `dagster.yaml` (SQLite) and `deploy/dagster.yaml` (PostgreSQL) name:
-Dagster's own storages, same tables, with each process keeping its database connections open.
+Dagster's own storages, same tables, with each process keeping its database connections open; and
+their compute logs, Dagster's local files mirrored by a thread (`compute_logs.py`).
 
 Not resources: the instance loads them (webserver, daemon, every run's process) before any code
 location. Dagster's storages open a connection for every statement outside the webserver, and a day's

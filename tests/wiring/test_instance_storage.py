@@ -7,13 +7,11 @@ from __future__ import annotations
 import contextlib
 import os
 import select
-import shutil
 import sqlite3
 import subprocess
 import sys
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,21 +31,9 @@ from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
 from resources.defaults import default_resources
 from resources.instance_storage.sqlite import OPEN_FILES, KeptOpenEventLogStorage, KeptOpenSqliteStorage
 from tests.dagster_storage import DAGSTER_STORAGE
-from tests.helpers import ASSET_CHECKS, DATASET_ASSETS
+from tests.helpers import ASSET_CHECKS, DATASET_ASSETS, REPO
 from tests.postgres_server import PostgresServer
 from training_pipeline.settings import load_settings
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A `DAGSTER_HOME` with the README's `dagster.yaml` (which reads the variable)."""
-    folder = tmp_path / "home"
-    folder.mkdir()
-    shutil.copy(REPO / "dagster.yaml", folder / "dagster.yaml")
-    monkeypatch.setenv("DAGSTER_HOME", str(folder))
-    return folder
 
 
 def engine_event(instance: DagsterInstance, run_id: str, message: str) -> None:
@@ -84,30 +70,6 @@ def statements_sent(engine: sa.Engine) -> Iterator[list[str]]:
 
 def messages(storage: SqliteEventLogStorage, run_id: str) -> list[str]:
     return [entry.message for entry in storage.get_logs_for_run(run_id)]
-
-
-@pytest.fixture
-def production_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, postgres: PostgresServer) -> Path:
-    """A `DAGSTER_HOME` with `deploy/dagster.yaml`, on a database of its own on the tests' server."""
-    database = f"storage_{uuid.uuid4().hex[:12]}"
-    admin = sa.create_engine(postgres.url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(sa.text(f"CREATE DATABASE {database}"))
-    admin.dispose()
-    folder = tmp_path / "production"
-    folder.mkdir()
-    shutil.copy(REPO / "deploy" / "dagster.yaml", folder / "dagster.yaml")
-    for name, value in {
-        "DAGSTER_HOME": str(folder),
-        "DAGSTER_PG_HOST": "127.0.0.1",
-        "DAGSTER_PG_PORT": str(postgres.port),
-        "DAGSTER_PG_DB": database,
-        "DAGSTER_PG_USER": "postgres",
-        "DAGSTER_PG_PASSWORD": "",
-        "DAGSTER_SHARED_DIR": str(tmp_path / "shared"),
-    }.items():
-        monkeypatch.setenv(name, value)
-    return folder
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
