@@ -29,6 +29,7 @@ from resources.backends import (
     TrainingBackends,
     VertexBackend,
 )
+from resources.io_manager import filesystem_io_manager
 from resources.llm import LLMResource
 from resources.privacy import PrivacySettings
 from resources.sources import (
@@ -50,7 +51,8 @@ def default_resources(settings: Settings) -> dict[str, Any]:
 
 
 def shared_resources(settings: Settings) -> dict[str, Any]:
-    """The source, the privacy profile, the store and the LLM: used by more than one domain."""
+    """The source, the privacy profile, the store, the LLM and the IO manager: used by more than one
+    domain."""
     data = settings.data
     if settings.trajectory_db_url:
         source: Any = DatabaseTrajectorySource(
@@ -77,6 +79,7 @@ def shared_resources(settings: Settings) -> dict[str, Any]:
             api_key=_secret(settings.llm_api_key, "LLM_API_KEY"),
             cache_dir=f"{data}/llm_cache",
         ),
+        "io_manager": filesystem_io_manager,
     }
 
 

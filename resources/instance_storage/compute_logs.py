@@ -29,6 +29,8 @@ from dagster._core.storage.local_compute_log_manager import IO_TYPE_EXTENSION, L
 from dagster._serdes import ConfigurableClassData
 from dagster._utils import ensure_file, touch_file
 
+from training_pipeline.environment import dagster_home
+
 #: how often the mirror looks for new output (`tail -F` looks every second)
 POLL_SECONDS = 0.1
 #: how long the end of a capture waits for the mirror to catch up with a stream nobody reads
@@ -49,8 +51,8 @@ class ThreadMirroredComputeLogManager(LocalComputeLogManager):
     ) -> ThreadMirroredComputeLogManager:
         config = dict(config_value)
         if "base_dir" not in config:
-            home = os.environ.get("DAGSTER_HOME")
-            if not home:
+            home = dagster_home()
+            if home is None:
                 raise ValueError("compute_logs: set base_dir, or DAGSTER_HOME for its default")
             config["base_dir"] = compute_logs_directory(home)
         return cls(inst_data=inst_data, **config)
