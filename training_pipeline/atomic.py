@@ -24,8 +24,9 @@ from typing import IO
 _UMASK = os.umask(0)
 os.umask(_UMASK)
 _FILE_MODE = 0o666 & ~_UMASK
-#: bytes written to a staged file after which they start going to disk (`StagedFiles.wrote`)
-WRITEBACK_BYTES = 16 << 20
+#: bytes written to a staged file after which they start going to disk (`StagedFiles.wrote`): small
+#: enough that a small day's files (a 2,000-trajectory day's largest dataset is 10 MB) go while written
+WRITEBACK_BYTES = 4 << 20
 #: the data (and the size) of a file to disk; macOS has no `fdatasync`
 _datasync = getattr(os, "fdatasync", os.fsync)
 
@@ -131,8 +132,9 @@ class StagedFiles:
     the 230 MB of datasets of 20,000 trajectories waited 0.11 s for their `fsync`s, after all the
     work was done (0.5 s for 1.1 GB). A writer that reports what it wrote (`wrote`) has each file's data
     start going to disk every `WRITEBACK_BYTES`, on a thread of its own, while it goes on writing, so
-    publishing waits for the last few megabytes only (0.03 s). Every file is still synced before it is
-    published: durability is the same.
+    publishing waits for the last few megabytes only (0.03 s). At 16 MB a 2,000-trajectory day's
+    files (23 MB, the largest 10 MB) all waited for their publishing; at 4 MB its run is 15-20 ms
+    shorter. Every file is still synced before it is published: durability is the same.
     """
 
     def __init__(self, directory: Path) -> None:
