@@ -16,6 +16,7 @@ import os
 import select
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as db
@@ -29,9 +30,11 @@ from dagster_postgres.run_storage import PostgresRunStorage
 from dagster_postgres.schedule_storage import PostgresScheduleStorage
 from dagster_postgres.utils import create_pg_engine, get_token_provider_from_config, pg_url_from_config
 from sqlalchemy import event, exc
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
-from resources.instance_storage.tables import TablesRemembered
+from resources.instance_storage.latest import LatestMaterialization
+from resources.instance_storage.planned import all_planned, hand_planned_events_over_together, index_planned
+from resources.instance_storage.tables import RunColumnsRemembered, TablesRemembered
 
 #: connections a storage opens beyond its kept one while threads use it at once, closed when returned
 OVERFLOW = 10
@@ -40,24 +43,14 @@ RECYCLE_SECONDS = 3600
 IDLE_SECONDS = 30
 
 
-class KeptOpenEventLogStorage(TablesRemembered, PostgresEventLogStorage):
+class KeptOpenEventLogStorage(LatestMaterialization, TablesRemembered, PostgresEventLogStorage):
     """Dagster's event log on PostgreSQL, an event stored in one round trip: Dagster's sends its insert,
     then a `NOTIFY` of it (kept for the webservers of older releases, which listen for it), a second
     round trip for each of a day's ~94 events."""
 
     def store_event(self, event: EventLogEntry) -> None:
-        inserted = (
-            self.prepare_insert_event(event)
-            .returning(SqlEventLogStorageTable.c.run_id, SqlEventLogStorageTable.c.id)
-            .cte("inserted")
-        )
-        payload = inserted.c.run_id + "_" + db.cast(inserted.c.id, db.Text)
         with self._connect() as connection:
-            event_id = int(
-                connection.execute(
-                    db.select(inserted.c.id, db.func.pg_notify(CHANNEL_NAME, payload))
-                ).scalar_one()
-            )
+            (event_id,) = _insert_notified(connection, self.prepare_insert_event(event))
         # the rest as Dagster's
         if (
             event.is_dagster_event
@@ -69,6 +62,36 @@ class KeptOpenEventLogStorage(TablesRemembered, PostgresEventLogStorage):
                 self._store_asset_event(connection, event, event_id)
         if event.is_dagster_event and event.dagster_event_type in ASSET_CHECK_EVENTS:
             self.store_asset_check_event(event, event_id)
+
+    def store_event_batch(self, events: Sequence[EventLogEntry]) -> None:
+        """A run's planned events (`planned.py`): their rows and index rows in one transaction."""
+        if not all_planned(events):
+            super().store_event_batch(events)
+            return
+        rows = [self._event_to_row(event) for event in events]
+        with self.index_transaction() as connection:
+            ids = _insert_notified(connection, SqlEventLogStorageTable.insert().values(rows))
+            index_planned(self, connection, events, rows, ids)
+
+
+def _insert_notified(connection: Connection, insert: Any) -> list[int]:
+    """The ids of the events `insert` stores, in order, each notified as Dagster's storage does, in
+    the same statement."""
+    inserted = insert.returning(SqlEventLogStorageTable.c.run_id, SqlEventLogStorageTable.c.id).cte(
+        "inserted"
+    )
+    payload = inserted.c.run_id + "_" + db.cast(inserted.c.id, db.Text)
+    # a statement's rows take their ids in the order of its values
+    return sorted(
+        int(event_id)
+        for event_id, _ in connection.execute(
+            db.select(inserted.c.id, db.func.pg_notify(CHANNEL_NAME, payload))
+        )
+    )
+
+
+class KeptOpenRunStorage(RunColumnsRemembered, PostgresRunStorage):
+    """Dagster's run storage on PostgreSQL."""
 
 
 class KeptOpenPostgresStorage(DagsterPostgresStorage):
@@ -84,7 +107,7 @@ class KeptOpenPostgresStorage(DagsterPostgresStorage):
         self.postgres_url = postgres_url
         self.should_autocreate_tables = should_autocreate_tables
         self._inst_data = inst_data
-        self._run_storage = PostgresRunStorage(
+        self._run_storage = KeptOpenRunStorage(
             postgres_url, should_autocreate_tables, token_provider=token_provider
         )
         self._event_log_storage = KeptOpenEventLogStorage(
@@ -95,6 +118,7 @@ class KeptOpenPostgresStorage(DagsterPostgresStorage):
         )
         # DagsterStorage's set-up, not DagsterPostgresStorage's: that one makes Dagster's event log
         super(DagsterPostgresStorage, self).__init__()
+        hand_planned_events_over_together()
         for storage in (self._run_storage, self._event_log_storage, self._schedule_storage):
             stock = storage._engine
             storage._engine = _process_engine(type(storage).__name__, stock, postgres_url, token_provider)

@@ -23,13 +23,14 @@ import os
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any
 
 import sqlalchemy as db
 from dagster._core.events import DagsterEventType
 from dagster._core.events.log import EventLogEntry
+from dagster._core.storage.event_log import SqlEventLogStorageTable
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
     INDEX_SHARD_NAME,
     SqliteEventLogStorage,
@@ -49,7 +50,9 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import NullPool
 
-from resources.instance_storage.tables import TablesRemembered
+from resources.instance_storage.latest import LatestMaterialization
+from resources.instance_storage.planned import all_planned, hand_planned_events_over_together, index_planned
+from resources.instance_storage.tables import RunColumnsRemembered, TablesRemembered
 from training_pipeline.atomic import kernel_copy
 
 #: database files a process keeps open at once: the index and the few runs it is writing or showing
@@ -142,12 +145,13 @@ def _new_engine(url: str, durable: bool) -> Engine:
     return engine
 
 
-class KeptOpenEventLogStorage(TablesRemembered, SqliteEventLogStorage):
+class KeptOpenEventLogStorage(LatestMaterialization, TablesRemembered, SqliteEventLogStorage):
     """Dagster's per-run event databases and their index, with the connections kept open."""
 
     def __init__(self, base_dir: str, inst_data: ConfigurableClassData | None = None) -> None:
         self._databases = OpenDatabases()
         super().__init__(base_dir, inst_data)
+        hand_planned_events_over_together()
 
     @contextmanager
     def _connect(self, shard: str) -> Iterator[Connection]:
@@ -175,6 +179,20 @@ class KeptOpenEventLogStorage(TablesRemembered, SqliteEventLogStorage):
         super().store_event(event)
         if event.dagster_event_type in SYNCED_AFTER:
             self._sync_run_file(event.run_id)
+
+    def store_event_batch(self, events: Sequence[EventLogEntry]) -> None:
+        """A run's planned events (`planned.py`): in its file in one transaction, then their copies and
+        index rows in the index in another."""
+        if not all_planned(events):
+            super().store_event_batch(events)
+            return
+        rows = [self._event_to_row(event) for event in events]
+        with self.run_connection(events[0].run_id) as connection:
+            connection.execute(SqlEventLogStorageTable.insert(), rows)
+        with self.index_transaction() as connection:
+            insert = SqlEventLogStorageTable.insert()
+            ids = [int(connection.execute(insert, row).inserted_primary_key[0]) for row in rows]
+            index_planned(self, connection, events, rows, ids)
 
     def _sync_run_file(self, run_id: str) -> None:
         """What the run's commits since its last sync wrote, on disk: they are in its WAL (a checkpoint,
@@ -278,7 +296,7 @@ class _ConnectionKeptOpen:
         self._databases.close()
 
 
-class KeptOpenRunStorage(_ConnectionKeptOpen, SqliteRunStorage):
+class KeptOpenRunStorage(RunColumnsRemembered, _ConnectionKeptOpen, SqliteRunStorage):
     """Dagster's run database."""
 
 

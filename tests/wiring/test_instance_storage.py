@@ -19,9 +19,19 @@ from typing import Any
 import psycopg2
 import pytest
 import sqlalchemy as sa
-from dagster import AssetKey, DagsterInstance, materialize
+from dagster import (
+    AssetKey,
+    AssetMaterialization,
+    DagsterInstance,
+    Definitions,
+    define_asset_job,
+    materialize,
+)
+from dagster._core.event_api import AssetRecordsFilter, EventRecordsResult
 from dagster._core.events import DagsterEvent, DagsterEventType, EngineEventData, StepSuccessData
 from dagster._core.events.log import EventLogEntry
+from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
+from dagster._core.storage.event_log import SqlEventLogStorage
 from dagster._core.storage.event_log.sqlite import sqlite_event_log
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
     INDEX_SHARD_NAME,
@@ -29,6 +39,7 @@ from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
 )
 
 from resources.defaults import default_resources
+from resources.instance_storage.planned import PLANNED
 from resources.instance_storage.sqlite import OPEN_FILES, KeptOpenEventLogStorage, KeptOpenSqliteStorage
 from tests.dagster_storage import DAGSTER_STORAGE
 from tests.helpers import ASSET_CHECKS, DATASET_ASSETS, REPO
@@ -353,6 +364,125 @@ def test_the_sqlite_index_is_asked_once_about_a_table_it_has(tmp_path: Path) -> 
     with statements_sent(index) as statements:
         assert not any(storage.has_table("no_such_table") for _ in range(2))
     assert len(statements) >= 2  # a missing table is asked about again: a migration may add it
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_a_run_s_planned_events_are_stored_together_with_the_rows_dagster_stores_one_by_one(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = request.getfixturevalue("home" if kind == "sqlite" else "production_home")
+    instance = DagsterInstance.from_config(str(folder))
+    resources = default_resources(load_settings({"TRAINING_PIPELINE_DATA": str(tmp_path / "data")}))
+    job = Definitions(
+        assets=DATASET_ASSETS, asset_checks=ASSET_CHECKS, jobs=[define_asset_job("day")], resources=resources
+    ).resolve_job_def("day")
+    storage = type(instance.event_log_storage)
+    batches: list[int] = []
+    store_batch = storage.store_event_batch
+    monkeypatch.setattr(
+        storage,
+        "store_event_batch",
+        lambda self, events: batches.append(len(events)) or store_batch(self, events),
+    )
+    day = "2026-11-23"
+    monkeypatch.setenv("DAGSTER_EVENT_BATCH_SIZE", "0")  # one by one: what Dagster's storages do
+    runs = [instance.create_run_for_job(job, tags={"dagster/partition": day}).run_id]
+    instance.dispose()
+    monkeypatch.delenv("DAGSTER_EVENT_BATCH_SIZE")
+    instance = DagsterInstance.from_config(str(folder))  # its storage sets what the deployment has not
+    runs.append(instance.create_run_for_job(job, tags={"dagster/partition": day}).run_id)
+    assets, checks = job.asset_layer.selected_asset_keys, job.asset_layer.asset_graph.asset_check_keys
+    assert batches == [len(assets) + len(checks)] == [24]
+
+    reader_folder = tmp_path / "reader"
+    reader_folder.mkdir()
+    (reader_folder / "dagster.yaml").write_text(DAGSTER_STORAGE[kind])
+    reader = DagsterInstance.from_config(str(reader_folder)).event_log_storage
+
+    def planned(run_id: str) -> list[tuple[str, str, str]]:
+        return sorted(
+            (
+                entry.dagster_event_type,
+                entry.dagster_event.message,
+                repr(entry.dagster_event.event_specific_data),
+            )
+            for entry in reader.get_logs_for_run(run_id)
+            if entry.dagster_event_type in PLANNED
+        )
+
+    assert len(planned(runs[1])) == 24 and planned(runs[1]) == planned(runs[0])
+    for check_key in checks:
+        history = reader.get_asset_check_execution_history(check_key, limit=5)
+        assert [(record.run_id, record.status, record.partition) for record in history] == [
+            (run_id, AssetCheckExecutionRecordStatus.PLANNED, day) for run_id in reversed(runs)
+        ]
+    for asset_key in assets:
+        latest = reader.get_latest_planned_materialization_info(asset_key, day)
+        assert latest is not None and latest.run_id == runs[1]
+        assert reader.get_asset_records([asset_key])[0].asset_entry.last_run_id == runs[1]
+    reader.dispose()
+    instance.dispose()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_the_latest_materialisation_of_a_partition_is_dagster_s_answer_in_one_query(
+    kind: str, request: pytest.FixtureRequest
+) -> None:
+    folder = request.getfixturevalue("home" if kind == "sqlite" else "production_home")
+    instance = DagsterInstance.from_config(str(folder))
+    storage = instance.event_log_storage
+
+    def both(key: str, partition: str) -> EventRecordsResult:
+        question = AssetRecordsFilter(AssetKey(key), [partition])
+        dagsters = SqlEventLogStorage.fetch_materializations(storage, question, limit=1)
+        assert storage.fetch_materializations(question, limit=1) == dagsters
+        return dagsters
+
+    for metadata in ("first", "second"):
+        instance.report_runless_asset_event(
+            AssetMaterialization("a", partition="p1", metadata={"which": metadata})
+        )
+    newest = both("a", "p1")
+    assert [record.asset_materialization.metadata["which"].value for record in newest.records] == ["second"]
+    assert both("a", "p2").records == [] and both("b", "p1").records == []
+    if kind == "postgres":
+        with statements_sent(storage._engine) as statements:  # type: ignore[attr-defined]
+            storage.fetch_materializations(AssetRecordsFilter(AssetKey("a"), ["p1"]), limit=1)
+        assert len(statements) == 1  # Dagster's storage sends two: the asset's details, its events
+    instance.wipe_assets([AssetKey("a")])
+    assert both("a", "p1").records == []  # from before the wipe: no answer
+    instance.report_runless_asset_event(
+        AssetMaterialization("a", partition="p1", metadata={"which": "third"})
+    )
+    assert [r.asset_materialization.metadata["which"].value for r in both("a", "p1").records] == ["third"]
+    instance.dispose()
+
+
+def test_the_postgresql_storages_ask_the_catalogue_about_a_column_until_it_is_there(
+    production_home: Path,
+) -> None:
+    instance = DagsterInstance.from_config(str(production_home))
+    runs, events = instance.run_storage, instance.event_log_storage
+
+    def asked() -> bool:
+        return all(
+            (
+                runs.has_run_stats_index_cols(),
+                runs.has_backfill_id_column(),
+                runs.has_bulk_actions_selector_cols(),
+                runs.has_bulk_action_job_name_column(),
+                events.has_asset_key_index_cols(),
+                events.can_read_asset_status_cache(),
+            )
+        )
+
+    assert asked()
+    engines = (runs._engine, events._engine)  # type: ignore[attr-defined]
+    with statements_sent(engines[0]) as of_runs, statements_sent(engines[1]) as of_events:
+        assert all(asked() for _ in range(3))
+        assert not any(events.has_asset_key_col("no_such_column") for _ in range(2))
+    assert of_runs == [] and len(of_events) == 2  # a missing column is asked about again
+    instance.dispose()
 
 
 def _schema(path: str) -> tuple[list[tuple[str, ...]], list[tuple[str, ...]], str]:
