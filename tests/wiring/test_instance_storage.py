@@ -37,6 +37,7 @@ from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
     INDEX_SHARD_NAME,
     SqliteEventLogStorage,
 )
+from dagster._core.storage.runs import SqlRunStorage
 
 from resources.defaults import default_resources
 from resources.instance_storage.planned import PLANNED
@@ -458,30 +459,33 @@ def test_the_latest_materialisation_of_a_partition_is_dagster_s_answer_in_one_qu
     instance.dispose()
 
 
-def test_the_postgresql_storages_ask_the_catalogue_about_a_column_until_it_is_there(
-    production_home: Path,
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_the_storages_answer_dagster_s_column_questions_as_dagster_does_asking_until_yes(
+    kind: str, request: pytest.FixtureRequest
 ) -> None:
-    instance = DagsterInstance.from_config(str(production_home))
+    folder = request.getfixturevalue("home" if kind == "sqlite" else "production_home")
+    instance = DagsterInstance.from_config(str(folder))
     runs, events = instance.run_storage, instance.event_log_storage
-
-    def asked() -> bool:
-        return all(
-            (
-                runs.has_run_stats_index_cols(),
-                runs.has_backfill_id_column(),
-                runs.has_bulk_actions_selector_cols(),
-                runs.has_bulk_action_job_name_column(),
-                events.has_asset_key_index_cols(),
-                events.can_read_asset_status_cache(),
-            )
-        )
-
-    assert asked()
-    engines = (runs._engine, events._engine)  # type: ignore[attr-defined]
-    with statements_sent(engines[0]) as of_runs, statements_sent(engines[1]) as of_events:
-        assert all(asked() for _ in range(3))
-        assert not any(events.has_asset_key_col("no_such_column") for _ in range(2))
-    assert of_runs == [] and len(of_events) == 2  # a missing column is asked about again
+    questions = [
+        (runs, "has_run_stats_index_cols", ()),
+        (runs, "has_backfill_id_column", ()),
+        (runs, "has_bulk_actions_selector_cols", ()),
+        (runs, "has_bulk_action_job_name_column", ()),
+        (events, "has_asset_key_index_cols", ()),
+        (events, "can_read_asset_status_cache", ()),
+        (events, "has_asset_key_col", ("no_such_column",)),
+    ]
+    dagsters = {SqlRunStorage: runs, SqlEventLogStorage: events}
+    for storage, question, arguments in questions:
+        base = next(kind for kind, of in dagsters.items() if of is storage)
+        answer = getattr(storage, question)(*arguments)
+        assert answer == getattr(base, question)(storage, *arguments) == (question != "has_asset_key_col")
+    if kind == "postgres":
+        engines = (runs._engine, events._engine)  # type: ignore[attr-defined]
+        with statements_sent(engines[0]) as of_runs, statements_sent(engines[1]) as of_events:
+            for storage, question, arguments in questions:
+                getattr(storage, question)(*arguments)
+        assert of_runs == [] and len(of_events) == 1  # only the missing column is asked about again
     instance.dispose()
 
 
