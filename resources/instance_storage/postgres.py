@@ -20,9 +20,13 @@ from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as db
-from dagster._core.events import ASSET_CHECK_EVENTS, ASSET_EVENTS
+from dagster._core.errors import DagsterInvariantViolationError
+from dagster._core.event_api import PartitionKeyFilter
+from dagster._core.events import ASSET_CHECK_EVENTS, ASSET_EVENTS, DagsterEventType
 from dagster._core.events.log import EventLogEntry
+from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
 from dagster._core.storage.event_log import SqlEventLogStorageTable
+from dagster._core.storage.event_log.schema import AssetCheckExecutionsTable
 from dagster._serdes import ConfigurableClassData
 from dagster_postgres import DagsterPostgresStorage
 from dagster_postgres.event_log.event_log import CHANNEL_NAME, PostgresEventLogStorage
@@ -46,9 +50,13 @@ IDLE_SECONDS = 30
 class KeptOpenEventLogStorage(LatestMaterialization, TablesRemembered, PostgresEventLogStorage):
     """Dagster's event log on PostgreSQL, an event stored in one round trip: Dagster's sends its insert,
     then a `NOTIFY` of it (kept for the webservers of older releases, which listen for it), a second
-    round trip for each of a day's ~94 events."""
+    round trip for each of a day's ~94 events; a check's result then updates the check's execution row
+    (planned when the run was made), a third, here in the same statement."""
 
     def store_event(self, event: EventLogEntry) -> None:
+        if event.dagster_event_type == DagsterEventType.ASSET_CHECK_EVALUATION and event.run_id:
+            self._store_check_result(event)
+            return
         with self._connect() as connection:
             (event_id,) = _insert_notified(connection, self.prepare_insert_event(event))
         # the rest as Dagster's
@@ -62,6 +70,59 @@ class KeptOpenEventLogStorage(LatestMaterialization, TablesRemembered, PostgresE
                 self._store_asset_event(connection, event, event_id)
         if event.is_dagster_event and event.dagster_event_type in ASSET_CHECK_EVENTS:
             self.store_asset_check_event(event, event_id)
+
+    def _store_check_result(self, event: EventLogEntry) -> None:
+        """The event, its notification and the update of its check's execution row, as Dagster's
+        `store_event` and `_update_asset_check_evaluation` write them, in one statement; a row that was
+        never planned (a step launched outside the run's plan) is inserted as Dagster inserts it."""
+        row = self._event_to_row(event)
+        evaluation = event.get_dagster_event().asset_check_evaluation_data
+        target = evaluation.target_materialization_data
+        inserted = (
+            SqlEventLogStorageTable.insert()
+            .values(**row)
+            .returning(SqlEventLogStorageTable.c.run_id, SqlEventLogStorageTable.c.id)
+            .cte("inserted")
+        )
+        executions = AssetCheckExecutionsTable
+        updated = (
+            executions.update()
+            .where(
+                executions.c.asset_key == evaluation.asset_key.to_string(),
+                executions.c.check_name == evaluation.check_name,
+                executions.c.run_id == event.run_id,
+                self._get_asset_check_partition_filter_clause(PartitionKeyFilter(key=evaluation.partition)),
+            )
+            .values(
+                execution_status=(
+                    AssetCheckExecutionRecordStatus.SUCCEEDED
+                    if evaluation.passed
+                    else AssetCheckExecutionRecordStatus.FAILED
+                ).value,
+                evaluation_event=row["event"],
+                evaluation_event_timestamp=row["timestamp"],
+                evaluation_event_storage_id=db.select(inserted.c.id).scalar_subquery(),
+                materialization_event_storage_id=target.storage_id if target else None,
+                partition=evaluation.partition,
+            )
+            .returning(executions.c.id)
+            .cte("updated")
+        )
+        payload = inserted.c.run_id + "_" + db.cast(inserted.c.id, db.Text)
+        statement = db.select(
+            inserted.c.id,
+            db.func.pg_notify(CHANNEL_NAME, payload),
+            db.select(db.func.count()).select_from(updated).scalar_subquery(),
+        )
+        with self._connect() as connection:
+            event_id, _, rows_updated = connection.execute(statement).one()
+        if rows_updated == 0:
+            self._update_asset_check_evaluation(event, int(event_id))
+        elif rows_updated > 1:
+            raise DagsterInvariantViolationError(
+                f"Updated {rows_updated} rows for asset check evaluation {evaluation.asset_check_key} "
+                "as a result of duplicate AssetCheckPlanned events."
+            )
 
     def store_event_batch(self, events: Sequence[EventLogEntry]) -> None:
         """A run's planned events (`planned.py`): their rows and index rows in one transaction."""

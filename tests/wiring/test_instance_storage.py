@@ -20,12 +20,19 @@ import psycopg2
 import pytest
 import sqlalchemy as sa
 from dagster import (
+    AssetCheckKey,
+    AssetCheckSeverity,
     AssetKey,
     AssetMaterialization,
     DagsterInstance,
     Definitions,
     define_asset_job,
     materialize,
+)
+from dagster._core.definitions.asset_checks.asset_check_evaluation import (
+    AssetCheckEvaluation,
+    AssetCheckEvaluationPlanned,
+    AssetCheckEvaluationTargetMaterializationData,
 )
 from dagster._core.event_api import AssetRecordsFilter, EventRecordsResult
 from dagster._core.events import DagsterEvent, DagsterEventType, EngineEventData, StepSuccessData
@@ -193,6 +200,62 @@ def test_a_postgresql_event_is_one_round_trip_with_its_notification_and_tables_a
     assert [entry.event_log_entry.message for entry in stored] == ["one"]
     assert [notice.payload for notice in listening.notifies] == [f"{run_id}_{stored[0].storage_id}"]
     listening.close()
+    instance.dispose()
+
+
+def test_a_postgresql_check_result_is_one_statement_updating_its_planned_row_or_adding_one(
+    production_home: Path,
+) -> None:
+    instance = DagsterInstance.from_config(str(production_home))
+    storage = instance.event_log_storage
+    key = AssetCheckKey(AssetKey("a"), "sound")
+    planned_run, unplanned_run = (f"8d4e4d0e-0000-4000-8000-00000000003{n}" for n in (1, 2))
+    storage.store_event(
+        _entry(
+            planned_run,
+            "planned",
+            DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED,
+            AssetCheckEvaluationPlanned(asset_key=key.asset_key, check_name=key.name),
+        )
+    )
+    target = AssetCheckEvaluationTargetMaterializationData(storage_id=7, run_id=planned_run, timestamp=1.0)
+    results = {planned_run: True, unplanned_run: False}
+    for run_id, passed in results.items():
+        evaluation = AssetCheckEvaluation(
+            asset_key=key.asset_key,
+            check_name=key.name,
+            passed=passed,
+            metadata={},
+            target_materialization_data=target,
+            severity=AssetCheckSeverity.ERROR,
+        )
+        with statements_sent(storage._engine) as statements:  # type: ignore[attr-defined]
+            storage.store_event(_entry(run_id, "done", DagsterEventType.ASSET_CHECK_EVALUATION, evaluation))
+        assert len(statements) == (1 if run_id == planned_run else 3)  # no row to update: Dagster's insert
+
+    reader_folder = production_home.parent / "reader"
+    reader_folder.mkdir()
+    (reader_folder / "dagster.yaml").write_text(DAGSTER_STORAGE["postgres"])
+    reader = DagsterInstance.from_config(str(reader_folder)).event_log_storage
+    history = reader.get_asset_check_execution_history(key, limit=5)
+    assert [(record.run_id, record.status) for record in history] == [
+        (unplanned_run, AssetCheckExecutionRecordStatus.FAILED),
+        (planned_run, AssetCheckExecutionRecordStatus.SUCCEEDED),
+    ]
+    stored = {run_id: reader.get_records_for_run(run_id).records[-1] for run_id in results}
+    assert [record.event for record in history] == [stored[run_id].event_log_entry for run_id in results][
+        ::-1
+    ]
+    with storage._engine.connect() as connection:  # type: ignore[attr-defined]
+        pointers = connection.execute(
+            sa.text(
+                "SELECT run_id, evaluation_event_storage_id, materialization_event_storage_id"
+                " FROM asset_check_executions ORDER BY id"
+            )
+        ).all()
+    assert pointers == [(run_id, stored[run_id].storage_id, 7) for run_id in results]
+    assert reader.get_latest_asset_check_execution_by_key([key])[key].run_id == unplanned_run
+    reader.dispose()
     instance.dispose()
 
 
