@@ -19,6 +19,7 @@ schedules keep Dagster's `FULL`: each commit is on disk when it returns.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import uuid
@@ -28,10 +29,11 @@ from contextlib import contextmanager, suppress
 from typing import Any
 
 import sqlalchemy as db
-from dagster._core.events import DagsterEventType
+from dagster._core.events import ASSET_CHECK_EVENTS, ASSET_EVENTS, DagsterEventType
 from dagster._core.events.log import EventLogEntry
 from dagster._core.storage.event_log import SqlEventLogStorageTable
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
+    EVENT_TYPE_TO_PIPELINE_RUN_STATUS,
     INDEX_SHARD_NAME,
     SqliteEventLogStorage,
 )
@@ -50,6 +52,12 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import NullPool
 
+from resources.instance_storage.check_results import (
+    after_update,
+    is_check_result,
+    result_parameters,
+    update_sql,
+)
 from resources.instance_storage.latest import LatestMaterialization
 from resources.instance_storage.planned import all_planned, hand_planned_events_over_together, index_planned
 from resources.instance_storage.tables import RunColumnsRemembered, TablesRemembered
@@ -145,6 +153,22 @@ def _new_engine(url: str, durable: bool) -> Engine:
     return engine
 
 
+_CHECK_RESULT_UPDATE = update_sql(lambda name: f":{name}", "IS", ":event_id")
+
+
+@functools.cache
+def _inserted(columns: tuple[str, ...]) -> str:
+    """The insert of an event row of `columns` into a run's file or the index (same table)."""
+    named = ", ".join(f":{column}" for column in columns)
+    return f"INSERT INTO {SqlEventLogStorageTable.name} ({', '.join(columns)}) VALUES ({named})"
+
+
+def _sqlite_row(row: dict[str, Any]) -> dict[str, Any]:
+    """`row` with its timestamp as SQLAlchemy writes a `DateTime` to SQLite (always with microseconds:
+    the column is compared as text)."""
+    return {**row, "timestamp": row["timestamp"].strftime("%Y-%m-%d %H:%M:%S.%f")}
+
+
 class KeptOpenEventLogStorage(LatestMaterialization, TablesRemembered, SqliteEventLogStorage):
     """Dagster's per-run event databases and their index, with the connections kept open."""
 
@@ -176,8 +200,34 @@ class KeptOpenEventLogStorage(LatestMaterialization, TablesRemembered, SqliteEve
                     os.utime(path)
 
     def store_event(self, event: EventLogEntry) -> None:
-        super().store_event(event)
-        if event.dagster_event_type in SYNCED_AFTER:
+        """Dagster's `store_event` for SQLite (the event in its run's file; asset and check events, and
+        the run's status changes, copied into the index, with their index rows), the rows inserted as
+        SQLite's text with the row of Dagster's `_event_to_row` rather than a SQLAlchemy construct built
+        and keyed for its cache at every statement (0.14 ms an insert where the construct took 0.25)."""
+        row = _sqlite_row(self._event_to_row(event))
+        insert = _inserted(tuple(row))
+        with self.run_connection(event.run_id) as connection:
+            connection.exec_driver_sql(insert, row)
+        kind = event.dagster_event_type if event.is_dagster_event else None
+        if kind in ASSET_EVENTS:
+            with self.index_transaction() as connection:
+                event_id = connection.exec_driver_sql(insert, row).lastrowid
+                self._store_asset_event_tags(connection, [event], [event_id])
+                self._store_asset_event(connection, event, event_id)
+        if is_check_result(event):  # and its planned row's update, in one transaction
+            parameters = {**row, **result_parameters(event)}
+            with self.index_transaction() as connection:
+                parameters["event_id"] = event_id = connection.exec_driver_sql(insert, row).lastrowid
+                updated = connection.exec_driver_sql(_CHECK_RESULT_UPDATE, parameters).rowcount
+            after_update(self, event, event_id, updated)
+        elif kind in ASSET_CHECK_EVENTS:
+            with self.index_connection() as connection:
+                event_id = connection.exec_driver_sql(insert, row).lastrowid
+            self.store_asset_check_event(event, event_id)
+        if kind in EVENT_TYPE_TO_PIPELINE_RUN_STATUS:
+            with self.index_connection() as connection:
+                connection.exec_driver_sql(insert, row)
+        if kind in SYNCED_AFTER:
             self._sync_run_file(event.run_id)
 
     def store_event_batch(self, events: Sequence[EventLogEntry]) -> None:
@@ -187,11 +237,12 @@ class KeptOpenEventLogStorage(LatestMaterialization, TablesRemembered, SqliteEve
             super().store_event_batch(events)
             return
         rows = [self._event_to_row(event) for event in events]
+        stored = [_sqlite_row(row) for row in rows]
+        insert = _inserted(tuple(stored[0]))
         with self.run_connection(events[0].run_id) as connection:
-            connection.execute(SqlEventLogStorageTable.insert(), rows)
+            connection.exec_driver_sql(insert, stored)
         with self.index_transaction() as connection:
-            insert = SqlEventLogStorageTable.insert()
-            ids = [int(connection.execute(insert, row).inserted_primary_key[0]) for row in rows]
+            ids = [connection.exec_driver_sql(insert, row).lastrowid for row in stored]
             index_planned(self, connection, events, rows, ids)
 
     def _sync_run_file(self, run_id: str) -> None:

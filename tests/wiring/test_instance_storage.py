@@ -35,7 +35,13 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (
     AssetCheckEvaluationTargetMaterializationData,
 )
 from dagster._core.event_api import AssetRecordsFilter, EventRecordsResult
-from dagster._core.events import DagsterEvent, DagsterEventType, EngineEventData, StepSuccessData
+from dagster._core.events import (
+    DagsterEvent,
+    DagsterEventType,
+    EngineEventData,
+    StepMaterializationData,
+    StepSuccessData,
+)
 from dagster._core.events.log import EventLogEntry
 from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
 from dagster._core.storage.event_log import SqlEventLogStorage
@@ -203,20 +209,20 @@ def test_a_postgresql_event_is_one_round_trip_with_its_notification_and_tables_a
     instance.dispose()
 
 
-def test_a_postgresql_check_result_is_one_statement_updating_its_planned_row_or_adding_one(
-    production_home: Path,
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_a_check_result_updates_its_planned_row_as_dagster_does_or_adds_one(
+    kind: str, request: pytest.FixtureRequest
 ) -> None:
-    instance = DagsterInstance.from_config(str(production_home))
+    """On PostgreSQL in one statement with the result's event, on SQLite in the index's transaction
+    that copies the event; a result whose row was never planned gets one, as Dagster inserts it."""
+    folder = request.getfixturevalue("home" if kind == "sqlite" else "production_home")
+    instance = DagsterInstance.from_config(str(folder))
     storage = instance.event_log_storage
     key = AssetCheckKey(AssetKey("a"), "sound")
     planned_run, unplanned_run = (f"8d4e4d0e-0000-4000-8000-00000000003{n}" for n in (1, 2))
+    planned = AssetCheckEvaluationPlanned(asset_key=key.asset_key, check_name=key.name)
     storage.store_event(
-        _entry(
-            planned_run,
-            "planned",
-            DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED,
-            AssetCheckEvaluationPlanned(asset_key=key.asset_key, check_name=key.name),
-        )
+        _entry(planned_run, "planned", DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED, planned)
     )
     target = AssetCheckEvaluationTargetMaterializationData(storage_id=7, run_id=planned_run, timestamp=1.0)
     results = {planned_run: True, unplanned_run: False}
@@ -229,32 +235,40 @@ def test_a_postgresql_check_result_is_one_statement_updating_its_planned_row_or_
             target_materialization_data=target,
             severity=AssetCheckSeverity.ERROR,
         )
+        result = _entry(run_id, "done", DagsterEventType.ASSET_CHECK_EVALUATION, evaluation)
+        if kind == "sqlite":
+            storage.store_event(result)
+            continue
         with statements_sent(storage._engine) as statements:  # type: ignore[attr-defined]
-            storage.store_event(_entry(run_id, "done", DagsterEventType.ASSET_CHECK_EVALUATION, evaluation))
+            storage.store_event(result)
         assert len(statements) == (1 if run_id == planned_run else 3)  # no row to update: Dagster's insert
 
-    reader_folder = production_home.parent / "reader"
+    reader_folder = folder.parent / "reader"
     reader_folder.mkdir()
-    (reader_folder / "dagster.yaml").write_text(DAGSTER_STORAGE["postgres"])
+    (reader_folder / "dagster.yaml").write_text(DAGSTER_STORAGE[kind])
     reader = DagsterInstance.from_config(str(reader_folder)).event_log_storage
     history = reader.get_asset_check_execution_history(key, limit=5)
     assert [(record.run_id, record.status) for record in history] == [
         (unplanned_run, AssetCheckExecutionRecordStatus.FAILED),
         (planned_run, AssetCheckExecutionRecordStatus.SUCCEEDED),
     ]
-    stored = {run_id: reader.get_records_for_run(run_id).records[-1] for run_id in results}
-    assert [record.event for record in history] == [stored[run_id].event_log_entry for run_id in results][
-        ::-1
-    ]
-    with storage._engine.connect() as connection:  # type: ignore[attr-defined]
-        pointers = connection.execute(
-            sa.text(
-                "SELECT run_id, evaluation_event_storage_id, materialization_event_storage_id"
-                " FROM asset_check_executions ORDER BY id"
-            )
-        ).all()
-    assert pointers == [(run_id, stored[run_id].storage_id, 7) for run_id in results]
+    logged = [reader.get_records_for_run(run_id).records[-1].event_log_entry for run_id in results]
+    assert [record.event for record in history] == logged[::-1]
     assert reader.get_latest_asset_check_execution_by_key([key])[key].run_id == unplanned_run
+    # each row points at its result's event where the asset events are (on SQLite the index's copy)
+    results_ids = "SELECT run_id, id FROM event_logs WHERE dagster_event_type = 'ASSET_CHECK_EVALUATION'"
+    pointers = (
+        "SELECT run_id, evaluation_event_storage_id, materialization_event_storage_id"
+        " FROM asset_check_executions ORDER BY id"
+    )
+    if kind == "sqlite":
+        index = storage.path_for_shard(INDEX_SHARD_NAME)  # type: ignore[attr-defined]
+        with contextlib.closing(sqlite3.connect(index)) as connection:
+            ids, rows = (connection.execute(query).fetchall() for query in (results_ids, pointers))
+    else:
+        with storage._engine.connect() as connection:  # type: ignore[attr-defined]
+            ids, rows = (connection.execute(sa.text(query)).all() for query in (results_ids, pointers))
+    assert [tuple(row) for row in rows] == [(run_id, dict(ids)[run_id], 7) for run_id in results]
     reader.dispose()
     instance.dispose()
 
@@ -414,6 +428,37 @@ def test_a_run_file_is_synced_to_disk_when_a_step_or_the_run_ends_not_at_each_ev
         with storage._databases.engine(path, url).connect() as connection:
             assert connection.exec_driver_sql("PRAGMA synchronous").scalar() == setting
     assert messages(SqliteEventLogStorage(str(tmp_path / "runs")), run_id)[-2:] == ["step done", "run done"]
+
+
+def test_a_sqlite_event_is_written_as_dagster_s_storage_writes_it(tmp_path: Path) -> None:
+    """Rows inserted as SQLite text, not SQLAlchemy constructs: the same columns and values (the
+    timestamp as SQLAlchemy formats it) in the run's file and, for asset and status events, the index."""
+    instance = DagsterInstance.ephemeral()
+    ours, dagsters = (KeptOpenEventLogStorage(str(tmp_path / name)) for name in ("ours", "dagster's"))
+    for storage in (ours, dagsters):
+        storage.register_instance(instance)
+    run_id = "8d4e4d0e-0000-4000-8000-000000000041"
+    materialised = StepMaterializationData(AssetMaterialization("a", partition="p1"))
+    entries = [
+        _entry(run_id, "engine"),
+        _entry(run_id, "materialised", DagsterEventType.ASSET_MATERIALIZATION, materialised),
+        _entry(run_id, "done", DagsterEventType.RUN_SUCCESS, None),
+    ]
+    for number, entry in enumerate(entries):
+        stamped = entry._replace(timestamp=1_700_000_000.0 + number * 0.25)  # .0: no microseconds to drop
+        ours.store_event(stamped)
+        SqliteEventLogStorage.store_event(dagsters, stamped)
+
+    def rows(storage: KeptOpenEventLogStorage, shard: str) -> list[tuple[Any, ...]]:
+        with contextlib.closing(sqlite3.connect(storage.path_for_shard(shard))) as connection:
+            return connection.execute(
+                "SELECT run_id, event, dagster_event_type, timestamp, step_key, asset_key, partition"
+                " FROM event_logs ORDER BY id"
+            ).fetchall()
+
+    for shard, count in ((run_id, 3), (INDEX_SHARD_NAME, 2)):
+        assert len(rows(ours, shard)) == count and rows(ours, shard) == rows(dagsters, shard)
+    assert rows(ours, run_id)[0][3] == "2023-11-14 22:13:20.000000"
 
 
 def test_the_sqlite_index_is_asked_once_about_a_table_it_has(tmp_path: Path) -> None:
