@@ -3,11 +3,12 @@
 Dagster asks the database's catalogue before many writes and reads: whether a table exists before
 storing each check result and each asset event's tags (about 40 times a day's run), whether the runs
 table has its newer columns when a run is added and at each of its status changes, whether the assets
-table has its index columns when assets are read. A column question goes through SQLAlchemy's
-reflection, which on PostgreSQL builds and sends a query joining six catalogues (1 ms each time, 12 in
-a day's run; the first ones in a process 5-10 ms, the query compiled); here it is one small query of
-the table's column names, and only until the answer is yes. Migrations add tables and columns and
-wiping empties tables, so what is present is remembered and what is missing is asked again.
+table has its index columns when assets are read and (on SQLite) at every asset event. A column
+question goes through SQLAlchemy's reflection, which on PostgreSQL builds and sends a query joining six
+catalogues (1 ms each time, 12 in a day's run; the first ones in a process 5-10 ms, the query
+compiled); here it is one small query of the table's column names, and only until the answer is yes.
+Migrations add tables and columns and wiping empties tables, so what is present is remembered and what
+is missing is asked again.
 """
 
 from __future__ import annotations
@@ -39,6 +40,10 @@ def _present(storage: object, what: str, ask: Callable[[], bool]) -> bool:
     return True
 
 
+def _column_names(connection: Connection, table: str) -> set[str]:
+    return set(connection.execute(_COLUMNS[connection.dialect.name], {"table": table}).scalars())
+
+
 def _has_columns(
     storage: object,
     connect: Callable[[], AbstractContextManager[Connection]],
@@ -47,8 +52,7 @@ def _has_columns(
 ) -> bool:
     def ask() -> bool:
         with connect() as connection:
-            names = connection.execute(_COLUMNS[connection.dialect.name], {"table": table}).scalars()
-            return set(columns) <= set(names)
+            return set(columns) <= _column_names(connection, table)
 
     return _present(storage, f"{table}.{'.'.join(columns)}", ask)
 
@@ -64,6 +68,14 @@ class TablesRemembered:
 
     def has_asset_key_col(self, column_name: str) -> bool:
         return _has_columns(self, self.index_connection, AssetKeyTable.name, column_name)  # type: ignore[attr-defined]
+
+    def _has_asset_key_col_on_connection(self, connection: Connection, column_name: str) -> bool:
+        # asked on a connection in a transaction: SQLite stores each asset event's row after asking
+        return _present(
+            self,
+            f"{AssetKeyTable.name}.{column_name}",
+            lambda: column_name in _column_names(connection, AssetKeyTable.name),
+        )
 
 
 class RunColumnsRemembered:

@@ -588,6 +588,11 @@ def test_the_storages_answer_dagster_s_column_questions_as_dagster_does_asking_u
         base = next(kind for kind, of in dagsters.items() if of is storage)
         answer = getattr(storage, question)(*arguments)
         assert answer == getattr(base, question)(storage, *arguments) == (question != "has_asset_key_col")
+    with events.index_connection() as connection:  # asked inside SQLite's store of an asset event
+        for column in ("last_materialization_timestamp", "no_such_column"):
+            ours = events._has_asset_key_col_on_connection(connection, column)  # type: ignore[attr-defined]
+            theirs = SqlEventLogStorage._has_asset_key_col_on_connection(events, connection, column)
+            assert ours == theirs == (column != "no_such_column")
     if kind == "postgres":
         engines = (runs._engine, events._engine)  # type: ignore[attr-defined]
         with statements_sent(engines[0]) as of_runs, statements_sent(engines[1]) as of_events:
