@@ -14,7 +14,7 @@ stored as Dagster's storage stores it.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from dagster._core.events import DagsterEventType
@@ -46,8 +46,17 @@ def all_planned(events: Sequence[EventLogEntry]) -> bool:
     )
 
 
+def dagsters_asset_rows(
+    storage: SqlEventLogStorage, connection: Connection, assets: Sequence[tuple[EventLogEntry, int]]
+) -> None:
+    """Dagster's index rows of asset events (their ids given): indexed tags, then each asset's row."""
+    storage._store_asset_event_tags(connection, [e for e, _ in assets], [i for _, i in assets])
+    for event, event_id in assets:
+        storage._store_asset_event(connection, event, event_id)
+
+
 def index_planned(
-    storage: SqlEventLogStorage,
+    index_assets: Callable[[Connection, Sequence[tuple[EventLogEntry, int]]], None],
     connection: Connection,
     events: Sequence[EventLogEntry],
     rows: Sequence[dict[str, Any]],
@@ -55,7 +64,8 @@ def index_planned(
 ) -> None:
     """What Dagster's `store_event` writes to the index for each planned event, given its event-log row
     (`_event_to_row`, serialised once) and its id there, on `connection` in its transaction: an asset's
-    tags and latest-event row, a check's execution row (one per partition)."""
+    tags and latest-event row (by `index_assets`, the storage's way: `dagsters_asset_rows` or one
+    statement), a check's execution row (one per partition)."""
     assets: list[tuple[EventLogEntry, int]] = []
     checks: list[dict[str, Any]] = []
     for event, row, event_id in zip(events, rows, event_ids, strict=True):
@@ -79,8 +89,6 @@ def index_planned(
         elif dagster_event.asset_key:
             assets.append((event, event_id))
     if assets:
-        storage._store_asset_event_tags(connection, [e for e, _ in assets], [i for _, i in assets])
-        for event, event_id in assets:
-            storage._store_asset_event(connection, event, event_id)
+        index_assets(connection, assets)
     if checks:
         connection.execute(AssetCheckExecutionsTable.insert(), checks)

@@ -23,6 +23,8 @@ from typing import Any
 from dagster._core.events import ASSET_CHECK_EVENTS, ASSET_EVENTS
 from dagster._core.events.log import EventLogEntry
 from dagster._core.storage.event_log import SqlEventLogStorageTable
+from dagster._core.storage.event_log.migration import ASSET_KEY_INDEX_COLS
+from dagster._core.storage.event_log.schema import AssetEventTagsTable, AssetKeyTable
 from dagster._serdes import ConfigurableClassData
 from dagster_postgres import DagsterPostgresStorage
 from dagster_postgres.event_log.event_log import CHANNEL_NAME, PostgresEventLogStorage
@@ -30,7 +32,7 @@ from dagster_postgres.run_storage import PostgresRunStorage
 from dagster_postgres.schedule_storage import PostgresScheduleStorage
 from dagster_postgres.utils import create_pg_engine, get_token_provider_from_config, pg_url_from_config
 from sqlalchemy import event, exc
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from resources.instance_storage.check_results import (
     after_update,
@@ -73,11 +75,56 @@ class KeptOpenEventLogStorage(LatestMaterialization, TablesRemembered, PostgresE
             and event.dagster_event_type in ASSET_EVENTS
             and event.dagster_event.asset_key  # type: ignore[union-attr]
         ):
-            with self.index_transaction() as connection:
-                self._store_asset_event_tags(connection, [event], [event_id])
-                self._store_asset_event(connection, event, event_id)
+            with self._connect() as connection:
+                self._index_asset_events(connection, [(event, event_id)])
         if event.is_dagster_event and event.dagster_event_type in ASSET_CHECK_EVENTS:
             self.store_asset_check_event(event, event_id)
+
+    def _index_asset_events(
+        self, connection: Connection, assets: Sequence[tuple[EventLogEntry, int]]
+    ) -> None:
+        """What Dagster's `_store_asset_event_tags` and (PostgreSQL's) `_store_asset_event` write for
+        these events and their ids, the asset's indexed tags and its row's upsert, in one statement of
+        text (Dagster's: a construct each, in a transaction of begin, tags, row, commit)."""
+        keys = [event.get_dagster_event().asset_key.to_string() for event, _ in assets]  # type: ignore[union-attr]
+        if len(set(keys)) < len(keys):  # a statement may not upsert a row twice: Dagster's, in turn
+            self._store_asset_event_tags(connection, [e for e, _ in assets], [i for _, i in assets])
+            for event, event_id in assets:
+                self._store_asset_event(connection, event, event_id)
+            return
+        parameters: dict[str, Any] = {}
+
+        def listed(prefix: str, values: Sequence[Any]) -> str:
+            names = [f"{prefix}_{number}" for number in range(len(values))]
+            parameters.update(zip(names, values, strict=True))
+            return "(" + ", ".join(f"%({name})s" for name in names) + ")"
+
+        writes = []
+        tags = [
+            listed(f"t{n}", (event_id, key, tag, value, self._event_insert_timestamp(event)))
+            for n, ((event, event_id), key) in enumerate(zip(assets, keys, strict=True))
+            for tag, value in self._tags_for_asset_event(event).items()
+        ]
+        if tags and self.has_table(AssetEventTagsTable.name):
+            writes.append(
+                f"INSERT INTO {AssetEventTagsTable.name} (event_id, asset_key, key, value, event_timestamp)"
+                f" VALUES {', '.join(tags)}"
+            )
+        indexed = self.has_secondary_index(ASSET_KEY_INDEX_COLS)
+        rows: dict[tuple[str, ...], list[str]] = {}  # by the columns written
+        for n, ((event, event_id), key) in enumerate(zip(assets, keys, strict=True)):
+            values = self._get_asset_entry_values(event, event_id, indexed)
+            rows.setdefault(tuple(values), []).append(listed(f"a{n}", (key, *values.values())))
+        for columns, listing in rows.items():
+            updated = ", ".join(f"{column} = EXCLUDED.{column}" for column in columns)
+            writes.append(
+                f"INSERT INTO {AssetKeyTable.name} ({', '.join(('asset_key', *columns))})"
+                f" VALUES {', '.join(listing)} ON CONFLICT (asset_key)"
+                + (f" DO UPDATE SET {updated}" if columns else " DO NOTHING")
+            )
+        *first, last = writes
+        parts = ", ".join(f"write_{number} AS ({write})" for number, write in enumerate(first))
+        connection.exec_driver_sql(f"WITH {parts} {last}" if first else last, parameters)
 
     def store_event_batch(self, events: Sequence[EventLogEntry]) -> None:
         """A run's planned events (`planned.py`): their rows and index rows in one transaction."""
@@ -91,7 +138,7 @@ class KeptOpenEventLogStorage(LatestMaterialization, TablesRemembered, PostgresE
             stored = connection.exec_driver_sql(_stored(columns, False, len(rows)), parameters)
             # a statement's rows take their ids in the order of its values
             ids = sorted(int(event_id) for event_id, _ in stored)
-            index_planned(self, connection, events, rows, ids)
+            index_planned(self._index_asset_events, connection, events, rows, ids)
 
 
 @functools.cache

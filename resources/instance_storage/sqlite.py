@@ -59,7 +59,12 @@ from resources.instance_storage.check_results import (
     update_sql,
 )
 from resources.instance_storage.latest import LatestMaterialization
-from resources.instance_storage.planned import all_planned, hand_planned_events_over_together, index_planned
+from resources.instance_storage.planned import (
+    all_planned,
+    dagsters_asset_rows,
+    hand_planned_events_over_together,
+    index_planned,
+)
 from resources.instance_storage.tables import RunColumnsRemembered, TablesRemembered
 from training_pipeline.atomic import kernel_copy
 
@@ -243,7 +248,7 @@ class KeptOpenEventLogStorage(LatestMaterialization, TablesRemembered, SqliteEve
             connection.exec_driver_sql(insert, stored)
         with self.index_transaction() as connection:
             ids = [connection.exec_driver_sql(insert, row).lastrowid for row in stored]
-            index_planned(self, connection, events, rows, ids)
+            index_planned(functools.partial(dagsters_asset_rows, self), connection, events, rows, ids)
 
     def _sync_run_file(self, run_id: str) -> None:
         """What the run's commits since its last sync wrote, on disk: they are in its WAL (a checkpoint,

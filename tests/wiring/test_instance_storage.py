@@ -34,8 +34,9 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (
     AssetCheckEvaluationPlanned,
     AssetCheckEvaluationTargetMaterializationData,
 )
-from dagster._core.event_api import AssetRecordsFilter, EventRecordsResult
+from dagster._core.event_api import AssetRecordsFilter, EventLogRecord, EventRecordsResult
 from dagster._core.events import (
+    AssetMaterializationPlannedData,
     DagsterEvent,
     DagsterEventType,
     EngineEventData,
@@ -51,6 +52,8 @@ from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
     SqliteEventLogStorage,
 )
 from dagster._core.storage.runs import SqlRunStorage
+from dagster._serdes import deserialize_value
+from dagster_postgres.event_log.event_log import PostgresEventLogStorage
 
 from resources.defaults import default_resources
 from resources.instance_storage.planned import PLANNED
@@ -270,6 +273,58 @@ def test_a_check_result_updates_its_planned_row_as_dagster_does_or_adds_one(
             ids, rows = (connection.execute(sa.text(query)).all() for query in (results_ids, pointers))
     assert [tuple(row) for row in rows] == [(run_id, dict(ids)[run_id], 7) for run_id in results]
     reader.dispose()
+    instance.dispose()
+
+
+def test_a_postgresql_asset_event_writes_the_index_rows_dagster_writes(production_home: Path) -> None:
+    """The asset's row and its indexed tags, written as one statement of text: what Dagster's storage
+    writes for the same events (stored here under another asset's name)."""
+    instance = DagsterInstance.from_config(str(production_home))
+    storage = instance.event_log_storage
+    run_id = "8d4e4d0e-0000-4000-8000-000000000051"
+    tags = {"dagster/data_version": "v1", "not-indexed": "x"}
+    stored: dict[str, list[int]] = {}
+    for name, store in (
+        ("ours", type(storage).store_event),
+        ("dagster's", PostgresEventLogStorage.store_event),
+    ):
+        key = AssetKey(name)
+        planned = AssetMaterializationPlannedData(asset_key=key, partition="p1")
+        done = StepMaterializationData(AssetMaterialization(key, partition="p1", tags=tags))
+        for number, (kind, data) in enumerate(
+            (
+                (DagsterEventType.ASSET_MATERIALIZATION_PLANNED, planned),
+                (DagsterEventType.ASSET_MATERIALIZATION, done),
+            )
+        ):
+            store(storage, _entry(run_id, name, kind, data)._replace(timestamp=1_700_000_000.5 + number))
+        stored[name] = [record.storage_id for record in storage.get_records_for_run(run_id).records[-2:]]
+
+    with storage._engine.connect() as connection:  # type: ignore[attr-defined]
+        assets = {
+            AssetKey.from_db_string(row[0]).path[0]: row[1:]
+            for row in connection.execute(
+                sa.text(
+                    "SELECT asset_key, last_materialization, last_run_id, asset_details,"
+                    " wipe_timestamp, last_materialization_timestamp, tags, cached_status_data"
+                    " FROM asset_keys"
+                )
+            )
+        }
+        indexed = connection.execute(
+            sa.text(
+                "SELECT event_id, asset_key, key, value, event_timestamp FROM asset_event_tags ORDER BY id"
+            )
+        ).all()
+    ours, theirs = assets["ours"], assets["dagster's"]
+    assert ours[1:] == theirs[1:] and ours[1] == run_id
+    latest = {name: deserialize_value(assets[name][0], EventLogRecord) for name in stored}
+    assert [latest[name].storage_id for name in stored] == [ids[1] for ids in stored.values()]
+    assert latest["ours"].event_log_entry.user_message == "ours"
+    assert [row[2:] for row in indexed] == [("dagster/data_version", "v1", indexed[0][4])] * 2
+    assert [(row[0], AssetKey.from_db_string(row[1]).path[0]) for row in indexed] == [
+        (ids[1], name) for name, ids in stored.items()
+    ]
     instance.dispose()
 
 
