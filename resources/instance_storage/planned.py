@@ -20,7 +20,6 @@ from typing import Any
 from dagster._core.events import DagsterEventType
 from dagster._core.events.log import EventLogEntry
 from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
-from dagster._core.storage.event_log import SqlEventLogStorage
 from dagster._core.storage.event_log.schema import AssetCheckExecutionsTable
 from sqlalchemy.engine import Connection
 
@@ -46,15 +45,6 @@ def all_planned(events: Sequence[EventLogEntry]) -> bool:
     )
 
 
-def dagsters_asset_rows(
-    storage: SqlEventLogStorage, connection: Connection, assets: Sequence[tuple[EventLogEntry, int]]
-) -> None:
-    """Dagster's index rows of asset events (their ids given): indexed tags, then each asset's row."""
-    storage._store_asset_event_tags(connection, [e for e, _ in assets], [i for _, i in assets])
-    for event, event_id in assets:
-        storage._store_asset_event(connection, event, event_id)
-
-
 def index_planned(
     index_assets: Callable[[Connection, Sequence[tuple[EventLogEntry, int]]], None],
     connection: Connection,
@@ -64,8 +54,8 @@ def index_planned(
 ) -> None:
     """What Dagster's `store_event` writes to the index for each planned event, given its event-log row
     (`_event_to_row`, serialised once) and its id there, on `connection` in its transaction: an asset's
-    tags and latest-event row (by `index_assets`, the storage's way: `dagsters_asset_rows` or one
-    statement), a check's execution row (one per partition)."""
+    tags and latest-event row (by `index_assets`, the storage's own), a check's execution row (one per
+    partition)."""
     assets: list[tuple[EventLogEntry, int]] = []
     checks: list[dict[str, Any]] = []
     for event, row, event_id in zip(events, rows, event_ids, strict=True):

@@ -26,12 +26,14 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as db
 from dagster._core.events import ASSET_CHECK_EVENTS, ASSET_EVENTS, DagsterEventType
 from dagster._core.events.log import EventLogEntry
 from dagster._core.storage.event_log import SqlEventLogStorageTable
+from dagster._core.storage.event_log.schema import AssetEventTagsTable, AssetKeyTable
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
     EVENT_TYPE_TO_PIPELINE_RUN_STATUS,
     INDEX_SHARD_NAME,
@@ -61,7 +63,6 @@ from resources.instance_storage.check_results import (
 from resources.instance_storage.latest import LatestMaterialization
 from resources.instance_storage.planned import (
     all_planned,
-    dagsters_asset_rows,
     hand_planned_events_over_together,
     index_planned,
 )
@@ -168,10 +169,32 @@ def _inserted(columns: tuple[str, ...]) -> str:
     return f"INSERT INTO {SqlEventLogStorageTable.name} ({', '.join(columns)}) VALUES ({named})"
 
 
+_INSERT_TAGS = (
+    f"INSERT INTO {AssetEventTagsTable.name} (event_id, asset_key, key, value, event_timestamp)"
+    " VALUES (:event_id, :asset_key, :key, :value, :event_timestamp)"
+)
+
+
+@functools.cache
+def _upserted(columns: tuple[str, ...]) -> str:
+    """The insert of an asset's row with `columns`, or their update where the asset has one."""
+    named = ", ".join(f":{column}" for column in columns)
+    updated = ", ".join(f"{column} = excluded.{column}" for column in columns)
+    return (
+        f"INSERT INTO {AssetKeyTable.name} (asset_key, {', '.join(columns)}) VALUES (:asset_key, {named})"
+        f" ON CONFLICT (asset_key) DO UPDATE SET {updated}"
+    )
+
+
+def _text(value: Any) -> Any:
+    """A value as SQLAlchemy writes it to SQLite: a `DateTime` as text, always with microseconds (the
+    columns are compared as text), its wall time whatever its zone."""
+    return value.strftime("%Y-%m-%d %H:%M:%S.%f") if isinstance(value, datetime) else value
+
+
 def _sqlite_row(row: dict[str, Any]) -> dict[str, Any]:
-    """`row` with its timestamp as SQLAlchemy writes a `DateTime` to SQLite (always with microseconds:
-    the column is compared as text)."""
-    return {**row, "timestamp": row["timestamp"].strftime("%Y-%m-%d %H:%M:%S.%f")}
+    """`row` with its timestamp as SQLAlchemy writes it (`_text`)."""
+    return {**row, "timestamp": _text(row["timestamp"])}
 
 
 class KeptOpenEventLogStorage(LatestMaterialization, TablesRemembered, SqliteEventLogStorage):
@@ -217,8 +240,7 @@ class KeptOpenEventLogStorage(LatestMaterialization, TablesRemembered, SqliteEve
         if kind in ASSET_EVENTS:
             with self.index_transaction() as connection:
                 event_id = connection.exec_driver_sql(insert, row).lastrowid
-                self._store_asset_event_tags(connection, [event], [event_id])
-                self._store_asset_event(connection, event, event_id)
+                self._index_asset_events(connection, [(event, event_id)])
         if is_check_result(event):  # and its planned row's update, in one transaction
             parameters = {**row, **result_parameters(event)}
             with self.index_transaction() as connection:
@@ -248,7 +270,35 @@ class KeptOpenEventLogStorage(LatestMaterialization, TablesRemembered, SqliteEve
             connection.exec_driver_sql(insert, stored)
         with self.index_transaction() as connection:
             ids = [connection.exec_driver_sql(insert, row).lastrowid for row in stored]
-            index_planned(functools.partial(dagsters_asset_rows, self), connection, events, rows, ids)
+            index_planned(self._index_asset_events, connection, events, rows, ids)
+
+    def _index_asset_events(
+        self, connection: Connection, assets: Sequence[tuple[EventLogEntry, int]]
+    ) -> None:
+        """What Dagster's `_store_asset_event_tags` and `_store_asset_event` write to the index for
+        these events and their ids, as SQLite text: the asset's indexed tags, and its row inserted or
+        updated (an upsert, where Dagster's tries the insert and, for an asset already there, catches the
+        error and updates)."""
+        tags = [
+            {
+                "event_id": event_id,
+                "asset_key": entry.get_dagster_event().asset_key.to_string(),  # type: ignore[union-attr]
+                "key": tag,
+                "value": value,
+                "event_timestamp": _text(self._event_insert_timestamp(entry)),
+            }
+            for entry, event_id in assets
+            for tag, value in self._tags_for_asset_event(entry).items()
+        ]
+        if tags and self.has_table(AssetEventTagsTable.name):
+            connection.exec_driver_sql(_INSERT_TAGS, tags)
+        indexed = self._has_asset_key_col_on_connection(connection, "last_materialization_timestamp")
+        for entry, event_id in assets:
+            values = self._get_asset_entry_values(entry, event_id, indexed)
+            if values:  # as Dagster's: nothing to write, no row
+                key = entry.get_dagster_event().asset_key.to_string()  # type: ignore[union-attr]
+                parameters = {"asset_key": key, **{column: _text(value) for column, value in values.items()}}
+                connection.exec_driver_sql(_upserted(tuple(values)), parameters)
 
     def _sync_run_file(self, run_id: str) -> None:
         """What the run's commits since its last sync wrote, on disk: they are in its WAL (a checkpoint,

@@ -486,17 +486,28 @@ def test_a_run_file_is_synced_to_disk_when_a_step_or_the_run_ends_not_at_each_ev
 
 
 def test_a_sqlite_event_is_written_as_dagster_s_storage_writes_it(tmp_path: Path) -> None:
-    """Rows inserted as SQLite text, not SQLAlchemy constructs: the same columns and values (the
-    timestamp as SQLAlchemy formats it) in the run's file and, for asset and status events, the index."""
+    """Rows written as SQLite text, not SQLAlchemy constructs: the same rows (timestamps as SQLAlchemy
+    formats them) in the run's file and the index, the asset's row (inserted, then updated) and its
+    indexed tags."""
     instance = DagsterInstance.ephemeral()
     ours, dagsters = (KeptOpenEventLogStorage(str(tmp_path / name)) for name in ("ours", "dagster's"))
     for storage in (ours, dagsters):
         storage.register_instance(instance)
     run_id = "8d4e4d0e-0000-4000-8000-000000000041"
-    materialised = StepMaterializationData(AssetMaterialization("a", partition="p1"))
+    key = AssetKey("a")
+    materialised = StepMaterializationData(
+        AssetMaterialization(key, partition="p1", tags={"dagster/data_version": "v1", "not-indexed": "x"})
+    )
     entries = [
         _entry(run_id, "engine"),
+        _entry(
+            run_id,
+            "planned",
+            DagsterEventType.ASSET_MATERIALIZATION_PLANNED,
+            AssetMaterializationPlannedData(asset_key=key, partition="p1"),
+        ),
         _entry(run_id, "materialised", DagsterEventType.ASSET_MATERIALIZATION, materialised),
+        _entry(run_id, "again", DagsterEventType.ASSET_MATERIALIZATION, materialised),
         _entry(run_id, "done", DagsterEventType.RUN_SUCCESS, None),
     ]
     for number, entry in enumerate(entries):
@@ -504,16 +515,29 @@ def test_a_sqlite_event_is_written_as_dagster_s_storage_writes_it(tmp_path: Path
         ours.store_event(stamped)
         SqliteEventLogStorage.store_event(dagsters, stamped)
 
-    def rows(storage: KeptOpenEventLogStorage, shard: str) -> list[tuple[Any, ...]]:
+    def rows(storage: KeptOpenEventLogStorage, shard: str, query: str) -> list[tuple[Any, ...]]:
         with contextlib.closing(sqlite3.connect(storage.path_for_shard(shard))) as connection:
-            return connection.execute(
-                "SELECT run_id, event, dagster_event_type, timestamp, step_key, asset_key, partition"
-                " FROM event_logs ORDER BY id"
-            ).fetchall()
+            return connection.execute(query).fetchall()
 
-    for shard, count in ((run_id, 3), (INDEX_SHARD_NAME, 2)):
-        assert len(rows(ours, shard)) == count and rows(ours, shard) == rows(dagsters, shard)
-    assert rows(ours, run_id)[0][3] == "2023-11-14 22:13:20.000000"
+    events = (
+        "SELECT run_id, event, dagster_event_type, timestamp, step_key, asset_key, partition"
+        " FROM event_logs ORDER BY id"
+    )
+    assets = (
+        "SELECT asset_key, last_materialization, last_run_id, asset_details, wipe_timestamp,"
+        " last_materialization_timestamp, tags, cached_status_data FROM asset_keys"
+    )
+    tags = "SELECT event_id, asset_key, key, value, event_timestamp FROM asset_event_tags ORDER BY id"
+    for shard, query, count in (
+        (run_id, events, 5),
+        (INDEX_SHARD_NAME, events, 4),
+        (INDEX_SHARD_NAME, assets, 1),
+        (INDEX_SHARD_NAME, tags, 2),
+    ):
+        written = rows(ours, shard, query)
+        assert len(written) == count and written == rows(dagsters, shard, query), query
+    assert rows(ours, run_id, events)[0][3] == "2023-11-14 22:13:20.000000"
+    assert rows(ours, INDEX_SHARD_NAME, assets)[0][5] == "2023-11-14 22:13:20.750000"  # the second
 
 
 def test_the_sqlite_index_is_asked_once_about_a_table_it_has(tmp_path: Path) -> None:
