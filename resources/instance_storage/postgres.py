@@ -100,11 +100,12 @@ class KeptOpenEventLogStorage(LatestMaterialization, TablesRemembered, PostgresE
             return "(" + ", ".join(f"%({name})s" for name in names) + ")"
 
         writes = []
-        tags = [
-            listed(f"t{n}", (event_id, key, tag, value, self._event_insert_timestamp(event)))
-            for n, ((event, event_id), key) in enumerate(zip(assets, keys, strict=True))
+        indexed_tags = [
+            (event_id, key, tag, value, self._event_insert_timestamp(event))
+            for (event, event_id), key in zip(assets, keys, strict=True)
             for tag, value in self._tags_for_asset_event(event).items()
         ]
+        tags = [listed(f"t{n}", values) for n, values in enumerate(indexed_tags)]
         if tags and self.has_table(AssetEventTagsTable.name):
             writes.append(
                 f"INSERT INTO {AssetEventTagsTable.name} (event_id, asset_key, key, value, event_timestamp)"
@@ -135,23 +136,23 @@ class KeptOpenEventLogStorage(LatestMaterialization, TablesRemembered, PostgresE
         columns = tuple(rows[0])
         parameters = {f"{column}_{n}": row[column] for n, row in enumerate(rows) for column in columns}
         with self.index_transaction() as connection:
-            stored = connection.exec_driver_sql(_stored(columns, False, len(rows)), parameters)
+            stored = connection.exec_driver_sql(_stored(columns, False, suffixed=len(rows)), parameters)
             # a statement's rows take their ids in the order of its values
             ids = sorted(int(event_id) for event_id, _ in stored)
             index_planned(self._index_asset_events, connection, events, rows, ids)
 
 
 @functools.cache
-def _stored(columns: tuple[str, ...], check_result: bool, rows: int = 1) -> str:
-    """The statement that stores `rows` event rows of `columns` (parameters named by column, suffixed
-    `_0`, `_1`... for several rows) and notifies each, selecting their ids; with `check_result`, also
-    the update of the check's execution row that Dagster's `_update_asset_check_evaluation` makes
-    (`check_results.py`), and how many rows it updated."""
+def _stored(columns: tuple[str, ...], check_result: bool, suffixed: int = 0) -> str:
+    """The statement that stores an event row of `columns` (parameters named by column), or `suffixed`
+    rows (parameters suffixed `_0`, `_1`...), and notifies each, selecting their ids; with
+    `check_result`, also the update of the check's execution row that Dagster's
+    `_update_asset_check_evaluation` makes (`check_results.py`), and how many rows it updated."""
 
     def values(suffix: str) -> str:
         return "(" + ", ".join(f"%({column}{suffix})s" for column in columns) + ")"
 
-    listed = ", ".join(values(f"_{n}") for n in range(rows)) if rows > 1 else values("")
+    listed = ", ".join(values(f"_{n}") for n in range(suffixed)) if suffixed else values("")
     statement = (
         f"WITH inserted AS (INSERT INTO {SqlEventLogStorageTable.name} ({', '.join(columns)})"
         f" VALUES {listed} RETURNING run_id, id)"

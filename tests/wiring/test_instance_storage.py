@@ -282,7 +282,7 @@ def test_a_postgresql_asset_event_writes_the_index_rows_dagster_writes(productio
     instance = DagsterInstance.from_config(str(production_home))
     storage = instance.event_log_storage
     run_id = "8d4e4d0e-0000-4000-8000-000000000051"
-    tags = {"dagster/data_version": "v1", "not-indexed": "x"}
+    tags = {"dagster/data_version": "v1", "dagster/partition/day": "p1", "not-indexed": "x"}
     stored: dict[str, list[int]] = {}
     for name, store in (
         ("ours", type(storage).store_event),
@@ -321,9 +321,10 @@ def test_a_postgresql_asset_event_writes_the_index_rows_dagster_writes(productio
     latest = {name: deserialize_value(assets[name][0], EventLogRecord) for name in stored}
     assert [latest[name].storage_id for name in stored] == [ids[1] for ids in stored.values()]
     assert latest["ours"].event_log_entry.user_message == "ours"
-    assert [row[2:] for row in indexed] == [("dagster/data_version", "v1", indexed[0][4])] * 2
+    indexed_tags = [("dagster/data_version", "v1"), ("dagster/partition/day", "p1")]
+    assert [row[2:4] for row in indexed] == indexed_tags * 2 and len({row[4] for row in indexed}) == 1
     assert [(row[0], AssetKey.from_db_string(row[1]).path[0]) for row in indexed] == [
-        (ids[1], name) for name, ids in stored.items()
+        (ids[1], name) for name, ids in stored.items() for _ in indexed_tags
     ]
     instance.dispose()
 
@@ -496,7 +497,11 @@ def test_a_sqlite_event_is_written_as_dagster_s_storage_writes_it(tmp_path: Path
     run_id = "8d4e4d0e-0000-4000-8000-000000000041"
     key = AssetKey("a")
     materialised = StepMaterializationData(
-        AssetMaterialization(key, partition="p1", tags={"dagster/data_version": "v1", "not-indexed": "x"})
+        AssetMaterialization(
+            key,
+            partition="p1",
+            tags={"dagster/data_version": "v1", "dagster/partition/day": "p1", "not-indexed": "x"},
+        )
     )
     entries = [
         _entry(run_id, "engine"),
@@ -532,7 +537,7 @@ def test_a_sqlite_event_is_written_as_dagster_s_storage_writes_it(tmp_path: Path
         (run_id, events, 5),
         (INDEX_SHARD_NAME, events, 4),
         (INDEX_SHARD_NAME, assets, 1),
-        (INDEX_SHARD_NAME, tags, 2),
+        (INDEX_SHARD_NAME, tags, 4),
     ):
         written = rows(ours, shard, query)
         assert len(written) == count and written == rows(dagsters, shard, query), query
