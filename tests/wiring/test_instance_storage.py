@@ -96,6 +96,20 @@ def statements_sent(engine: sa.Engine) -> Iterator[list[str]]:
         sa.event.remove(engine, "before_cursor_execute", sent)
 
 
+def home_of(kind: str, request: pytest.FixtureRequest) -> Path:
+    """The `DAGSTER_HOME` of the instance a `dagster.yaml` names: `sqlite` the README's, `postgres`
+    the production one (`deploy/dagster.yaml`)."""
+    return Path(request.getfixturevalue("home" if kind == "sqlite" else "production_home"))
+
+
+def dagsters_instance(kind: str, folder: Path) -> DagsterInstance:
+    """An instance on the same databases through Dagster's own storage, to read back what ours wrote."""
+    home = folder / "reader"
+    home.mkdir()
+    (home / "dagster.yaml").write_text(DAGSTER_STORAGE[kind])
+    return DagsterInstance.from_config(str(home))
+
+
 def messages(storage: SqliteEventLogStorage, run_id: str) -> list[str]:
     return [entry.message for entry in storage.get_logs_for_run(run_id)]
 
@@ -104,7 +118,7 @@ def messages(storage: SqliteEventLogStorage, run_id: str) -> list[str]:
 def test_the_instances_keep_connections_open_and_dagster_reads_what_they_wrote(
     kind: str, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    folder = request.getfixturevalue("home" if kind == "sqlite" else "production_home")
+    folder = home_of(kind, request)
     instance = DagsterInstance.from_config(str(folder))
     resources = default_resources(load_settings({"TRAINING_PIPELINE_DATA": str(tmp_path / "data")}))
     graph = DATASET_ASSETS + ASSET_CHECKS
@@ -117,10 +131,7 @@ def test_the_instances_keep_connections_open_and_dagster_reads_what_they_wrote(
     # Dagster's storages open a connection per statement: several per event
     assert len(events) > 60 and len(opened) < 15, (len(events), len(opened))
 
-    reader_folder = tmp_path / "reader"
-    reader_folder.mkdir()
-    (reader_folder / "dagster.yaml").write_text(DAGSTER_STORAGE[kind])
-    reader = DagsterInstance.from_config(str(reader_folder))
+    reader = dagsters_instance(kind, tmp_path)
     assert type(reader.event_log_storage).__name__ in {"SqliteEventLogStorage", "PostgresEventLogStorage"}
     assert [e.dagster_event_type for e in reader.all_logs(result.run_id)] == [
         e.dagster_event_type for e in events
@@ -218,7 +229,7 @@ def test_a_check_result_updates_its_planned_row_as_dagster_does_or_adds_one(
 ) -> None:
     """On PostgreSQL in one statement with the result's event, on SQLite in the index's transaction
     that copies the event; a result whose row was never planned gets one, as Dagster inserts it."""
-    folder = request.getfixturevalue("home" if kind == "sqlite" else "production_home")
+    folder = home_of(kind, request)
     instance = DagsterInstance.from_config(str(folder))
     storage = instance.event_log_storage
     key = AssetCheckKey(AssetKey("a"), "sound")
@@ -246,10 +257,7 @@ def test_a_check_result_updates_its_planned_row_as_dagster_does_or_adds_one(
             storage.store_event(result)
         assert len(statements) == (1 if run_id == planned_run else 3)  # no row to update: Dagster's insert
 
-    reader_folder = folder.parent / "reader"
-    reader_folder.mkdir()
-    (reader_folder / "dagster.yaml").write_text(DAGSTER_STORAGE[kind])
-    reader = DagsterInstance.from_config(str(reader_folder)).event_log_storage
+    reader = dagsters_instance(kind, folder.parent).event_log_storage
     history = reader.get_asset_check_execution_history(key, limit=5)
     assert [(record.run_id, record.status) for record in history] == [
         (unplanned_run, AssetCheckExecutionRecordStatus.FAILED),
@@ -563,7 +571,7 @@ def test_the_sqlite_index_is_asked_once_about_a_table_it_has(tmp_path: Path) -> 
 def test_a_run_s_planned_events_are_stored_together_with_the_rows_dagster_stores_one_by_one(
     kind: str, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    folder = request.getfixturevalue("home" if kind == "sqlite" else "production_home")
+    folder = home_of(kind, request)
     instance = DagsterInstance.from_config(str(folder))
     resources = default_resources(load_settings({"TRAINING_PIPELINE_DATA": str(tmp_path / "data")}))
     job = Definitions(
@@ -587,10 +595,7 @@ def test_a_run_s_planned_events_are_stored_together_with_the_rows_dagster_stores
     assets, checks = job.asset_layer.selected_asset_keys, job.asset_layer.asset_graph.asset_check_keys
     assert batches == [len(assets) + len(checks)] == [24]
 
-    reader_folder = tmp_path / "reader"
-    reader_folder.mkdir()
-    (reader_folder / "dagster.yaml").write_text(DAGSTER_STORAGE[kind])
-    reader = DagsterInstance.from_config(str(reader_folder)).event_log_storage
+    reader = dagsters_instance(kind, tmp_path).event_log_storage
 
     def planned(run_id: str) -> list[tuple[str, str, str]]:
         return sorted(
@@ -621,7 +626,7 @@ def test_a_run_s_planned_events_are_stored_together_with_the_rows_dagster_stores
 def test_the_latest_materialisation_of_a_partition_is_dagster_s_answer_in_one_query(
     kind: str, request: pytest.FixtureRequest
 ) -> None:
-    folder = request.getfixturevalue("home" if kind == "sqlite" else "production_home")
+    folder = home_of(kind, request)
     instance = DagsterInstance.from_config(str(folder))
     storage = instance.event_log_storage
 
@@ -655,7 +660,7 @@ def test_the_latest_materialisation_of_a_partition_is_dagster_s_answer_in_one_qu
 def test_the_storages_answer_dagster_s_column_questions_as_dagster_does_asking_until_yes(
     kind: str, request: pytest.FixtureRequest
 ) -> None:
-    folder = request.getfixturevalue("home" if kind == "sqlite" else "production_home")
+    folder = home_of(kind, request)
     instance = DagsterInstance.from_config(str(folder))
     runs, events = instance.run_storage, instance.event_log_storage
     questions = [
