@@ -13,7 +13,6 @@ stored as Dagster's storage stores it.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -22,6 +21,8 @@ from dagster._core.events.log import EventLogEntry
 from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
 from dagster._core.storage.event_log.schema import AssetCheckExecutionsTable
 from sqlalchemy.engine import Connection
+
+from training_pipeline.environment import default_dagster_variable
 
 PLANNED = frozenset(
     {DagsterEventType.ASSET_MATERIALIZATION_PLANNED, DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED}
@@ -33,7 +34,7 @@ BATCH_SIZE = "1000"
 def hand_planned_events_over_together() -> None:
     """Have the instance hand batches over (Dagster reads the variable at each event); a value the
     deployment sets stays, `0` included, which stores every event on its own again."""
-    os.environ.setdefault("DAGSTER_EVENT_BATCH_SIZE", BATCH_SIZE)
+    default_dagster_variable("DAGSTER_EVENT_BATCH_SIZE", BATCH_SIZE)
 
 
 def all_planned(events: Sequence[EventLogEntry]) -> bool:

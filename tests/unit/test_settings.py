@@ -35,16 +35,14 @@ def test_secrets_reach_resources_as_variable_names_never_values() -> None:
 
 def test_no_module_reads_the_environment_but_settings() -> None:
     """`os.environ`/`os.getenv` only in `settings.py` and `environment.py` (what is not a setting: secret
-    values to hide, the cache folder), where a child process is handed its environment (the CLI's
-    defaults for the runs it starts, the sandbox's launcher), and where the instance's storage gives a
-    variable of Dagster's its default (`DAGSTER_EVENT_BATCH_SIZE`, which Dagster reads from nowhere
-    else); never at a module's top level."""
+    values to hide, the cache folder, Dagster's own variables), and where a child process is handed its
+    environment (the CLI's defaults for the runs it starts, the sandbox's launcher); never at a module's
+    top level."""
     allowed = {
         "training_pipeline/settings.py",
         "training_pipeline/environment.py",
         "training_pipeline/cli.py",
         "training_pipeline/sandbox/inside.py",
-        "resources/instance_storage/planned.py",
     }
     readers, at_import = set(), []
     for package in ("training_pipeline", "assets", "resources"):
