@@ -34,6 +34,7 @@ from dagster_postgres.utils import create_pg_engine, get_token_provider_from_con
 from sqlalchemy import event, exc
 from sqlalchemy.engine import Connection, Engine
 
+from resources.instance_storage.asset_index import indexed_tag_rows
 from resources.instance_storage.check_results import (
     after_update,
     is_check_result,
@@ -100,17 +101,9 @@ class KeptOpenEventLogStorage(LatestMaterialization, TablesRemembered, PostgresE
             return "(" + ", ".join(f"%({name})s" for name in names) + ")"
 
         writes = []
-        indexed_tags = [
-            (event_id, key, tag, value, self._event_insert_timestamp(event))
-            for (event, event_id), key in zip(assets, keys, strict=True)
-            for tag, value in self._tags_for_asset_event(event).items()
-        ]
-        tags = [listed(f"t{n}", values) for n, values in enumerate(indexed_tags)]
-        if tags and self.has_table(AssetEventTagsTable.name):
-            writes.append(
-                f"INSERT INTO {AssetEventTagsTable.name} (event_id, asset_key, key, value, event_timestamp)"
-                f" VALUES {', '.join(tags)}"
-            )
+        if tags := indexed_tag_rows(self, assets):
+            listing = ", ".join(listed(f"t{n}", tuple(row.values())) for n, row in enumerate(tags))
+            writes.append(f"INSERT INTO {AssetEventTagsTable.name} ({', '.join(tags[0])}) VALUES {listing}")
         indexed = self.has_secondary_index(ASSET_KEY_INDEX_COLS)
         rows: dict[tuple[str, ...], list[str]] = {}  # by the columns written
         for n, ((event, event_id), key) in enumerate(zip(assets, keys, strict=True)):

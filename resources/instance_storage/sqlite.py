@@ -54,6 +54,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import NullPool
 
+from resources.instance_storage.asset_index import indexed_tag_rows
 from resources.instance_storage.check_results import (
     after_update,
     is_check_result,
@@ -279,20 +280,10 @@ class KeptOpenEventLogStorage(LatestMaterialization, TablesRemembered, SqliteEve
         these events and their ids, as SQLite text: the asset's indexed tags, and its row inserted or
         updated (an upsert, where Dagster's tries the insert and, for an asset already there, catches the
         error and updates)."""
-        tags = [
-            {
-                "event_id": event_id,
-                "asset_key": entry.get_dagster_event().asset_key.to_string(),  # type: ignore[union-attr]
-                "key": tag,
-                "value": value,
-                "event_timestamp": _text(self._event_insert_timestamp(entry)),
-            }
-            for entry, event_id in assets
-            for tag, value in self._tags_for_asset_event(entry).items()
-        ]
-        if tags and self.has_table(AssetEventTagsTable.name):
-            connection.exec_driver_sql(_INSERT_TAGS, tags)
-        indexed = self._has_asset_key_col_on_connection(connection, "last_materialization_timestamp")
+        if tags := indexed_tag_rows(self, assets):
+            stored = [{**row, "event_timestamp": _text(row["event_timestamp"])} for row in tags]
+            connection.exec_driver_sql(_INSERT_TAGS, stored)
+        indexed = self._has_asset_key_index_cols_on_connection(connection)
         for entry, event_id in assets:
             values = self._get_asset_entry_values(entry, event_id, indexed)
             if values:  # as Dagster's: nothing to write, no row

@@ -14,7 +14,7 @@ is missing is asked again.
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 
 import sqlalchemy as db
 from dagster._core.storage.event_log.schema import AssetKeyTable
@@ -40,10 +40,6 @@ def _present(storage: object, what: str, ask: Callable[[], bool]) -> bool:
     return True
 
 
-def _column_names(connection: Connection, table: str) -> set[str]:
-    return set(connection.execute(_COLUMNS[connection.dialect.name], {"table": table}).scalars())
-
-
 def _has_columns(
     storage: object,
     connect: Callable[[], AbstractContextManager[Connection]],
@@ -52,7 +48,8 @@ def _has_columns(
 ) -> bool:
     def ask() -> bool:
         with connect() as connection:
-            return set(columns) <= _column_names(connection, table)
+            names = connection.execute(_COLUMNS[connection.dialect.name], {"table": table}).scalars()
+            return set(columns) <= set(names)
 
     return _present(storage, f"{table}.{'.'.join(columns)}", ask)
 
@@ -71,11 +68,7 @@ class TablesRemembered:
 
     def _has_asset_key_col_on_connection(self, connection: Connection, column_name: str) -> bool:
         # asked on a connection in a transaction: SQLite stores each asset event's row after asking
-        return _present(
-            self,
-            f"{AssetKeyTable.name}.{column_name}",
-            lambda: column_name in _column_names(connection, AssetKeyTable.name),
-        )
+        return _has_columns(self, lambda: nullcontext(connection), AssetKeyTable.name, column_name)
 
 
 class RunColumnsRemembered:
