@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import os
-import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from training_pipeline.atomic import atomic_open
 from training_pipeline.processes import astop_process_group
 from training_pipeline.sandbox import Limits, Sandbox
+from training_pipeline.sandbox.beneath import open_regular, write_from
 from training_pipeline.tasks.context import TaskStepContext
 
 #: A command's stdout and stderr are kept up to this size each; the rest is read and dropped.
@@ -74,53 +75,25 @@ async def run_confined(sandbox: Sandbox, command: list[str], timeout_seconds: fl
     return Completed(process.returncode, out.decode(errors="replace"), err.decode(errors="replace"))
 
 
-def inside(root: Path, relative: str) -> Path:
-    """`relative` under `root`, refused when it leaves the folder or passes through a symlink (code in
-    the sandbox may have replaced any path there by a link to the host)."""
-    if os.path.isabs(relative) or ".." in Path(relative).parts:
-        raise ValueError(f"{relative!r} is not a relative path inside the sandbox")
-    root = root.resolve()
-    path = root
-    for part in Path(relative).parts:
-        path = path / part
-        if path.is_symlink():
-            raise ValueError(f"{relative!r} passes through a symlink in the sandbox; refused")
-    return path
-
-
 def copy_in(source: Path, root: Path, relative: str) -> int:
-    """Copy a task file into the sandbox folder at `relative`; the destination is opened without
-    following a symlink. Returns the bytes written."""
-    size = source.stat().st_size
-    if size > FILE_LIMIT:
-        raise ValueError(f"{source.name} is {size} bytes, over the {FILE_LIMIT}-byte limit")
-    target = inside(root, relative)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    inside(root, relative)  # the folders made above may not have been replaced meanwhile
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
-    descriptor = os.open(target, flags, 0o644)
-    with os.fdopen(descriptor, "wb") as out, source.open("rb") as data:
-        while chunk := data.read(1024 * 1024):
-            out.write(chunk)
-    return size
+    """Copy a task file into the sandbox folder at `relative` (folders made as needed), never through a
+    link the code inside may have planted on the way (`beneath`). Returns the bytes written."""
+    with source.open("rb") as data:
+        size = os.fstat(data.fileno()).st_size
+        if size > FILE_LIMIT:
+            raise ValueError(f"{source.name} is {size} bytes, over the {FILE_LIMIT}-byte limit")
+        return write_from(root, relative, data, FILE_LIMIT)
 
 
 def copy_out(root: Path, relative: str, target: Path) -> int:
-    """Copy a regular file out of the sandbox folder (never a link, a device or a folder), read through
-    a descriptor opened without following links, to `target`. Returns the bytes copied."""
-    source = inside(root, relative)
-    try:
-        descriptor = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError as err:
-        raise FileNotFoundError(f"{relative!r}: {err.strerror}") from None
-    with os.fdopen(descriptor, "rb") as data:
-        info = os.fstat(data.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise ValueError(f"{relative!r} is not a regular file")
-        if info.st_size > FILE_LIMIT:
-            raise ValueError(f"{relative!r} is {info.st_size} bytes, over the {FILE_LIMIT}-byte limit")
+    """Copy a regular file out of the sandbox folder (never a link, a device, a FIFO or a folder),
+    reached without following any link, to `target`. Returns the bytes copied."""
+    with open_regular(root, relative) as data:
+        size = os.fstat(data.fileno()).st_size
+        if size > FILE_LIMIT:
+            raise ValueError(f"{relative!r} is {size} bytes, over the {FILE_LIMIT}-byte limit")
         target.parent.mkdir(parents=True, exist_ok=True)
-        with target.open("wb") as out:
+        with atomic_open(target, "wb") as out:
             copied = 0
             while chunk := data.read(1024 * 1024):
                 copied += len(chunk)

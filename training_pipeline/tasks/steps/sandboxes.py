@@ -16,9 +16,10 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from training_pipeline.sandbox import Limits, sandbox_mode
+from training_pipeline.sandbox.beneath import find_files, is_regular_file
 from training_pipeline.tasks.context import DeployedSandbox, TaskStepContext
 from training_pipeline.tasks.envs.kinds import ENV_KINDS
-from training_pipeline.tasks.sandboxes import Completed, confined, copy_in, copy_out, inside, run_confined
+from training_pipeline.tasks.sandboxes import Completed, confined, copy_in, copy_out, run_confined
 from training_pipeline.tasks.step import RelativePath, TaskStep, resolve_inside
 
 #: at most this many files are collected by one `collect_files` step
@@ -117,33 +118,31 @@ class DownloadFilesStep(TaskStep):
 
 class CollectFilesStep(TaskStep):
     """Copy the sandbox files matching glob patterns (e.g. `reports/**/*.json`) into the run's
-    artifacts; links and other non-files are skipped and named, at most 200 files."""
+    artifacts; links and other non-files are skipped and named, at most 200 files. Only the sandbox's
+    folder is walked, and no link in it is followed, whatever the pattern says."""
 
     type: ClassVar[str] = "collect_files"
 
     sandbox_name: str
-    patterns: list[str] = Field(min_length=1)
+    patterns: list[RelativePath] = Field(min_length=1)
 
     async def execute(self, context: TaskStepContext) -> None:
-        folder = Path(context.sandbox(self.sandbox_name).path).resolve()
+        folder = Path(context.sandbox(self.sandbox_name).path)
         target = context.runtime.artifacts_dir / self.id
         collected, skipped = [], []
-        matches = sorted({p for pattern in self.patterns for p in folder.glob(pattern)})
-        for match in matches:
-            relative = str(match.relative_to(folder))
-            if match.is_dir() and not match.is_symlink():
-                continue  # its files match on their own
-            if match.is_symlink() or not match.is_file() or len(collected) == MAX_COLLECTED:
-                skipped.append(relative)
+        # walked through descriptors: no pattern, link or swap leads the walk out of the folder
+        for entry in await asyncio.to_thread(find_files, folder, self.patterns):
+            if entry.kind != "file" or len(collected) == MAX_COLLECTED:
+                skipped.append(entry.relative)
                 continue
             try:
-                copy_out(folder, relative, target / relative)
-                collected.append(f"artifacts/{self.id}/{relative}")
-            except (ValueError, FileNotFoundError):
-                skipped.append(relative)
+                copy_out(folder, entry.relative, target / entry.relative)
+                collected.append(f"artifacts/{self.id}/{entry.relative}")
+            except (ValueError, OSError):
+                skipped.append(entry.relative)
         context.metadata.setdefault("artifacts", {})[self.id] = collected
         if skipped:
-            context.metadata.setdefault("skipped_files", {})[self.id] = skipped
+            context.metadata.setdefault("skipped_files", {})[self.id] = skipped[:MAX_COLLECTED]
 
 
 class Condition(BaseModel):
@@ -176,8 +175,8 @@ class Condition(BaseModel):
     async def holds(self, context: TaskStepContext, timeout: float) -> tuple[bool, str]:
         if self.file_exists is not None:
             assert self.sandbox_name is not None
-            path = inside(Path(context.sandbox(self.sandbox_name).path), self.file_exists)
-            return path.is_file(), f"{self.file_exists} exists" if path.is_file() else "not yet"
+            found = is_regular_file(Path(context.sandbox(self.sandbox_name).path), self.file_exists)
+            return found, f"{self.file_exists} exists" if found else "not yet"
         if self.command is not None:
             assert self.sandbox_name is not None
             done: Completed = await run_confined(confined(context, self.sandbox_name), self.command, timeout)

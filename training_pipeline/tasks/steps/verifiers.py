@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -12,9 +13,10 @@ from xml.etree import ElementTree
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from training_pipeline.sandbox.beneath import open_regular
 from training_pipeline.tasks.context import TaskStepContext
 from training_pipeline.tasks.envs.kinds import ENV_KINDS
-from training_pipeline.tasks.sandboxes import confined, inside, run_confined
+from training_pipeline.tasks.sandboxes import confined, run_confined
 from training_pipeline.tasks.step import TaskStep
 
 
@@ -320,12 +322,12 @@ class UnitTestVerifier(VerifierStep):
 
 def _junit_counts(folder: Path, relative: str) -> tuple[int, int] | None:
     """(passed, total) from a JUnit XML report in the sandbox, or None when there is none to read."""
-    path = inside(folder, relative)
-    if path.is_symlink() or not path.is_file() or path.stat().st_size > 16 * 1024 * 1024:
-        return None
     try:
-        root = ElementTree.fromstring(path.read_bytes())
-    except ElementTree.ParseError:
+        with open_regular(folder, relative) as report:
+            if os.fstat(report.fileno()).st_size > 16 * 1024 * 1024:
+                return None
+            root = ElementTree.fromstring(report.read())
+    except (OSError, ValueError, ElementTree.ParseError):
         return None
     suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
     total = failed = 0
