@@ -32,3 +32,17 @@ def default_dagster_variable(name: str, value: str) -> None:
     """A variable Dagster reads from the environment only (no instance setting has it), set to `value`
     where the deployment has not set it: what it sets, `0` and empty included, stays."""
     os.environ.setdefault(name, value)
+
+
+def redaction_budget_seconds() -> float:
+    """`TRAINING_PIPELINE_REDACTION_BUDGET_SECONDS` (validated with the other settings when the code
+    location loads): read here, where a filter is built, since the pool's workers build theirs without
+    importing pydantic."""
+    value = os.environ.get("TRAINING_PIPELINE_REDACTION_BUDGET_SECONDS", "").strip()
+    try:
+        seconds = float(value) if value else 30.0
+    except ValueError:
+        raise ValueError(
+            f"TRAINING_PIPELINE_REDACTION_BUDGET_SECONDS must be a number of seconds, got {value!r}"
+        ) from None
+    return max(seconds, 0.0)

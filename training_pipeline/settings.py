@@ -31,6 +31,9 @@ class Settings(BaseModel):
     sandbox: Literal["bwrap", "off"] = Field("bwrap", alias="TRAINING_PIPELINE_SANDBOX")
     #: records bigger than this many bytes are quarantined by position and size, never held whole
     max_record_bytes: int = Field(8 * 1024 * 1024, alias="TRAINING_PIPELINE_MAX_RECORD_BYTES", ge=1024)
+    #: seconds the redaction of one record (or one stored text) may take before the record is
+    #: quarantined (the text stored as a placeholder); 0: no budget
+    redaction_budget_seconds: float = Field(30.0, alias="TRAINING_PIPELINE_REDACTION_BUDGET_SECONDS", ge=0)
     #: the first daily partition
     start_date: str = Field(
         "2025-01-01", alias="TRAINING_PIPELINE_START_DATE", pattern=r"^\d{4}-\d{2}-\d{2}$"

@@ -15,6 +15,7 @@ from typing import Any
 from training_pipeline.atomic import ScratchFolder, atomic_write_text
 from training_pipeline.datasets.export import DatasetWriter, ExampleBatch, prepare
 from training_pipeline.intake.quarantine import QuarantineWriter, quarantine_line
+from training_pipeline.privacy.budget import OverBudget
 from training_pipeline.privacy.filter import FilterStats, PrivacyFilter, start_worker_filter, worker_filter
 from training_pipeline.trajectories.files import (
     LineSpan,
@@ -24,7 +25,7 @@ from training_pipeline.trajectories.files import (
     line_spans,
 )
 from training_pipeline.trajectories.models import TRAJECTORY_SCHEMA
-from training_pipeline.trajectories.records import RawRecord, parse_record
+from training_pipeline.trajectories.records import RawRecord, over_budget, parse_record
 from training_pipeline.workers import ordered_map
 
 QUARANTINE_FILE_NAME = "quarantine.jsonl"
@@ -85,7 +86,14 @@ def _process(privacy: PrivacyFilter, work: _Work, scratch: Path | None = None) -
         parsed = parse_record(raw)
         if parsed.trajectory is None:
             quarantine.append((quarantine_line(parsed), parsed.reason or "unknown"))
-        elif privacy.apply(parsed.trajectory, parsed.origin):
+            continue
+        try:
+            kept = privacy.apply(parsed.trajectory, parsed.origin)
+        except OverBudget as err:
+            late = over_budget(parsed.origin, parsed.text, err)
+            quarantine.append((quarantine_line(late), late.reason or "unknown"))
+            continue
+        if kept:
             prepared.append(prepare(parsed.trajectory))
     examples = ExampleBatch.of(prepared)
     return _Chunk(

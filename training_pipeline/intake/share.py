@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from training_pipeline import jscompat
+from training_pipeline.privacy.budget import OverBudget
 from training_pipeline.privacy.filter import FilterStats, PrivacyFilter, worker_filter
 from training_pipeline.trajectories.files import Unparsed, UnparsedSpan, with_spans_read
-from training_pipeline.trajectories.records import ParsedRecord
+from training_pipeline.trajectories.records import ParsedRecord, over_budget
 from training_pipeline.trajectories.rows import Rows, SpilledRows, StoreRows
 
 
@@ -99,8 +100,13 @@ def ingest_share(privacy: PrivacyFilter | None, share: Share) -> Ingested:
         else:
             origin, text = item
             trajectory = jscompat.loads(text)
-        if privacy is not None and privacy.redact_credentials(trajectory):
-            text = None  # stored as re-serialised, not as it came
+        if privacy is not None:
+            try:
+                if privacy.redact_credentials(trajectory):
+                    text = None  # stored as re-serialised, not as it came
+            except OverBudget as err:
+                quarantined.append(over_budget(origin, text, err))  # counted where it was read
+                continue
         raw = stored.add(trajectory, origin, text)
         if derive is None:
             continue

@@ -20,8 +20,9 @@ from typing import Any, Literal
 import hyperscan
 import orjson
 
-from training_pipeline.environment import process_environment
+from training_pipeline.environment import process_environment, redaction_budget_seconds
 from training_pipeline.jscompat import utf16_len
+from training_pipeline.privacy.budget import budget
 from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.prefilter import Scanner
 from training_pipeline.privacy.rules import (
@@ -145,6 +146,8 @@ class PrivacyFilter:
             "<" in secret or ">" in secret or secret in _ENV_PLACEHOLDER for secret in env_secrets
         )
         self.stats = FilterStats()
+        #: how long redacting one trajectory may take (`budget`)
+        self.budget_seconds = redaction_budget_seconds()
         #: text -> (its redaction, or None when unchanged; the counts by rule)
         self._memo: dict[str, tuple[str | None, tuple[tuple[str, int], ...]]] = {}
         self._memo_chars = 0
@@ -183,9 +186,9 @@ class PrivacyFilter:
         """Filter `trajectory` in place; False when it must be dropped (a private entity takes part).
         `redacted`: this filter has already redacted its credentials (the ingest's fused pass)."""
         stats = self.stats
-        stats.trajectories_in += 1
         if not redacted:
-            self.redact_credentials(trajectory)
+            self.redact_credentials(trajectory)  # may raise OverBudget: then the record is not counted in
+        stats.trajectories_in += 1
         entities: set[str] = set()
         if self.directory is not None:
             for call in iter_llm_calls(trajectory):
@@ -209,7 +212,8 @@ class PrivacyFilter:
     def redact_credentials(self, trajectory: dict[str, Any]) -> int:
         """The credential half of `apply`, in place: the prompt fields, and under `strict` every other
         string. Idempotent, so a trajectory stored redacted (`ingest`) and filtered again counts each
-        credential once. Returns how many it redacted."""
+        credential once. Returns how many it redacted; raises `OverBudget` when the redaction ran past
+        `budget_seconds` (the caller quarantines the record: it is then partly redacted)."""
         before = self.stats.redaction_count
         calls: set[int] = set()
         slots: list[tuple[Any, Any, str]] = []  # (container, key, text), in the order they are redacted
@@ -222,8 +226,9 @@ class PrivacyFilter:
         if self.profile == "strict" and not self._nothing_else_to_redact(trajectory, slots):
             self._everything_else(trajectory, calls, slots)
         self._clear_short_texts([text for _, _, text in slots])
-        for container, key, text in slots:
-            container[key] = self.redact(text)
+        with budget(self.budget_seconds):
+            for container, key, text in slots:
+                container[key] = self.redact(text)
         return self.stats.redaction_count - before
 
     def _nothing_else_to_redact(

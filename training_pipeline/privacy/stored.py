@@ -12,7 +12,11 @@ import functools
 from typing import Any
 
 from training_pipeline.environment import process_environment
+from training_pipeline.privacy.budget import OverBudget, budget
 from training_pipeline.privacy.filter import PrivacyFilter, secret_env_values
+
+#: what a stored text becomes when its redaction ran past its budget: nothing of it is kept
+OVER_BUDGET = "<REDACTED:over-budget>"
 
 
 def stored_filter() -> PrivacyFilter:
@@ -33,7 +37,12 @@ def _filter(env_secrets: tuple[str, ...]) -> PrivacyFilter:
 
 
 def safe_text(text: str) -> str:
-    return stored_filter().redact(text)
+    redactor = stored_filter()
+    try:
+        with budget(redactor.budget_seconds):
+            return redactor.redact(text)
+    except OverBudget:
+        return OVER_BUDGET
 
 
 def safe_bytes(data: bytes) -> bytes:
@@ -43,14 +52,21 @@ def safe_bytes(data: bytes) -> bytes:
     try:
         return safe_text(data.decode("utf-8")).encode("utf-8")
     except UnicodeDecodeError:
-        return stored_filter().redact(data.decode("latin-1")).encode("latin-1")
+        return safe_text(data.decode("latin-1")).encode("latin-1")
 
 
 def safe_value(value: Any, redactor: PrivacyFilter | None = None) -> Any:
     """A copy of a JSON-like value with every string (keys too) redacted; iterative, so no nesting
     depth can exhaust the stack."""
     redactor = redactor or stored_filter()
+    try:
+        with budget(redactor.budget_seconds):
+            return _redacted_copy(value, redactor)
+    except OverBudget:
+        return OVER_BUDGET
 
+
+def _redacted_copy(value: Any, redactor: PrivacyFilter) -> Any:
     def copy(item: Any) -> Any:
         if isinstance(item, str):
             return redactor.redact(item)

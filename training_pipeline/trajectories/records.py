@@ -48,6 +48,15 @@ class ParsedRecord:
     size: int | None = None
 
 
+def over_budget(origin: str, text: str | bytes | None, err: Exception) -> ParsedRecord:
+    """A record whose redaction ran past its budget (`privacy.budget`), for the quarantine: by origin
+    and size only, as an oversized record is (its text could not be redacted in time to be stored)."""
+    if isinstance(text, str):
+        text = text.encode("utf-8", "surrogatepass")
+    size = len(text) if text is not None else None
+    return ParsedRecord(origin, None, None, f"redaction-budget: {err}", None, size=size)
+
+
 def parse_record(raw: RawRecord) -> ParsedRecord:
     if raw.problem is not None:
         return ParsedRecord(raw.origin, None, None, raw.problem, None, size=raw.size)

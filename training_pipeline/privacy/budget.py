@@ -1,0 +1,50 @@
+"""A wall-clock budget for redacting one text or one record.
+
+Every rule is audited to match in linear time (`tests/unit/test_redos.py` runs each family against
+adversarial strings), but a linear pattern can still cost a minute on megabytes built to be its worst
+case, and a rule set refreshed from upstream may bring a pattern nobody audited yet. So the redaction
+of one record, or of one stored text, runs under a budget: past it, `OverBudget` is raised inside the
+matching itself (`re` checks for signals while it backtracks), the record is quarantined with the
+reason, and a stored text becomes a placeholder. Nothing is kept unredacted and the day goes on.
+
+The budget is a `SIGALRM` timer, so it holds on the main thread of a process (the pool's workers, a
+step's process, the CLI); elsewhere the audit alone bounds the time. Budgets do not nest: an inner one
+runs under the outer one's timer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
+
+__all__ = ["OverBudget", "budget"]
+
+_active = False
+
+
+class OverBudget(RuntimeError):
+    """Redaction ran past its budget: the text is treated as one that could not be redacted."""
+
+
+def _expire(signum: int, frame: object) -> None:
+    raise OverBudget("redaction ran past its time budget")
+
+
+@contextlib.contextmanager
+def budget(seconds: float) -> Iterator[None]:
+    """Raise `OverBudget` in this block once it has run `seconds` (0: no budget)."""
+    global _active
+    if seconds <= 0 or _active or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGALRM, _expire)
+    _active = True
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        _active = False
+        signal.signal(signal.SIGALRM, previous)
