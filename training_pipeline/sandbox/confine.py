@@ -140,13 +140,9 @@ class Sandbox:
     def spawn(self, command: list[str], **popen: Any) -> subprocess.Popen[bytes]:
         """Start the confined process in its own session (so stopping its group ends the sandbox)."""
         self.workdir.mkdir(parents=True, exist_ok=True)
+        popen.setdefault("stdin", subprocess.DEVNULL)
         return subprocess.Popen(
-            self.argv(command),
-            env=self.environment(),
-            cwd=self.workdir,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-            **popen,
+            self.argv(command), env=self.environment(), cwd=self.workdir, start_new_session=True, **popen
         )
 
     async def aspawn(self, command: list[str], **popen: Any) -> asyncio.subprocess.Process:

@@ -30,7 +30,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from training_pipeline.atomic import atomic_write_text
-from training_pipeline.privacy.scrub import scrub_folder
+from training_pipeline.privacy.filter import secret_env_values
+from training_pipeline.privacy.scrub import scrub_confined
 from training_pipeline.privacy.stored import safe_text, safe_value
 from training_pipeline.processes import astop_process_group
 from training_pipeline.tasks.context import TaskStepContext, diff
@@ -331,12 +332,14 @@ async def _finish_run_if_done(run: TaskRun, force: bool) -> dict[str, Any] | Non
     for key, value in (await _store(run.store.flags)).items():
         if key.startswith(PROCESS_FLAG) and int(value) not in stopped:
             await astop_process_group(int(value))
-    for folder in STEP_OUTPUT_FOLDERS:  # what task code left behind, redacted in place
-        try:
-            await asyncio.to_thread(scrub_folder, run.run_dir / folder)
-        except Exception as err:  # the run has ended; say so loudly rather than fail it now
-            run.log.warning(f"could not scrub {run.run_dir / folder}: {type(err).__name__}: {err}")
-    final = safe_value({**state, "step_statuses": statuses})
+    # what task code left behind, redacted in place by a confined process; what it could not redact
+    # is removed and named, in the log and in the context
+    scrubbed = await asyncio.to_thread(
+        scrub_confined, run.run_dir, STEP_OUTPUT_FOLDERS, secret_env_values("strict")
+    )
+    for name, reason in scrubbed.removed.items():
+        run.log.warning(f"removed {name}, which could not be scrubbed: {reason}")
+    final = safe_value({**state, "step_statuses": statuses, "scrubbed": scrubbed.to_dict()})
     await asyncio.to_thread(
         atomic_write_text, run.run_dir / "context.json", json.dumps(final, indent=2, sort_keys=True)
     )
