@@ -42,6 +42,10 @@ attempt("write_outside", lambda: open(outside, "w").write("x"))
 attempt("write_tmp", lambda: open("/tmp/escaped", "w").write("x"))
 attempt("host_loopback", lambda: socket.create_connection(("127.0.0.1", host_port), timeout=2))
 attempt("env_database", lambda: open("/env/env.sqlite", "rb").read())  # only the env's socket is there
+# the task's folder is not there, only this script: not a file kept beside it (a home's ~/.ssh)
+attempt("task_folder", lambda: open(os.path.join(os.path.dirname(__file__), "id_ed25519")).read())
+here = os.path.dirname(__file__)
+attempt("task_folder_listing", lambda: [n for n in os.listdir(here) if n != "escape.py"] or 1 / 0)
 with open("in-work-folder.txt", "w") as handle:
     handle.write("fine")
 # a grandchild in its own session, meant to outlive the step
@@ -70,6 +74,7 @@ def test_a_run_code_script_cannot_escape_its_sandbox(tmp_path: Path, monkeypatch
     monkeypatch.setenv("TRAINING_PIPELINE_DATA", str(data))
     monkeypatch.setenv("PLANTED_SERVICE_TOKEN", IN_ENVIRONMENT)
     (tasks / "escape.py").write_text(ESCAPES)
+    (tasks / "id_ed25519").write_text("a key kept beside the task file")
     outside, marker = tmp_path / "outside.txt", f"outlive-{uuid.uuid4().hex}"
     with socket.create_server(("127.0.0.1", 0)) as host_server:
         args = [str(os.getpid()), str(host_server.getsockname()[1]), str(outside), marker, str(Path.home())]
@@ -96,6 +101,8 @@ def test_a_run_code_script_cannot_escape_its_sandbox(tmp_path: Path, monkeypatch
             "write_tmp",
             "host_loopback",
             "env_database",
+            "task_folder",
+            "task_folder_listing",
         )
     }
     assert not outside.exists() and not Path("/tmp/escaped").exists()

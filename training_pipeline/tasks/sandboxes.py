@@ -103,12 +103,10 @@ def copy_out(root: Path, relative: str, target: Path) -> int:
     return copied
 
 
-def confined(context: TaskStepContext, sandbox_name: str) -> Sandbox:
-    """The deployed sandbox `sandbox_name` as a confinement for one command (the task folder
-    read-only beside it, for scripts and data the task ships)."""
+def confined(context: TaskStepContext, sandbox_name: str, files: tuple[Path, ...] = ()) -> Sandbox:
+    """The deployed sandbox `sandbox_name` as a confinement for one command, with `files` of the task
+    (a tool server's script) read-only beside it. Nothing else of the task's folder is there: what a
+    command needs of it is copied in (`deploy_sandbox`, `upload_files`), so a task kept in a home
+    folder shows none of that home."""
     deployed = context.sandbox(sandbox_name)
-    return Sandbox(
-        Path(deployed.path),
-        Limits(**deployed.limits),
-        readonly=(context.runtime.base_dir.resolve(),),
-    )
+    return Sandbox(Path(deployed.path), Limits(**deployed.limits), readonly=files)

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import time
+from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from pydantic import Field, model_validator
@@ -230,13 +231,16 @@ class DeployToolServerStep(TaskStep):
     async def execute(self, context: TaskStepContext) -> None:
         if self.sandbox_name is not None:
             context.sandbox(self.sandbox_name)
+        files: list[str] = []
         if self.script is not None:
-            command = ["python", str(resolve_inside(context.runtime.base_dir, self.script)), *self.args]
+            files.append(str(resolve_inside(context.runtime.base_dir, self.script)))
+            command = ["python", files[0], *self.args]
         else:
             command = ["python", "-m", str(self.module), *self.args]
         context.metadata.setdefault("tool_servers", {})[self.server_name] = {
             "step_id": self.id,
             "command": command,
+            "files": files,
             "sandbox_name": self.sandbox_name,
             "limits": self.limits.model_dump(),
             "timeout_seconds": self.timeout_seconds,
@@ -260,13 +264,10 @@ def tool_server_spec(context: TaskStepContext, name: str) -> dict[str, Any]:
 def tool_server(context: TaskStepContext, name: str) -> ToolServer:
     """The registered tool server `name`, to start (`with`, or `__enter__` then `close`)."""
     spec = tool_server_spec(context, name)
+    files = tuple(Path(path) for path in spec.get("files", ()))  # the script alone, not its folder
     if spec["sandbox_name"]:
-        sandbox = confined(context, spec["sandbox_name"])
+        sandbox = confined(context, spec["sandbox_name"], files)
     else:
-        sandbox = Sandbox(
-            context.runtime.work_dir(spec["step_id"]),
-            Limits(**spec["limits"]),
-            readonly=(context.runtime.base_dir.resolve(),),
-        )
+        sandbox = Sandbox(context.runtime.work_dir(spec["step_id"]), Limits(**spec["limits"]), readonly=files)
     errlog = context.runtime.work_dir(spec["step_id"]) / f"{name}.stderr.log"
     return ToolServer(name, sandbox, spec["command"], errlog, spec["timeout_seconds"])

@@ -122,7 +122,7 @@ class RunCodeStep(TaskStep):
         sandbox = Sandbox(
             runtime.work_dir(self.id),
             self.limits,
-            readonly=(runtime.base_dir.resolve(),),
+            readonly=(script,),  # the script alone, not the folder it is in
             relay=Path(env.url.removeprefix("unix:")),
         )
         done = await run_confined(
