@@ -18,7 +18,7 @@ from training_pipeline.tasks.steps.agents import PromptAgentStep
 from training_pipeline.tasks.store import ContextStore
 from training_pipeline.tasks.task import TaskError, load_task, parse_task
 
-REGISTRY = build_registry(Path("/nonexistent.toml"))
+REGISTRY = build_registry()
 
 
 def _task(steps: list[dict]):
@@ -162,6 +162,8 @@ def _validate(tmp_path: Path, site: Path, task: list[dict], config: str = "") ->
     (tmp_path / "task.json").write_text(json.dumps(task))
     (tmp_path / "training_pipeline.toml").write_text(config)
     env = {**os.environ, "PYTHONPATH": str(site)}
+    if config:
+        env["TRAINING_PIPELINE_CONFIG"] = "training_pipeline.toml"
     command = [str(Path(sys.executable).parent / "training-pipeline"), "task", "validate", "task.json"]
     return subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path)
 
@@ -210,6 +212,28 @@ def test_config_impls_register_and_report_bad_references(tmp_path: Path) -> None
     assert "NoType has no `type` class attribute" in done.stderr
     done = _validate(tmp_path, site, REPLY_CHECK, '[task_steps]\nimpls = ["mycorp_nowhere:X"]\n')
     assert "cannot import 'mycorp_nowhere:X'" in done.stderr
+
+
+def test_a_config_file_in_the_working_directory_is_not_read_unasked(tmp_path: Path) -> None:
+    """A `training_pipeline.toml` and the module it names, left where the CLI is run: nothing is
+    imported, by the script or by `python -m` (which puts the working directory on sys.path)."""
+    (tmp_path / "planted.py").write_text("open('imported.txt', 'w').write('ran')\n")
+    (tmp_path / "json.py").write_text("open('imported.txt', 'w').write('ran')\n")  # shadows a stdlib module
+    (tmp_path / "training_pipeline.toml").write_text('[task_steps]\nimpls = ["planted:Step"]\n')
+    (tmp_path / "task.json").write_text(json.dumps([_wait("a")]))
+    env = {k: v for k, v in os.environ.items() if k != "TRAINING_PIPELINE_CONFIG"}
+    for command in (
+        [str(Path(sys.executable).parent / "training-pipeline"), "task", "validate", "task.json"],
+        [sys.executable, "-m", "training_pipeline", "task", "validate", "task.json"],
+    ):
+        done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert not (tmp_path / "imported.txt").exists(), command
+
+
+def test_a_named_config_file_that_does_not_exist_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(RegistryError, match="does not exist"):
+        build_registry(tmp_path / "nowhere.toml")
 
 
 def test_registry_errors_are_registry_errors(tmp_path: Path) -> None:

@@ -1,5 +1,8 @@
 """Step type → class, from three sources in order: the built-ins, the `training_pipeline.task_steps`
-entry points of installed packages, and `[task_steps] impls` in the project's config file.
+entry points of installed packages, and `[task_steps] impls` in the config file the deployment names
+(`TRAINING_PIPELINE_CONFIG`). No file is read because it happens to be in the working directory: a
+`training_pipeline.toml` left in a folder a user runs the CLI from could otherwise import code into
+the pipeline's process.
 
 A later source cannot replace an earlier type: every clash is an error naming both origins. Task files
 only name types, so loading one never imports anything that is not registered here.
@@ -18,8 +21,6 @@ from training_pipeline.settings import settings
 from training_pipeline.tasks.step import TaskStep
 
 ENTRY_POINT_GROUP = "training_pipeline.task_steps"
-#: The project's config file, where `[task_steps] impls = ["module:Class", ...]` registers steps.
-CONFIG_FILE = "training_pipeline.toml"
 
 
 class RegistryError(ValueError):
@@ -60,7 +61,7 @@ def builtin_steps() -> Iterable[type[TaskStep]]:
 
 def config_impls(config_file: Path) -> list[str]:
     if not config_file.is_file():
-        return []
+        raise RegistryError(f"{config_file}: TRAINING_PIPELINE_CONFIG names a file that does not exist")
     try:
         config = tomllib.loads(config_file.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as err:
@@ -96,7 +97,10 @@ def build_registry(config_file: Path | None = None) -> StepRegistry:
         except Exception as err:
             raise RegistryError(f"{origin}: cannot load: {err}") from err
         registry.register(cls, origin, expected_type=point.name)
-    config_file = config_file or Path(settings().config or CONFIG_FILE)
+    named = config_file or settings().config
+    if not named:
+        return registry
+    config_file = Path(named)
     for reference in config_impls(config_file):
         origin = f"[task_steps] impls {reference!r} in {config_file}"
         registry.register(_import(reference, origin), origin)
