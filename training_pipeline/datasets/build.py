@@ -108,7 +108,8 @@ def _process_in_worker(share: _Share) -> _Chunk:
 def _shares(input_path: Path, span_bytes: int) -> Iterator[_Work]:
     for file in export_files(input_path):
         if in_lines(file):
-            yield from line_spans(file, span_bytes)
+            for span in line_spans(file, span_bytes):
+                yield span if isinstance(span, LineSpan) else list(span.records())
             continue
         chunk: list[RawRecord] = []
         for raw in iter_file_records(file):

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import errno
-import mmap
 import os
 import re
+import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -21,8 +21,6 @@ _DATE_IN_NAME = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
 _SUFFIXES = (".jsonl", ".json")
 #: Lines are read in pieces of this size, so a line over the cap is measured, never held.
 _PIECE = 1 << 20
-#: `line_spans` counts a span's lines one `find` at a time up to this many.
-_FIND_LINES = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,12 +66,48 @@ def export_files(path: Path) -> list[Entry]:
                     elif followed is not None and followed.is_dir():
                         folders.append(entry)
                     elif followed is not None and entry.suffix in _SUFFIXES:
-                        entries.append(entry)
+                        entries.append(entry if followed.is_file() else _not_regular(entry, followed))
                 elif item.is_dir(follow_symlinks=False):
                     folders.append(entry)
-                elif entry.suffix in _SUFFIXES and item.is_file(follow_symlinks=False):
-                    entries.append(entry)
+                elif entry.suffix in _SUFFIXES:
+                    regular = item.is_file(follow_symlinks=False)
+                    entries.append(entry if regular else _not_regular(entry, entry))
     return sorted(entries, key=lambda e: str(e.path if isinstance(e, Refused) else e))
+
+
+def _not_regular(entry: Path, target: Path) -> Refused:
+    """An export's name on something that is not a file: a FIFO would hold the reader for ever."""
+    try:
+        kind = _KINDS.get(stat.S_IFMT(target.stat().st_mode), "not a regular file")
+    except OSError as err:
+        return Refused(entry, f"unreadable: {err.strerror}")
+    return Refused(entry, f"{kind}, not a regular file: not read")
+
+
+_KINDS = {
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a device",
+    stat.S_IFBLK: "a device",
+}
+
+
+def open_export(path: Path) -> BinaryIO:
+    """An export file open for reading, if it is still a regular file: opened without blocking (a FIFO
+    put in its place since it was listed cannot hold the reader), then checked."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
+def unreadable(origin: str, err: OSError) -> RawRecord:
+    """A file that vanished, or changed into something else, after it was listed: one quarantined
+    record naming it, and the day goes on."""
+    reason = f"unreadable: {err.strerror or err} (it vanished or changed while the day was read)"
+    return RawRecord(origin, b"", reason)
 
 
 def _follow(link: Path, base: Path, seen: set[Path]) -> Path | Refused | None:
@@ -111,21 +145,22 @@ def _record_cap() -> int:
 
 
 def iter_file_records(file: Entry, max_bytes: int | None = None) -> Iterator[RawRecord]:
-    """Raw records of one file, streamed for `.jsonl`; a `.json` array is read whole, unless it is
-    larger than the record cap, when it is one oversized record (export big days as `.jsonl`)."""
+    """Raw records of one file, streamed: a `.jsonl` file line by line, a `.json` array element by
+    element (`json_array_records`); the record cap applies to each record."""
     if isinstance(file, Refused):
         yield from file.records()
         return
     limit = max_bytes or _record_cap()
-    if file.suffix == ".json":
-        size = file.stat().st_size
-        if size > limit:
-            yield oversized(str(file), size, limit)
-        else:
-            yield from _json_array_records(file)
+    try:
+        handle = open_export(file)
+    except OSError as err:
+        yield unreadable(str(file), err)
         return
-    with file.open("rb") as handle:
-        yield from _line_records(file, _bounded_lines(handle, limit), 1, limit)
+    with handle:
+        if file.suffix == ".json":
+            yield from json_array_records(file, handle, limit)
+        else:
+            yield from _line_records(file, _bounded_lines(handle, limit), 1, limit)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,47 +182,72 @@ class LineSpan:
         """The span read at once and cut at its newlines when no line in it can be over the cap (a
         line read by `readline` is copied for every 8 KiB buffer it spans); else line by line, bounded."""
         length = self.size
-        with self.file.open("rb") as handle:
+        origin = f"{self.file}:{self.first_line}"
+        try:
+            handle = open_export(self.file)
+        except OSError as err:
+            yield unreadable(origin, err)
+            return
+        with handle:
             handle.seek(self.start)
             if length <= self.max_bytes:
-                lines: Iterable[bytes | int] = _cut_lines(handle.read(length))
+                data = handle.read(length)
+                lines: Iterable[bytes | int] = _cut_lines(data)
+                short = length - len(data)
             else:
                 lines = _bounded_lines(handle, self.max_bytes, length)
+                short = max(0, self.end - os.fstat(handle.fileno()).st_size)
             yield from _line_records(self.file, lines, self.first_line, self.max_bytes)
+            if short:
+                problem = f"the file changed while it was read: the last {short} bytes of this share are gone"
+                yield RawRecord(origin, b"", problem)
 
 
-def line_spans(file: Path, size: int, max_bytes: int | None = None) -> Iterator[LineSpan]:
-    """`file` cut into spans of about `size` bytes, each ending at the end of a line.
+def line_spans(file: Path, size: int, max_bytes: int | None = None) -> Iterator[LineSpan | Refused]:
+    """`file` cut into spans of about `size` bytes, each ending at the end of a line; a file that cannot
+    be opened (it vanished since it was listed) is one `Refused` entry instead.
 
-    The file is mapped, not read: a span's end and its lines are found by `memchr` (`find`), so the
-    process that cuts the shares (the build's parent, beside its workers) neither copies the file nor
-    holds it, and each span's pages are let go once it is cut."""
+    The file is read a piece at a time to find each span's end and count its lines (`bytes.count` and
+    `find`), never held whole, and never mapped: a file truncated while mapped kills the reader with
+    SIGBUS, where a read just comes back short."""
     limit = max_bytes or _record_cap()
-    with file.open("rb") as handle:
-        length = os.fstat(handle.fileno()).st_size
-        if not length:
-            return
-        with mmap.mmap(handle.fileno(), length, access=mmap.ACCESS_READ) as view:
-            start, line = 0, 1
-            while start < length:
-                newline = view.find(b"\n", min(start + size, length) - 1)
-                end = length if newline == -1 else newline + 1
-                yield LineSpan(file, start, end, line, limit)
-                line += _newlines(view, start, end)
-                page = start - start % mmap.PAGESIZE
-                view.madvise(mmap.MADV_DONTNEED, page, end - page)  # off this process's RSS
-                start = end
+    try:
+        handle = open_export(file)
+    except OSError as err:
+        yield Refused(file, unreadable(str(file), err).problem or "unreadable")
+        return
+    with handle:
+        fd = handle.fileno()
+        start, line, length = 0, 1, os.fstat(fd).st_size
+        while start < length:
+            end = _line_end(fd, min(start + size, length) - 1, length)
+            yield LineSpan(file, start, end, line, limit)
+            line += _newlines(fd, start, end)
+            start = end
 
 
-def _newlines(view: mmap.mmap, start: int, end: int) -> int:
-    """Newlines in `view[start:end]`: one `find` per line while lines are long (most exports); once a
-    span shows many short ones, a copy of the rest counted at once."""
-    count, position = 0, view.find(b"\n", start, end)
-    while position != -1:
-        count += 1
-        if count == _FIND_LINES:
-            return count - 1 + view[position:end].count(b"\n")
-        position = view.find(b"\n", position + 1, end)
+def _line_end(fd: int, position: int, length: int) -> int:
+    """Just past the first newline at or after `position`, or `length` when there is none."""
+    while position < length:
+        piece = os.pread(fd, _PIECE, position)
+        if not piece:
+            return length  # the file shrank: the span ends where it does now
+        found = piece.find(b"\n")
+        if found >= 0:
+            return position + found + 1
+        position += len(piece)
+    return length
+
+
+def _newlines(fd: int, start: int, end: int) -> int:
+    """Newlines in the file's bytes `start` to `end`, read a piece at a time."""
+    count = 0
+    while start < end:
+        piece = os.pread(fd, min(_PIECE, end - start), start)
+        if not piece:
+            break
+        count += piece.count(b"\n")
+        start += len(piece)
     return count
 
 
@@ -247,26 +307,147 @@ def _is_blank(line: bytes) -> bool:
         return False
 
 
-def _json_array_records(file: Path) -> Iterator[RawRecord]:
-    data = file.read_bytes()
+#: what the array splitter stops at: outside a string, brackets, braces, commas and quotes; inside
+#: one, its closing quote and escapes
+_STRUCTURE = re.compile(rb'[\[\]{},"]')
+_IN_STRING = re.compile(rb'["\\]')
+
+
+def json_array_records(file: Path, handle: BinaryIO, limit: int) -> Iterator[RawRecord]:
+    """The elements of a `.json` array, one record each, read a piece at a time: a day exported as one
+    array of a hundred thousand trajectories is that many records, each under the cap on its own.
+
+    A file that is not an array (one trajectory as an object) is one record, under the same cap. An
+    element is cut out by its brackets, braces and strings (escapes respected), then parsed and written
+    again compactly, as a record of a `.jsonl` file would be stored; one that does not parse stays as
+    its bytes, for `parse_record` to report."""
+    splitter = _ArraySplitter(limit)
+    index = 0
+    while True:
+        piece = handle.read(_PIECE)
+        for element in splitter.feed(piece) if piece else splitter.finish():
+            origin = f"{file}:[{index}]" if splitter.is_array else str(file)
+            index += 1
+            if isinstance(element, int):
+                yield oversized(origin, element, limit)
+            elif isinstance(element, str):
+                yield RawRecord(origin, b"", element)
+            else:
+                yield _element_record(origin, element)
+        if not piece:
+            return
+
+
+def _element_record(origin: str, data: bytes) -> RawRecord:
     try:
-        items = jscompat.loads(data)
+        return RawRecord(origin, jscompat.dumps(jscompat.loads(data)))
     except ValueError:
-        yield RawRecord(f"{file}", data)  # parse_record reports the error on the whole file
-        return
-    if not isinstance(items, list):
-        yield RawRecord(f"{file}", data)
-        return
-    for index, item in enumerate(items):
-        try:
-            yield RawRecord(f"{file}:[{index}]", jscompat.dumps(item))
-        except ValueError as err:
-            yield RawRecord(f"{file}:[{index}]", b"", f"cannot be serialised: {err}")
+        return RawRecord(origin, data)  # parse_record says what is wrong with it
 
 
-def fallback_day(file: Entry) -> date:
+class _ArraySplitter:
+    """Cuts a JSON array's bytes, fed in pieces, into its elements' bytes (or, for an element over
+    `limit`, its size alone: its bytes are dropped as they come)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.is_array: bool | None = None
+        self._buffer = bytearray()  # the current element's bytes, from its start
+        self._size = 0  # the current element's size, when it is too large to keep
+        self._depth = 0  # 1 inside the array
+        self._string = False
+        self._escape = False
+        self._closed = False
+        self._trailing = False
+
+    def feed(self, piece: bytes) -> Iterator[bytes | int | str]:
+        if self.is_array is None:
+            head = piece.lstrip()
+            if not head:
+                return
+            self.is_array = head[:1] == b"["
+        if not self.is_array:
+            yield from self._keep(piece)
+            return
+        position = 0
+        while position < len(piece):
+            if self._closed:
+                if piece[position:].strip():
+                    self._trailing = True
+                return
+            if self._escape:  # the character after a backslash, whatever it is
+                self._escape = False
+                yield from self._keep(piece[position : position + 1])
+                position += 1
+                continue
+            pattern = _IN_STRING if self._string else _STRUCTURE
+            found = pattern.search(piece, position)
+            stop = found.start() if found else len(piece)
+            if self._depth >= 1:
+                yield from self._keep(piece[position:stop])
+            if found is None:
+                return
+            char = piece[stop : stop + 1]
+            position = stop + 1
+            if self._string:
+                if char == b"\\":
+                    self._escape = True
+                else:
+                    self._string = False
+                yield from self._keep(char)
+                continue
+            if char == b'"':
+                self._string = True
+            elif char in b"[{":
+                self._depth += 1
+                if self._depth == 1:
+                    continue  # the array's own bracket
+            elif char in b"]}":
+                self._depth -= 1
+                if self._depth == 0:
+                    self._closed = True
+                    yield from self._element()
+                    continue
+            elif char == b"," and self._depth == 1:
+                yield from self._element()
+                continue
+            yield from self._keep(char)
+
+    def finish(self) -> Iterator[bytes | int | str]:
+        if not self.is_array:
+            if self._size:
+                yield self._size
+            elif self._buffer.strip():
+                yield bytes(self._buffer)
+            return
+        if not self._closed:
+            yield from self._element(force=True)
+            yield "not a complete JSON array: the file ends inside it"
+        elif self._trailing:
+            yield "content after the end of the JSON array: not read"
+
+    def _keep(self, data: bytes) -> Iterator[bytes | int | str]:
+        if self._size:
+            self._size += len(data)
+            return
+        self._buffer += data
+        if len(self._buffer) > self.limit:
+            self._size = len(self._buffer)
+            self._buffer = bytearray()
+        yield from ()
+
+    def _element(self, force: bool = False) -> Iterator[bytes | int | str]:
+        if self._size:
+            yield self._size
+        elif self._buffer.strip() or (force and self._buffer):
+            yield bytes(self._buffer.strip())
+        self._buffer, self._size = bytearray(), 0
+
+
+def fallback_day(file: Entry) -> date | None:
     """Where a record whose start time cannot be read is reported: the date in the file's name, else
-    the UTC day the file was last modified. Each bad record is then quarantined in exactly one partition."""
+    the UTC day the file was last modified (None: the file is gone; the caller's day then). Each bad
+    record is then quarantined in exactly one partition."""
     if isinstance(file, Refused):
         file = file.path
     match = _DATE_IN_NAME.search(file.name)
@@ -275,7 +456,10 @@ def fallback_day(file: Entry) -> date:
             return date(int(match[1]), int(match[2]), int(match[3]))
         except ValueError:
             pass
-    return datetime.fromtimestamp(file.lstat().st_mtime, tz=UTC).date()
+    try:
+        return datetime.fromtimestamp(file.lstat().st_mtime, tz=UTC).date()
+    except OSError:
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,10 +502,13 @@ def unparsed_shares(
     """The records under `path`, not parsed: `.jsonl` files in spans of about `span_bytes`, the rest
     (`.json` arrays, refused entries) record by record. `Unparsed.parse` keeps `day`'s."""
     for file in export_files(path):
-        fallback = fallback_day(file) if day is not None else None
+        fallback = (fallback_day(file) or day) if day is not None else None
         if in_lines(file):
             for span in line_spans(file, span_bytes, max_bytes):
-                yield UnparsedSpan(span, day, fallback)
+                if isinstance(span, Refused):
+                    yield from (Unparsed(raw, day, fallback) for raw in span.records())
+                else:
+                    yield UnparsedSpan(span, day, fallback)
         else:
             for raw in iter_file_records(file, max_bytes):
                 yield Unparsed(raw, day, fallback)
