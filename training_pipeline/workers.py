@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import select
 import sys
 import threading
 import types
@@ -59,7 +60,12 @@ def ordered_map(
     context = multiprocessing.get_context(start_method)
     if start_method == "forkserver":
         context.set_forkserver_preload([remote.__module__, *preload])
-    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=initializer, initargs=initargs)
+    pool = ProcessPoolExecutor(
+        workers,
+        mp_context=context,
+        initializer=_start_worker,
+        initargs=(os.getpid(), initializer, *initargs),
+    )
     started = _start(pool, start_method)
     pending: deque[Future[Result]] = deque()
     try:
@@ -81,6 +87,31 @@ def ordered_map(
             threading.Thread(
                 target=pool.shutdown, kwargs={"cancel_futures": True}, name="pool-stop", daemon=True
             ).start()
+
+
+def _start_worker(pipeline: int, initializer: Callable[..., None], *initargs: Any) -> None:
+    """A worker's set-up: it dies with the process that started the pool, then `initializer` runs.
+
+    A worker's parent is the fork server, not the pipeline, and every worker holds the pipe whose end
+    tells the fork server (and the resource tracker) that the pipeline is gone: after a `kill -9` of
+    the pipeline they all waited for ever. Each worker watches the pipeline's process through a pidfd
+    and exits when it ends; with the workers gone, the fork server and the tracker see their pipes close
+    and exit too."""
+    _die_with(pipeline)
+    initializer(*initargs)
+
+
+def _die_with(pid: int) -> None:
+    try:
+        watched = os.pidfd_open(pid)
+    except OSError:  # gone already (or no pidfds): nothing to work for
+        os._exit(1)
+
+    def watch() -> None:
+        select.select([watched], [], [])
+        os._exit(1)
+
+    threading.Thread(target=watch, name="die-with-pipeline", daemon=True).start()
 
 
 def _ready() -> None:

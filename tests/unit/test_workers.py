@@ -10,6 +10,7 @@ import pickle
 import subprocess
 import sys
 import textwrap
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -539,3 +540,72 @@ def test_rows_a_worker_leaves_in_a_file_are_the_rows_it_made(tmp_path: Path) -> 
     assert batch_of(spilled).equals(batch_of(taken))
     assert batch_of(taken).column("agent_id").null_count == 1
     assert not spilled.path.exists()
+
+
+ORPHAN_WORK = """
+import time
+def work(share):
+    time.sleep(0.5)
+    return share
+def init(*args):
+    pass
+"""
+ORPHAN_MAIN = """
+import os, sys
+from orphan_work import init, work
+from training_pipeline.workers import ordered_map
+if __name__ == "__main__":
+    print(os.getpid(), flush=True)
+    for _ in ordered_map(range(10_000), work, 2, work, init, (), start_method=sys.argv[1]):
+        pass
+"""
+
+
+def _descendants(pid: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(parent, []).append(int(entry))
+    found, stack = set(), [pid]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            found.add(child)
+            stack.append(child)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("start_method", ["forkserver", "fork"])
+def test_workers_fork_server_and_tracker_die_with_a_killed_pipeline(
+    tmp_path: Path, start_method: str
+) -> None:
+    """After `kill -9` of the process that started the pool, nothing it started keeps running (the
+    fork server, its workers and multiprocessing's resource tracker all did, for good)."""
+    (tmp_path / "orphan_work.py").write_text(ORPHAN_WORK)
+    (tmp_path / "main.py").write_text(ORPHAN_MAIN)
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}"}
+    main = subprocess.Popen(
+        [sys.executable, str(tmp_path / "main.py"), start_method], stdout=subprocess.PIPE, env=env, text=True
+    )
+    assert main.stdout is not None and int(main.stdout.readline()) == main.pid
+    expected = 3 if start_method == "forkserver" else 2  # the workers, the fork server and the tracker
+    deadline = time.monotonic() + 30
+    while len(started := _descendants(main.pid)) < expected and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert len(started) >= expected
+    main.kill()
+    main.wait()
+    deadline = time.monotonic() + 10
+    while (left := [pid for pid in started if _alive(pid)]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert left == []
