@@ -46,3 +46,10 @@ def redaction_budget_seconds() -> float:
             f"TRAINING_PIPELINE_REDACTION_BUDGET_SECONDS must be a number of seconds, got {value!r}"
         ) from None
     return max(seconds, 0.0)
+
+
+def hide_values(values: list[str]) -> None:
+    """Make `values` secret values of this process's environment, for the stored redaction to hide:
+    how the scrub's confined process, which starts with a clean environment, is handed the pipeline's."""
+    for index, value in enumerate(values):
+        os.environ[f"TRAINING_PIPELINE_HIDDEN_SECRET_{index}"] = value

@@ -29,6 +29,13 @@ class Settings(BaseModel):
     # --- the code location's shape (fixed when it loads) ---
     #: `bwrap` confines task code; `off` runs it as the pipeline (an explicit, logged choice)
     sandbox: Literal["bwrap", "off"] = Field("bwrap", alias="TRAINING_PIPELINE_SANDBOX")
+    #: the ceilings of every sandbox (task code, env servers, the scrub): a task's `limits` can lower
+    #: them, never raise them or switch them off
+    sandbox_max_cpu_seconds: int = Field(3600, alias="TRAINING_PIPELINE_SANDBOX_MAX_CPU_SECONDS", ge=1)
+    sandbox_max_memory_mb: int = Field(4096, alias="TRAINING_PIPELINE_SANDBOX_MAX_MEMORY_MB", ge=64)
+    sandbox_max_processes: int = Field(256, alias="TRAINING_PIPELINE_SANDBOX_MAX_PROCESSES", ge=4)
+    sandbox_max_file_size_mb: int = Field(1024, alias="TRAINING_PIPELINE_SANDBOX_MAX_FILE_SIZE_MB", ge=1)
+    sandbox_max_disk_mb: int = Field(4096, alias="TRAINING_PIPELINE_SANDBOX_MAX_DISK_MB", ge=1)
     #: records bigger than this many bytes are quarantined by position and size, never held whole
     max_record_bytes: int = Field(8 * 1024 * 1024, alias="TRAINING_PIPELINE_MAX_RECORD_BYTES", ge=1024)
     #: seconds the redaction of one record (or one stored text) may take before the record is

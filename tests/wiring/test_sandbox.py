@@ -17,7 +17,8 @@ import pytest
 
 from tests.helpers import run_task_file
 from tests.planted_secrets import IN_ENVIRONMENT
-from training_pipeline.sandbox import Limits, Sandbox, confine
+from training_pipeline.sandbox import Limits, Sandbox, cgroups
+from training_pipeline.sandbox.confine import ended
 from training_pipeline.settings import settings
 from training_pipeline.tasks.registry import build_registry
 from training_pipeline.tasks.task import TaskError, load_task
@@ -129,11 +130,12 @@ def _confined(tmp_path: Path, code: str, limits: Limits, timeout: float = 60) ->
         [sys.executable, "-I", "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     out, err = process.communicate(timeout=timeout)
+    ended(process.pid)
     return subprocess.CompletedProcess(process.args, process.returncode, out.decode(), err.decode())
 
 
 def test_memory_cpu_and_process_limits_hold(tmp_path: Path) -> None:
-    if os.geteuid() == 0 and confine._pids_cgroup_root() is None:
+    if os.geteuid() == 0 and "pids" not in cgroups.available():
         pytest.skip("root without a writable pids cgroup: the kernel exempts root from RLIMIT_NPROC")
     memory = _confined(
         tmp_path, "b = bytearray(600 * 1024 * 1024)\nprint('allocated')", Limits(memory_mb=200)
@@ -206,3 +208,119 @@ def test_unconfined_is_a_deployment_setting_warned_about_at_load(
     with pytest.raises(ValueError, match="TRAINING_PIPELINE_SANDBOX"):
         settings()
     settings.cache_clear()
+
+
+def test_a_task_can_lower_its_limits_but_never_exceed_the_deployments_ceilings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """0 used to mean no limit at all: 4 GB allocated and 2,000 processes started."""
+    ceiling = Limits(cpu_seconds=100, memory_mb=256, processes=32, file_size_mb=10, disk_mb=50)
+    assert Limits(cpu_seconds=0, memory_mb=0, processes=0, file_size_mb=0).within(ceiling) == ceiling
+    huge = Limits(cpu_seconds=10**6, memory_mb=10**6, processes=10**6, file_size_mb=10**6, disk_mb=10**6)
+    assert huge.within(ceiling) == ceiling
+    assert Limits(memory_mb=64).within(ceiling).memory_mb == 64  # lowering is the task's to do
+    monkeypatch.setenv("TRAINING_PIPELINE_SANDBOX_MAX_MEMORY_MB", "256")
+    settings.cache_clear()
+    try:
+        unlimited = _confined(
+            tmp_path, "b = bytearray(600 * 1024 * 1024)\nprint('allocated')", Limits(memory_mb=0)
+        )
+    finally:
+        settings.cache_clear()
+    assert unlimited.returncode != 0 and "allocated" not in unlimited.stdout
+
+
+def test_shared_memory_and_the_whole_tree_count_against_the_sandboxs_memory(tmp_path: Path) -> None:
+    """Per-process limits let five processes take five times the memory, and `/dev/shm` was the host's."""
+    shm = _confined(
+        tmp_path,
+        "data = b'x' * (1024 * 1024)\nwith open('/dev/shm/fill', 'wb') as out:\n"
+        "    for _ in range(400): out.write(data)\nprint('wrote')",
+        Limits(memory_mb=200),
+    )
+    # the tmpfs is full (ENOSPC), or the memory group stops the tree first: either way it is bounded,
+    # and the host's /dev/shm never saw it
+    assert "wrote" not in shm.stdout and shm.returncode != 0
+    assert not Path("/dev/shm/fill").exists()
+    if "memory" not in cgroups.available():
+        pytest.skip("no memory cgroup can be made here: the tree is limited per process only")
+    tree = (
+        "import os, time\nfor _ in range(4):\n    if os.fork() == 0:\n"
+        "        b = bytearray(120 * 1024 * 1024)\n        b[::4096] = b'x' * len(b[::4096])\n"
+        "        time.sleep(3)\n        os._exit(0)\n"
+        "codes = [os.wait()[1] for _ in range(4)]\nprint('children', sum(1 for c in codes if c == 0))"
+    )
+    together = _confined(tmp_path, tree, Limits(memory_mb=300))
+    assert together.stdout.strip() != "children 4", together.stdout + together.stderr
+
+
+def test_a_command_that_fills_its_folder_past_the_disk_limit_is_stopped(tmp_path: Path) -> None:
+    import asyncio
+
+    from training_pipeline.tasks.sandboxes import run_confined
+
+    fill = (
+        "import time\nfor i in range(200):\n"
+        "    open(f'f{i}', 'wb').write(b'x' * 5 * 1024 * 1024)\n    time.sleep(0.05)\nprint('filled')"
+    )
+    sandbox = Sandbox(tmp_path / "work", Limits(disk_mb=30, file_size_mb=8))
+    with pytest.raises(RuntimeError, match="past 30 MB"):
+        asyncio.run(run_confined(sandbox, ["python", "-c", fill], 60))
+    assert sum(p.stat().st_size for p in sandbox.workdir.iterdir()) < 200 * 5 * 1024 * 1024
+
+
+ESCAPE_SYSCALLS = r"""
+import ctypes, os, threading
+libc = ctypes.CDLL(None, use_errno=True)
+tried = {}
+def attempt(name, call):
+    result = call()
+    tried[name] = "blocked" if result == -1 else "allowed"
+CLONE_NEWUSER, CLONE_NEWNS = 0x10000000, 0x00020000
+attempt("unshare_user", lambda: libc.unshare(CLONE_NEWUSER))
+attempt("unshare_mount", lambda: libc.unshare(CLONE_NEWNS))
+attempt("mount", lambda: libc.mount(b"none", b"/tmp", b"tmpfs", 0, None))
+attempt("keyctl", lambda: libc.syscall(250, 0, 0, 0, 0, 0))  # keyctl on x86_64
+attempt("ptrace", lambda: libc.ptrace(16, 1, None, None))  # PTRACE_ATTACH to PID 1
+worked = []
+thread = threading.Thread(target=lambda: worked.append(1))
+thread.start(); thread.join()
+tried["threads"] = "allowed" if worked else "blocked"
+print(tried)
+"""
+
+
+def test_the_sandbox_refuses_namespaces_mounts_keyrings_and_ptrace_but_threads_work(tmp_path: Path) -> None:
+    import platform
+
+    if platform.machine() != "x86_64":
+        pytest.skip("the probe names x86_64's system call numbers")
+    done = _confined(tmp_path, ESCAPE_SYSCALLS, Limits())
+    assert done.returncode == 0, done.stderr
+    tried = eval(done.stdout)  # a dict literal printed by the probe
+    assert tried == {
+        "unshare_user": "blocked",
+        "unshare_mount": "blocked",
+        "mount": "blocked",
+        "keyctl": "blocked",
+        "ptrace": "blocked",
+        "threads": "allowed",
+    }
+
+
+def test_a_sandboxs_control_groups_are_removed_when_it_ends(tmp_path: Path) -> None:
+    import asyncio
+
+    from training_pipeline.tasks.sandboxes import run_confined
+
+    if not cgroups.available():
+        pytest.skip("no control group can be made here")
+    roots = {Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup/memory")}
+
+    def groups() -> set[Path]:
+        return {group for root in roots for group in root.glob(f"{cgroups.PREFIX}*")}
+
+    before = groups()
+    for _ in range(3):
+        asyncio.run(run_confined(Sandbox(tmp_path / "work"), ["python", "-c", "print(1)"], 60))
+    assert groups() - before == set()

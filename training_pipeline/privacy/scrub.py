@@ -23,6 +23,7 @@ import contextlib
 import json
 import os
 import secrets
+import signal
 import sqlite3
 import stat
 import subprocess
@@ -32,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from training_pipeline.environment import hide_values
 from training_pipeline.privacy.stored import safe_bytes, safe_text
 
 __all__ = ["ScrubReport", "scrub_confined", "scrub_folder"]
@@ -354,6 +356,7 @@ def scrub_confined(
     file of those folders is removed: none is left in clear."""
     from training_pipeline.environment import cache_dir
     from training_pipeline.sandbox import Limits, Sandbox
+    from training_pipeline.sandbox.confine import ended
 
     package = Path(__file__).resolve().parents[1]
     readonly = [package]
@@ -379,8 +382,11 @@ def scrub_confined(
     try:
         out, err = process.communicate(json.dumps(list(env_secrets)).encode(), timeout=timeout)
     except subprocess.TimeoutExpired:
-        process.kill()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)  # the whole sandbox: it runs in its own session
         out, err = process.communicate()
+    finally:
+        ended(process.pid)
     if process.returncode == 0:
         try:
             done = json.loads(out)
@@ -411,9 +417,7 @@ def _remove_all(folder: Path, prefix: str, reason: str, report: ScrubReport) -> 
 
 def _main(folders: list[str]) -> int:
     """In the confined process: the secret values from stdin, each folder scrubbed, the report out."""
-    # the stored redaction hides the secret values of this process's environment: these are they
-    for index, value in enumerate(json.loads(sys.stdin.read() or "[]")):
-        os.environ[f"SCRUB_SECRET_{index}"] = value
+    hide_values(json.loads(sys.stdin.read() or "[]"))
     report = ScrubReport()
     for folder in folders:
         scrub_folder(Path(folder), report, prefix=f"{folder}/")

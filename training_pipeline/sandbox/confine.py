@@ -25,24 +25,27 @@ step field reaches it, and the code location logs a warning when it loads that w
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 import os
+import shlex
 import shutil
 import subprocess
 import sys
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from training_pipeline.sandbox import cgroups
+from training_pipeline.sandbox.seccomp import program_file
 from training_pipeline.settings import Settings, settings
 
 Mode = Literal["bwrap", "off"]
 INSIDE = Path(__file__).with_name("inside.py")
+#: the descriptor bubblewrap reads the seccomp program from
+SECCOMP_FD = 3
 #: Where a relayed env's socket appears inside a sandbox (a short path: sockets allow 108 bytes).
 RELAY_MOUNT = Path("/env")
 #: The variables every sandboxed process gets besides the step's own.
@@ -55,7 +58,9 @@ class SandboxError(RuntimeError):
 
 
 class Limits(BaseModel):
-    """What one sandboxed process tree may use; a step's `limits` field (0 = no limit)."""
+    """What one sandboxed process tree may use; a step's `limits` field. Each is bounded by the
+    deployment's ceiling (`ceilings`), which a task can lower but never raise or switch off: 0, or a
+    value over it, means the ceiling."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -63,6 +68,26 @@ class Limits(BaseModel):
     memory_mb: int = Field(default=1024, ge=0)
     processes: int = Field(default=64, ge=0)
     file_size_mb: int = Field(default=256, ge=0)
+    #: what the sandbox's folder may hold in all, checked while a command runs
+    disk_mb: int = Field(default=0, ge=0)
+
+    def within(self, ceiling: Limits) -> Limits:
+        """These limits, none over `ceiling`'s (0 here: the ceiling)."""
+        values = self.model_dump()
+        top = ceiling.model_dump()
+        return Limits(**{name: min(values[name] or top[name], top[name]) for name in values})
+
+
+def ceilings() -> Limits:
+    """The deployment's ceilings (`TRAINING_PIPELINE_SANDBOX_MAX_*`): what no sandbox exceeds."""
+    current = settings()
+    return Limits(
+        cpu_seconds=current.sandbox_max_cpu_seconds,
+        memory_mb=current.sandbox_max_memory_mb,
+        processes=current.sandbox_max_processes,
+        file_size_mb=current.sandbox_max_file_size_mb,
+        disk_mb=current.sandbox_max_disk_mb,
+    )
 
 
 @dataclass(frozen=True)
@@ -76,24 +101,31 @@ class Sandbox:
     #: a Unix socket the process reaches as `$ENV_URL` (a relay on the sandbox's own loopback)
     relay: Path | None = None
 
-    def command(self, argv: list[str], mode: Mode | None = None) -> list[str]:
+    @property
+    def effective(self) -> Limits:
+        """The limits that hold: the step's, under the deployment's ceilings."""
+        return self.limits.within(ceilings())
+
+    def command(self, argv: list[str], mode: Mode | None = None, seccomp_fd: int | None = None) -> list[str]:
         """The full command line: bwrap (unless confinement is off), then the launcher, then `argv`."""
         mode = mode or sandbox_mode()
+        limits = self.effective
+        grouped = cgroups.available() if mode != "off" else frozenset()
         launcher = [
             sys.executable,
             "-I",
             str(INSIDE),
-            f"--cpu-seconds={self.limits.cpu_seconds}",
-            f"--memory-mb={self.limits.memory_mb}",
-            f"--file-size-mb={self.limits.file_size_mb}",
-            f"--processes={0 if _pids_cgroup_root() and mode != 'off' else self.limits.processes}",
+            f"--cpu-seconds={limits.cpu_seconds}",
+            f"--memory-mb={limits.memory_mb}",
+            f"--file-size-mb={limits.file_size_mb}",
+            f"--processes={0 if 'pids' in grouped else limits.processes}",
             *([f"--relay={self._relay_target(mode)}"] if self.relay else []),
             "--",
             *argv,
         ]
         if mode == "off":
             return launcher
-        return [*self._bwrap(), *launcher]
+        return [*self._bwrap(limits, seccomp_fd), *launcher]
 
     def _relay_target(self, mode: Mode) -> Path:
         assert self.relay is not None
@@ -102,7 +134,7 @@ class Sandbox:
     def environment(self) -> dict[str, str]:
         return {**BASE_ENV, "HOME": str(self.workdir), "TMPDIR": str(self.workdir), **self.env}
 
-    def _bwrap(self) -> list[str]:
+    def _bwrap(self, limits: Limits, seccomp_fd: int | None) -> list[str]:
         binary = shutil.which("bwrap")
         if binary is None:
             raise SandboxError(
@@ -110,32 +142,38 @@ class Sandbox:
                 "`apt-get install bubblewrap` (make test does it), or set TRAINING_PIPELINE_SANDBOX=off "
                 "in the deployment to run task code unconfined"
             )
-        args = [binary, "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534"]
+        args = [binary, "--unshare-all", "--unshare-user", "--disable-userns"]
+        args += ["--uid", "65534", "--gid", "65534"]
         args += ["--cap-drop", "ALL", "--as-pid-1", "--clearenv", "--hostname", "sandbox"]
+        if seccomp_fd is not None:
+            args += ["--seccomp", str(seccomp_fd)]
         for name, value in self.environment().items():
             args += ["--setenv", name, value]
         args += _system_binds()
         for path in sorted({*_python_roots(), INSIDE.parent, *self.readonly}):
             args += ["--ro-bind", str(path), str(path)]
-        args += ["--proc", "/proc", "--dev", "/dev"]
+        # shared memory is a tmpfs of its own, no larger than the sandbox's memory (and, where the
+        # sandbox has a memory group, counted in it)
+        args += ["--proc", "/proc", "--dev", "/dev", "--size", str(limits.memory_mb * 1024 * 1024)]
+        args += ["--tmpfs", "/dev/shm"]
         args += ["--bind", str(self.workdir), str(self.workdir), "--chdir", str(self.workdir)]
         if self.relay is not None:  # the env's socket alone: not its database, not its folder
             args += ["--ro-bind", str(self.relay), str(RELAY_MOUNT / self.relay.name)]
         return [*args, "--remount-ro", "/"]
 
     def argv(self, command: list[str]) -> list[str]:
-        """What to execute: the `pids` cgroup prefix (root only; see the module doc), then `command`."""
-        root = _pids_cgroup_root()
-        full = self.command(command)
-        if root is None or self.limits.processes == 0 or sandbox_mode() == "off":
-            return full
-        for stale in root.glob("training_pipeline-*"):  # earlier sandboxes' groups, once empty
-            with contextlib.suppress(OSError):
-                stale.rmdir()
-        group = root / f"training_pipeline-{uuid.uuid4().hex[:12]}"
-        group.mkdir()
-        (group / "pids.max").write_text(str(self.limits.processes))
-        return ["/bin/sh", "-c", f'echo $$ > {group / "cgroup.procs"} && exec "$@"', "sh", *full]
+        """What to execute. Unless confinement is off, a shell opens the seccomp program as descriptor
+        3 for bubblewrap (`--seccomp 3`) and makes and joins the sandbox's control groups (root only;
+        see `cgroups`), then becomes bubblewrap: so it works the same for a caller that starts the
+        process itself (the MCP client of a tool server)."""
+        mode = sandbox_mode()
+        if mode == "off":
+            return self.command(command, mode)
+        limits = self.effective
+        steps = [f"exec {SECCOMP_FD}< {shlex.quote(str(program_file()))}"]
+        steps += cgroups.join_steps(limits.processes, limits.memory_mb)
+        script = " && ".join([*steps, 'exec "$@"'])
+        return ["/bin/sh", "-c", script, "sh", *self.command(command, mode, SECCOMP_FD)]
 
     def spawn(self, command: list[str], **popen: Any) -> subprocess.Popen[bytes]:
         """Start the confined process in its own session (so stopping its group ends the sandbox)."""
@@ -157,6 +195,11 @@ class Sandbox:
         )
 
 
+def ended(pid: int) -> None:
+    """The sandbox whose first process was `pid` has ended: its control groups go."""
+    cgroups.release(pid)
+
+
 def sandbox_mode() -> Mode:
     return settings().sandbox
 
@@ -168,9 +211,11 @@ def warn_if_unconfined(current: Settings) -> None:
             "TRAINING_PIPELINE_SANDBOX=off: task code (run_code scripts, env servers) runs UNCONFINED, "
             "as the pipeline's own user, with its view of the file system and network"
         )
-    elif os.geteuid() == 0 and _pids_cgroup_root() is None:
+    elif os.geteuid() == 0 and cgroups.available() != {"pids", "memory"}:
+        missing = " and ".join(sorted({"pids", "memory"} - cgroups.available()))
         _log.warning(
-            "running as root without a writable pids cgroup: a task's process-count limit is not enforced"
+            f"running as root without a writable {missing} cgroup: a task's limits hold per process, "
+            "not for its sandbox as a whole (the process count not at all: root is exempt from RLIMIT_NPROC)"
         )
 
 
@@ -199,28 +244,3 @@ def _system_binds() -> tuple[str, ...]:
     for name in ("/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives"):
         args += ["--ro-bind-try", name, name]
     return tuple(args)
-
-
-@functools.cache
-def _pids_cgroup_root() -> Path | None:
-    """Where per-sandbox `pids` cgroups can be made: only as root, and only where the host allows."""
-    if os.geteuid() != 0:
-        return None
-    candidates = [Path("/sys/fs/cgroup/pids")]
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/self/cgroup").read_text().splitlines():
-            if line.startswith("0::"):
-                candidates.append(Path("/sys/fs/cgroup") / line[3:].lstrip("/"))
-    for candidate in candidates:
-        probe = candidate / f"training_pipeline-probe-{os.getpid()}"
-        try:
-            probe.mkdir()
-        except OSError:
-            continue
-        try:
-            if (probe / "pids.max").exists():
-                return candidate
-        finally:
-            with contextlib.suppress(OSError):
-                probe.rmdir()
-    return None

@@ -34,6 +34,7 @@ from training_pipeline.privacy.filter import secret_env_values
 from training_pipeline.privacy.scrub import scrub_confined
 from training_pipeline.privacy.stored import safe_text, safe_value
 from training_pipeline.processes import astop_process_group
+from training_pipeline.sandbox.confine import ended
 from training_pipeline.tasks.context import TaskStepContext, diff
 from training_pipeline.tasks.envs.kinds import start_env
 from training_pipeline.tasks.runtime import STEP_OUTPUT_FOLDERS, STORE_FILE_NAME, StepRuntime, TaskRun
@@ -273,6 +274,7 @@ async def _retry(run: TaskRun, step_id: str, origin: str, number: int) -> _Failu
         for op in reverted:
             if op["op"] == "put" and op["list"] == "deployed_envs" and op["value"].get("pid"):
                 await astop_process_group(op["value"]["pid"])
+                ended(op["value"]["pid"])
         reset = {
             "step_id": step_id,
             "retry_from_step_id": origin,
@@ -329,9 +331,11 @@ async def _finish_run_if_done(run: TaskRun, force: bool) -> dict[str, Any] | Non
         if env.get("pid") and not env.get("stopped"):
             stopped.add(env["pid"])
             await astop_process_group(env["pid"])
+            ended(env["pid"])
     for key, value in (await _store(run.store.flags)).items():
         if key.startswith(PROCESS_FLAG) and int(value) not in stopped:
             await astop_process_group(int(value))
+            ended(int(value))
     # what task code left behind, redacted in place by a confined process; what it could not redact
     # is removed and named, in the log and in the context
     scrubbed = await asyncio.to_thread(

@@ -9,6 +9,7 @@ so what one command leaves there the next one finds, and nothing else of the hos
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from training_pipeline.atomic import atomic_open
 from training_pipeline.processes import astop_process_group
 from training_pipeline.sandbox import Limits, Sandbox
 from training_pipeline.sandbox.beneath import open_regular, write_from
+from training_pipeline.sandbox.confine import ended
 from training_pipeline.tasks.context import TaskStepContext
 
 #: A command's stdout and stderr are kept up to this size each; the rest is read and dropped.
@@ -59,20 +61,48 @@ async def bounded_output(process: asyncio.subprocess.Process) -> tuple[bytes, by
 
 
 async def run_confined(sandbox: Sandbox, command: list[str], timeout_seconds: float) -> Completed:
-    """`command` in `sandbox`, stopped with everything it started after `timeout_seconds`."""
+    """`command` in `sandbox`, stopped with everything it started after `timeout_seconds`, or as soon
+    as the sandbox's folder holds more than its disk limit."""
     process = await sandbox.aspawn(
         argv_of(command), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
     )
+    disk_mb = sandbox.effective.disk_mb
+    watch = asyncio.create_task(_watch_disk(sandbox.workdir, disk_mb))
+    output = asyncio.create_task(bounded_output(process))
     try:
-        out, err = await asyncio.wait_for(bounded_output(process), timeout_seconds)
-    except TimeoutError:
-        await astop_process_group(process.pid)
-        raise TimeoutError(f"{' '.join(command)} ran longer than {timeout_seconds}s") from None
+        done, _ = await asyncio.wait(
+            {watch, output}, timeout=timeout_seconds, return_when=asyncio.FIRST_COMPLETED
+        )
+        if output not in done:
+            await astop_process_group(process.pid)
+            if watch in done:
+                raise RuntimeError(f"{' '.join(command)} filled its sandbox past {disk_mb} MB; stopped")
+            raise TimeoutError(f"{' '.join(command)} ran longer than {timeout_seconds}s")
+        out, err = output.result()
     finally:
+        watch.cancel()
+        output.cancel()
         if process.returncode is None:
             await astop_process_group(process.pid)
+        ended(process.pid)
     assert process.returncode is not None
     return Completed(process.returncode, out.decode(errors="replace"), err.decode(errors="replace"))
+
+
+async def _watch_disk(folder: Path, limit_mb: int) -> None:
+    """Returns once `folder` holds more than `limit_mb` (checked every second, off the event loop)."""
+    while await asyncio.to_thread(folder_bytes, folder) <= limit_mb * 1024 * 1024:
+        await asyncio.sleep(1.0)
+
+
+def folder_bytes(folder: Path) -> int:
+    """What `folder` holds on disk, links not followed (sparse files count what they use)."""
+    total = 0
+    for _, _, files, top in os.fwalk(folder, follow_symlinks=False):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.stat(name, dir_fd=top, follow_symlinks=False).st_blocks * 512
+    return total
 
 
 def copy_in(source: Path, root: Path, relative: str) -> int:

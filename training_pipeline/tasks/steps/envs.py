@@ -17,6 +17,7 @@ from training_pipeline.atomic import atomic_write_text
 from training_pipeline.privacy.stored import safe_value
 from training_pipeline.processes import astop_process_group
 from training_pipeline.sandbox import Limits, Sandbox
+from training_pipeline.sandbox.confine import ended
 from training_pipeline.tasks.context import DeployedEnv, TaskStepContext
 from training_pipeline.tasks.envs.kinds import ENV_KINDS, ENV_LIMITS, start_env
 from training_pipeline.tasks.sandboxes import run_confined
@@ -156,6 +157,7 @@ class TeardownStep(TaskStep):
                 try:
                     if env.pid:
                         await astop_process_group(env.pid)
+                        ended(env.pid)
                     stopped.append(env.name)
                     env = env.model_copy(update={"stopped": True})
                 except OSError as err:
