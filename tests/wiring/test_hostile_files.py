@@ -121,3 +121,24 @@ def test_an_unfinished_array_or_content_after_it_is_reported(tmp_path: Path) -> 
     single.write_text(json.dumps(_good("solo")))
     [only] = list(read_files(single))
     assert only.trajectory is not None and only.origin == str(single)
+
+
+def test_the_array_splitter_is_right_wherever_the_pieces_are_cut() -> None:
+    from training_pipeline.trajectories.files import _ArraySplitter
+
+    elements = [
+        {"a": 'quote " bracket ] brace } comma , backslash \\ end'},
+        [1, [2, [3, {"x": "]]"}]]],
+        'a plain string \\" with an escaped quote',
+        12.5,
+        None,
+        {"nested": {"deeper": ["{", "[", ","]}},
+    ]
+    data = json.dumps(elements).encode()
+    for size in (1, 2, 3, 5, 7, 64):
+        splitter = _ArraySplitter(1 << 20)
+        found: list = []
+        for start in range(0, len(data), size):
+            found += splitter.feed(data[start : start + size])
+        found += splitter.finish()
+        assert [json.loads(item) for item in found] == elements, size

@@ -307,9 +307,10 @@ def _is_blank(line: bytes) -> bool:
         return False
 
 
-#: what the array splitter stops at: outside a string, brackets, braces, commas and quotes; inside
-#: one, its closing quote and escapes
-_STRUCTURE = re.compile(rb'[\[\]{},"]')
+#: what the array splitter stops at: outside a string, a whole string (one search, however long), a
+#: bracket, brace or comma, or a lone quote (a string that goes on into the next piece); inside such a
+#: string, its closing quote or an escape
+_STRUCTURE = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{},"]')
 _IN_STRING = re.compile(rb'["\\]')
 
 
@@ -345,9 +346,15 @@ def _element_record(origin: str, data: bytes) -> RawRecord:
         return RawRecord(origin, data)  # parse_record says what is wrong with it
 
 
+_QUOTE, _BACKSLASH, _COMMA = ord('"'), ord("\\"), ord(",")
+_OPENING, _CLOSING = (ord("["), ord("{")), (ord("]"), ord("}"))
+
+
 class _ArraySplitter:
     """Cuts a JSON array's bytes, fed in pieces, into its elements' bytes (or, for an element over
-    `limit`, its size alone: its bytes are dropped as they come)."""
+    `limit`, its size alone: its bytes are dropped as they come). Only structure is looked at: each
+    search jumps to the next bracket, brace, comma or quote (inside a string, to its closing quote or
+    an escape), and an element's bytes are copied once, when it ends or the piece does."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -360,73 +367,66 @@ class _ArraySplitter:
         self._closed = False
         self._trailing = False
 
-    def feed(self, piece: bytes) -> Iterator[bytes | int | str]:
+    def feed(self, piece: bytes) -> list[bytes | int | str]:
+        out: list[bytes | int | str] = []
         if self.is_array is None:
             head = piece.lstrip()
             if not head:
-                return
+                return out
             self.is_array = head[:1] == b"["
         if not self.is_array:
-            yield from self._keep(piece)
-            return
-        position = 0
-        while position < len(piece):
+            self._append(piece)
+            return out
+        position, mark, length = 0, 0, len(piece)
+        while position < length:
             if self._closed:
-                if piece[position:].strip():
-                    self._trailing = True
-                return
+                self._trailing = self._trailing or bool(piece[position:].strip())
+                return out
             if self._escape:  # the character after a backslash, whatever it is
                 self._escape = False
-                yield from self._keep(piece[position : position + 1])
                 position += 1
                 continue
-            pattern = _IN_STRING if self._string else _STRUCTURE
-            found = pattern.search(piece, position)
-            stop = found.start() if found else len(piece)
-            if self._depth >= 1:
-                yield from self._keep(piece[position:stop])
+            found = (_IN_STRING if self._string else _STRUCTURE).search(piece, position)
             if found is None:
-                return
-            char = piece[stop : stop + 1]
-            position = stop + 1
+                break
+            at, char, position = found.start(), piece[found.start()], found.end()
+            if char == _QUOTE and position - at > 1:
+                continue  # a whole string: nothing in it is structure
             if self._string:
-                if char == b"\\":
-                    self._escape = True
-                else:
-                    self._string = False
-                yield from self._keep(char)
-                continue
-            if char == b'"':
+                self._escape = char == _BACKSLASH
+                self._string = self._escape
+            elif char == _QUOTE:
                 self._string = True
-            elif char in b"[{":
+            elif char in _OPENING:
                 self._depth += 1
                 if self._depth == 1:
-                    continue  # the array's own bracket
-            elif char in b"]}":
+                    mark = position  # the array's own bracket: its first element starts after it
+            elif char in _CLOSING:
                 self._depth -= 1
                 if self._depth == 0:
+                    self._append(piece[mark:at])
+                    out += self._element()
                     self._closed = True
-                    yield from self._element()
-                    continue
-            elif char == b"," and self._depth == 1:
-                yield from self._element()
-                continue
-            yield from self._keep(char)
+            elif char == _COMMA and self._depth == 1:
+                self._append(piece[mark:at])
+                out += self._element()
+                mark = position
+        if self._depth >= 1:
+            self._append(piece[mark:])
+        return out
 
-    def finish(self) -> Iterator[bytes | int | str]:
+    def finish(self) -> list[bytes | int | str]:
         if not self.is_array:
             if self._size:
-                yield self._size
-            elif self._buffer.strip():
-                yield bytes(self._buffer)
-            return
+                return [self._size]
+            return [bytes(self._buffer)] if self._buffer.strip() else []
         if not self._closed:
-            yield from self._element(force=True)
-            yield "not a complete JSON array: the file ends inside it"
-        elif self._trailing:
-            yield "content after the end of the JSON array: not read"
+            return [*self._element(), "not a complete JSON array: the file ends inside it"]
+        if self._trailing:
+            return ["content after the end of the JSON array: not read"]
+        return []
 
-    def _keep(self, data: bytes) -> Iterator[bytes | int | str]:
+    def _append(self, data: bytes) -> None:
         if self._size:
             self._size += len(data)
             return
@@ -434,14 +434,13 @@ class _ArraySplitter:
         if len(self._buffer) > self.limit:
             self._size = len(self._buffer)
             self._buffer = bytearray()
-        yield from ()
 
-    def _element(self, force: bool = False) -> Iterator[bytes | int | str]:
-        if self._size:
-            yield self._size
-        elif self._buffer.strip() or (force and self._buffer):
-            yield bytes(self._buffer.strip())
+    def _element(self) -> list[bytes | int | str]:
+        size, kept = self._size, self._buffer.strip()
         self._buffer, self._size = bytearray(), 0
+        if size:
+            return [size]
+        return [bytes(kept)] if kept else []
 
 
 def fallback_day(file: Entry) -> date | None:
