@@ -597,15 +597,20 @@ def test_workers_fork_server_and_tracker_die_with_a_killed_pipeline(
     main = subprocess.Popen(
         [sys.executable, str(tmp_path / "main.py"), start_method], stdout=subprocess.PIPE, env=env, text=True
     )
-    assert main.stdout is not None and int(main.stdout.readline()) == main.pid
-    expected = 3 if start_method == "forkserver" else 2  # the workers, the fork server and the tracker
-    deadline = time.monotonic() + 30
-    while len(started := _descendants(main.pid)) < expected and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert len(started) >= expected
-    main.kill()
-    main.wait()
+    started: set[int] = set()
+    try:
+        assert main.stdout is not None and int(main.stdout.readline()) == main.pid
+        expected = 3 if start_method == "forkserver" else 2  # the workers, the fork server and the tracker
+        deadline = time.monotonic() + 30
+        while len(started := _descendants(main.pid)) < expected and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(started) >= expected
+    finally:
+        main.kill()
+        main.wait()
     deadline = time.monotonic() + 10
     while (left := [pid for pid in started if _alive(pid)]) and time.monotonic() < deadline:
         time.sleep(0.1)
+    for pid in left:  # not to leave them to the rest of the suite
+        os.kill(pid, 9)
     assert left == []
