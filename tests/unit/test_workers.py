@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.helpers import REPO, fresh_python
+from training_pipeline import workers as pool_module
 from training_pipeline.datasets.build import build_datasets
 from training_pipeline.datasets.daily import export_store, ingest_day
 from training_pipeline.datasets.tasks import TASK_FILE_NAMES, TASKS
@@ -614,3 +615,35 @@ def test_workers_fork_server_and_tracker_die_with_a_killed_pipeline(
     for pid in left:  # not to leave them to the rest of the suite
         os.kill(pid, 9)
     assert left == []
+
+
+def test_a_trajectory_read_twice_in_a_day_is_kept_once_on_the_pool_as_in_one_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Duplicates across files, and across shares that different workers processed: each is quarantined
+    naming where its id was first read, and the day's files are the same whatever processed them."""
+    monkeypatch.setattr(ingest, "POOL_FROM_BYTES", 0)
+    monkeypatch.setattr(ingest, "_SHARE_CHARS", 64 << 10)
+    started = pool_module._start
+
+    def waited(pool, start_method):  # every share to the workers: none done here while they start
+        event = started(pool, start_method)
+        event.wait(60)
+        return event
+
+    monkeypatch.setattr(pool_module, "_start", waited)
+    source = tmp_path / "2026-11-01.jsonl"
+    write_long_sample(source, 300, target_bytes=3000)
+    lines = source.read_text().splitlines(keepends=True)
+    again = [lines[5], lines[250], lines[5]]  # an early share's, a late share's, and one twice
+    source.write_text("".join(lines + again))
+    one, pool = tmp_path / "one", tmp_path / "pool"
+    assert _day(source, one, 1) == _day(source, pool, 2)
+    manifest = json.loads((one / "t.manifest.json").read_text())
+    assert manifest["records_in"] == 303 and manifest["kept"] == 300 and manifest["quarantined"] == 3
+    for out in (one, pool):
+        quarantine = [json.loads(line) for line in (out / "q.jsonl").read_text().splitlines()]
+        assert [entry["origin"].rsplit(":", 1)[-1] for entry in quarantine] == ["301", "302", "303"]
+        assert [entry["reason"].rsplit(":", 1)[-1].split(";")[0] for entry in quarantine] == ["6", "251", "6"]
+    assert (one / "q.jsonl").read_bytes() == (pool / "q.jsonl").read_bytes()
+    assert pq.read_table(one / "t.parquet").equals(pq.read_table(pool / "t.parquet"))

@@ -74,9 +74,17 @@ def test_each_bad_record_is_quarantined_alone_and_the_counts_add_up(poisoned: Pa
     parsed = list(read_files(poisoned, DAY, max_bytes=CAP))
     manifest = ingest_records(parsed, tmp_path / "t.parquet", tmp_path / "q.jsonl", "test")
     assert manifest.records_in == manifest.kept + manifest.quarantined
-    # the day's file, then the same file again through a link inside the folder
-    assert manifest.kept == 4
+    # the day's file, then the same file again through a link inside the folder: its trajectories are
+    # duplicates of the first reading, quarantined naming where each was first read (kept once)
+    assert manifest.kept == 2
     quarantine = [json.loads(line) for line in (tmp_path / "q.jsonl").read_text().splitlines()]
+    duplicates = [entry for entry in quarantine if entry["reason"].startswith("duplicate trajectory id")]
+    # (the link in the subfolder sorts first, so the day's own file is the second reading)
+    assert sorted(entry["origin"].rsplit("/", 1)[-1] for entry in duplicates) == [
+        "2026-11-24.jsonl:1",
+        "2026-11-24.jsonl:8",
+    ]
+    assert all("again.jsonl:" in entry["reason"] and "record" in entry for entry in duplicates)
     by_origin = {entry["origin"].rsplit("/", 1)[-1]: entry for entry in quarantine}
     assert "nested too deeply" in by_origin["2026-11-24.jsonl:2"]["reason"]
     assert "NaN is not JSON" in by_origin["2026-11-24.jsonl:3"]["reason"]

@@ -6,6 +6,7 @@ import contextlib
 import itertools
 import json
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -112,15 +113,27 @@ def ingest_records(
         scratch = ScratchFolder(parquet.parent) if pooled else None
         if scratch is not None:
             stack.callback(scratch.close)
+        # each trajectory id the day has stored, and where it was first read: a later record with the
+        # same id is quarantined as a duplicate
+        seen: dict[str, str] = {}
+        sent: deque[Share] = deque()
+
+        def tracked(shares: Iterable[Share]) -> Iterator[Share]:
+            for share in shares:
+                sent.append(share)
+                yield share
+
         results = ordered_map(
-            _shares(
-                records,
-                bad,
-                counted,
-                (derive or NoDerive()) if fused else None,
-                scratch.path if scratch is not None else None,
+            tracked(
+                _shares(
+                    records,
+                    bad,
+                    counted,
+                    (derive or NoDerive()) if fused else None,
+                    scratch.path if scratch is not None else None,
+                )
             ),
-            lambda share: ingest_share(privacy, share),
+            lambda share: ingest_share(privacy, share, seen),
             workers if pooled else 1,
             ingest_in_worker,
             start_worker_filter,
@@ -132,6 +145,11 @@ def ingest_records(
             ],
         )
         for done in results:
+            share = sent.popleft()
+            if any(trajectory_id in seen for trajectory_id, _ in done.ids):
+                # a worker cannot know what the day's earlier shares held: the share again, here
+                done = ingest_share(privacy, share, seen)
+            seen.update(done.ids)
             counted[0] += done.records
             for parsed in done.quarantined:
                 bad.add(parsed)

@@ -8,7 +8,7 @@ writes them (`intake.ingest`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
@@ -16,7 +16,7 @@ from training_pipeline import jscompat
 from training_pipeline.privacy.budget import OverBudget
 from training_pipeline.privacy.filter import FilterStats, PrivacyFilter, worker_filter
 from training_pipeline.trajectories.files import Unparsed, UnparsedSpan, with_spans_read
-from training_pipeline.trajectories.records import ParsedRecord, over_budget
+from training_pipeline.trajectories.records import ParsedRecord, duplicate, over_budget
 from training_pipeline.trajectories.rows import Rows, SpilledRows, StoreRows
 
 
@@ -79,14 +79,21 @@ class Ingested:
     #: records of the share's unparsed ones that belong to the day, and those of them that failed
     records: int
     quarantined: list[ParsedRecord]
+    #: (trajectory id, origin) of each stored row, in order: what the day's other shares are checked against
+    ids: list[tuple[str, str]] = field(default_factory=list)
 
 
-def ingest_share(privacy: PrivacyFilter | None, share: Share) -> Ingested:
+def ingest_share(privacy: PrivacyFilter | None, share: Share, seen: dict[str, str] | None = None) -> Ingested:
+    """The share's records stored, filtered and derived. A trajectory id met before, earlier in the
+    share or in `seen` (id → where it was first read: the day's earlier shares), is quarantined as a
+    duplicate: a day keeps each trajectory once."""
     derive, items, _ = share
     if privacy is not None:
         privacy.stats = FilterStats()  # this share's counts only; the caller merges them
     stored, filtered, derived = StoreRows(), StoreRows(), []
     records, quarantined, kept, anonymised = 0, [], [], False
+    first: dict[str, str] = dict(seen or {})
+    ids: list[tuple[str, str]] = []
     for item in with_spans_read(items):
         if isinstance(item, Unparsed):
             parsed = item.parse()
@@ -100,6 +107,11 @@ def ingest_share(privacy: PrivacyFilter | None, share: Share) -> Ingested:
         else:
             origin, text = item
             trajectory = jscompat.loads(text)
+        trajectory_id = str(trajectory.get("trajectoryId"))
+        if trajectory_id in first:
+            quarantined.append(duplicate(origin, text, trajectory_id, first[trajectory_id]))
+            continue
+        first[trajectory_id] = origin
         if privacy is not None:
             try:
                 if privacy.redact_credentials(trajectory):
@@ -108,6 +120,7 @@ def ingest_share(privacy: PrivacyFilter | None, share: Share) -> Ingested:
                 quarantined.append(over_budget(origin, text, err))  # counted where it was read
                 continue
         raw = stored.add(trajectory, origin, text)
+        ids.append((trajectory_id, origin))
         if derive is None:
             continue
         before = privacy.stats.anonymization_count  # type: ignore[union-attr]
@@ -131,6 +144,7 @@ def ingest_share(privacy: PrivacyFilter | None, share: Share) -> Ingested:
         stats,
         records,
         quarantined,
+        ids,
     )
 
 

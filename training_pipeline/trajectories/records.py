@@ -48,6 +48,14 @@ class ParsedRecord:
     size: int | None = None
 
 
+def duplicate(origin: str, text: str | bytes | None, trajectory_id: str, first: str) -> ParsedRecord:
+    """A record whose trajectory id the day has already read, for the quarantine, with its text."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    reason = f"duplicate trajectory id: {trajectory_id!r} was first read at {first}; kept once"
+    return ParsedRecord(origin, text, None, reason, None)
+
+
 def over_budget(origin: str, text: str | bytes | None, err: Exception) -> ParsedRecord:
     """A record whose redaction ran past its budget (`privacy.budget`), for the quarantine: by origin
     and size only, as an oversized record is (its text could not be redacted in time to be stored)."""
