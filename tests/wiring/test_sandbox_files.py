@@ -140,3 +140,16 @@ def test_collecting_never_walks_out_of_the_folder_whatever_the_pattern(tmp_path:
     for pattern in ("../x", "/usr/*", "a/../../b"):
         with pytest.raises(EscapeRefused):
             find_files(box, [pattern])
+
+
+def test_a_folder_nested_deeper_than_the_walk_goes_is_named_not_followed(tmp_path: Path) -> None:
+    from training_pipeline.sandbox.beneath import DEPTH_LIMIT
+
+    box = tmp_path / "box"
+    deep = box.joinpath(*["d"] * (DEPTH_LIMIT + 10))
+    deep.mkdir(parents=True)
+    (deep / "x.txt").write_text("x")
+    (box / "top.txt").write_text("t")
+    found = {entry.relative: entry.kind for entry in find_files(box, ["**/*"])}
+    assert found["top.txt"] == "file"
+    assert [kind for relative, kind in found.items() if relative != "top.txt"] == ["other"]

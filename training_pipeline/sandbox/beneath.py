@@ -39,6 +39,8 @@ _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 #: a walk of a sandbox's folder stops after this many entries: the folder is the task's to fill
 WALK_LIMIT = 100_000
+#: and goes no deeper than this (each level holds a descriptor open)
+DEPTH_LIMIT = 64
 
 
 class EscapeRefused(ValueError):
@@ -199,6 +201,9 @@ def find_files(root: Path, patterns: list[str], limit: int = WALK_LIMIT) -> list
             if seen > limit:
                 raise ValueError(f"the sandbox holds more than {limit} entries; collecting stopped")
             parts = [*prefix, name]
+            if is_dir and len(parts) > DEPTH_LIMIT:
+                found.append(FileEntry("/".join(parts), "other"))  # too deep to walk: named, skipped
+                continue
             if is_dir:
                 try:
                     child = os.open(name, _DIR_FLAGS, dir_fd=fd)
