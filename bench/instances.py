@@ -1,13 +1,9 @@
 """The Dagster instances a bench's day runs on: Dagster's in-memory one, or one a user runs.
 
 `ephemeral` is Dagster's in-memory instance (`materialize` in a test: the cost of Dagster's own work);
-`sqlite` is the embedded default a user of the README runs (`dagster.yaml`: SQLite files under
-`DAGSTER_HOME`, one per run besides the index); `postgres` is the production instance
-(`deploy/dagster.yaml`) on a throwaway PostgreSQL server on loopback. Both keep their connections open
-(`resources/instance_storage/`); `dagster-sqlite` and `dagster-postgres` are the same databases through
-Dagster's own storages, which open a connection per statement: 17 ms per stored event on SQLite against
-2.4 in memory, and a day's run stores 94 (24 of them planned before it starts), so a small day's
-figures differ by seconds.
+`sqlite` is the embedded default a user of the README runs (`dagster.yaml`: Dagster's SQLite storage
+under `DAGSTER_HOME`); `postgres` is the production instance (`deploy/dagster.yaml`: Dagster's
+PostgreSQL storage) on a throwaway PostgreSQL server on loopback.
 """
 
 from __future__ import annotations
@@ -22,11 +18,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # the tests' PostgreSQL server and Dagster's storage configs
+sys.path.insert(0, str(ROOT))  # the tests' PostgreSQL server
 
-from tests.dagster_storage import DAGSTER_STORAGE  # noqa: E402
-
-KINDS = ("ephemeral", "sqlite", "dagster-sqlite", "postgres", "dagster-postgres")
+KINDS = ("ephemeral", "sqlite", "postgres")
 #: a day without input, run on a real instance before a bench measures so that its databases exist
 SETUP_DAY = date(2026, 10, 31)
 _FILES = {"sqlite": ROOT / "dagster.yaml", "postgres": ROOT / "deploy" / "dagster.yaml"}
@@ -45,12 +39,9 @@ def instance_homes(kinds: list[str], work: Path) -> Iterator[dict[str, dict[str,
             if kind != "ephemeral":
                 home = work / f"dagster-home-{kind}"
                 home.mkdir()
-                if kind.startswith("dagster-"):
-                    (home / "dagster.yaml").write_text(DAGSTER_STORAGE[kind.removeprefix("dagster-")])
-                else:
-                    shutil.copy(_FILES[kind], home / "dagster.yaml")
+                shutil.copy(_FILES[kind], home / "dagster.yaml")
                 environment["DAGSTER_HOME"] = str(home)
-            if kind.endswith("postgres"):  # a server each
+            if kind == "postgres":
                 from tests.postgres_server import PostgresServer
 
                 server = PostgresServer()

@@ -29,7 +29,6 @@ from resources.backends import (
     TrainingBackends,
     VertexBackend,
 )
-from resources.io_manager import filesystem_io_manager
 from resources.llm import LLMResource
 from resources.privacy import PrivacySettings
 from resources.sources import (
@@ -79,7 +78,6 @@ def shared_resources(settings: Settings) -> dict[str, Any]:
             api_key=_secret(settings.llm_api_key, "LLM_API_KEY"),
             cache_dir=f"{data}/llm_cache",
         ),
-        "io_manager": filesystem_io_manager,
     }
 
 

@@ -6,8 +6,6 @@ The process's settings are read here (once: `settings()` caches them), and each 
 
 from __future__ import annotations
 
-import gc
-
 from dagster import Definitions, JobDefinition
 
 from assets.datasets.definitions import datasets_definitions
@@ -36,11 +34,6 @@ def build_definitions(settings: Settings) -> Definitions:
 
 warn_if_unconfined(settings())  # task code unconfined is the deployment's choice, said when it loads
 defs = build_definitions(settings())
-# What a process has made by now (Dagster, the pipeline's modules, these definitions) lives as long as it
-# does: taken out of the cyclic collector's reach, so that a run's full collections no longer walk it
-# (one such collection in a 2,000-trajectory day's run cost 0.10-0.13 s). Every process that runs a
-# run or a step loads this module first: `dagster api execute_run`, a Celery worker, the CLI's runs.
-gc.freeze()
 
 
 def resolve_job(name: str) -> JobDefinition:

@@ -1,5 +1,5 @@
 """The process's environment where it is not a setting: the values a redaction must hide wherever they
-appear, the folder where rules parsed or compiled once per machine are kept, and Dagster's variables.
+appear, the folder where rules parsed or compiled once per machine are kept, the redaction's budget.
 
 Apart from `settings.py` because a pool's fork server imports the privacy rules and their gates before
 it forks the workers, and the settings' model brings pydantic along: 0.15-0.2 s of the server's start,
@@ -21,17 +21,6 @@ def cache_dir() -> Path:
     """`$XDG_CACHE_HOME/training_pipeline`, else `~/.cache/training_pipeline`: gitleaks' config parsed
     as JSON, the gates' Hyperscan databases."""
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "training_pipeline"
-
-
-def dagster_home() -> str | None:
-    """`DAGSTER_HOME`: Dagster's own variable, the folder of the instance a process runs on."""
-    return os.environ.get("DAGSTER_HOME") or None
-
-
-def default_dagster_variable(name: str, value: str) -> None:
-    """A variable Dagster reads from the environment only (no instance setting has it), set to `value`
-    where the deployment has not set it: what it sets, `0` and empty included, stays."""
-    os.environ.setdefault(name, value)
 
 
 def redaction_budget_seconds() -> float:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, timedelta
-from typing import TYPE_CHECKING
+from typing import Any
 
 from dagster import (
     AssetsDefinition,
@@ -17,8 +17,8 @@ from dagster import (
 
 from assets.partitions import SOURCE_TAG
 
-if TYPE_CHECKING:  # what define_asset_job returns; dagster does not export its name
-    from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
+#: what `define_asset_job` returns (Dagster does not export the class's name)
+UnresolvedAssetJobDefinition = Any
 
 
 def datasets_job(assets: list[AssetsDefinition]) -> UnresolvedAssetJobDefinition:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import Any
 
 from dagster import (
     AssetKey,
@@ -28,8 +28,8 @@ from resources.training import TrainingSettings
 from training_pipeline.datasets.tasks import TASKS
 from training_pipeline.training.trigger import TriggerState
 
-if TYPE_CHECKING:  # what define_asset_job returns; dagster does not export its name
-    from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
+#: what `define_asset_job` returns (Dagster does not export the class's name)
+UnresolvedAssetJobDefinition = Any
 
 training_job = define_asset_job(
     "training_job",

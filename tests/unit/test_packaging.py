@@ -78,8 +78,8 @@ def test_the_installed_wheel_loads_the_code_location_on_its_own(wheel: Path, tmp
     assert all(Path(f).is_relative_to(site) for f in files), files
     # imported where a task names a JSON Schema or a client is made, not by every run's process
     assert lazy == "[]"
-    # what the process made loading it is out of the cyclic collector's reach (runs go faster)
-    assert int(frozen) > 100_000
+    # loading it changes nothing of the importing process's (a user's): no garbage-collector freeze
+    assert int(frozen) == 0
     assert int(jobs) >= 4
     # loading it raises no Python warning: Dagster's preview note about the partitioned checks (pinned)
     # is not repeated by every process (the sandbox's own notes are log lines, not warnings)
