@@ -296,3 +296,72 @@ def test_rules_whose_pattern_needs_no_literal_are_gated_on_their_distinctive_key
     assert "generic-api-key" not in gated and "gitlab-pat" not in gated
     sourcegraph = next(rule for rule in load_rules() if rule.label == "sourcegraph-access-token")
     assert sourcegraph.gate().search("a SOURCEGRAPH token") and not sourcegraph.gate().search(40 * "a")
+
+
+STRIPE = "sk_live_4eC39HqLyjWDarjtT1zdp7dcAbCdEfGh12"
+GITHUB = "ghp_C3J27XDCG2LmlZGEONYlgCtjfIZ4SOcMz9CP"
+
+
+@pytest.mark.parametrize("after", [".", ",", ")", ":", "!", "?", "]", ".cache", ". Thanks"])
+@pytest.mark.parametrize("secret", [STRIPE, GITHUB, "xoxb-1234567890-1234567890123-MeffOhq4AUvy7VSLDCD1IfHW"])
+def test_a_key_that_ends_a_sentence_or_a_file_name_is_redacted(secret: str, after: str) -> None:
+    """gitleaks ends a key where code ends a token (a quote, a space, `;`); people end it with a
+    sentence, a bracket or a file name too: 38 families passed with `.`, `,`, `)` or `:` after them."""
+    for text in (f"my key is {secret}{after}", f"(see {secret}{after})", f"cache/{secret}{after}"):
+        out = PrivacyFilter("strict").redact(text)
+        assert secret not in out and "<REDACTED:" in out, out
+
+
+def test_published_samples_leak_no_more_with_punctuation_after_the_key_than_with_a_space() -> None:
+    privacy = PrivacyFilter("strict")
+    samples = [json.loads(line) for line in CORPUS.read_text().splitlines()]
+    published = [s for s in samples if s["kind"] == "positive" and s["context"] == "published"]
+
+    def leaks(after: str) -> int:
+        count = 0
+        for sample in published:
+            text = sample["text"]
+            for secret in sample["secrets"]:
+                text = text + after if text.endswith(secret) else text.replace(secret, secret + after)
+            count += any(secret in privacy.redact(text) for secret in sample["secrets"])
+        return count
+
+    # (with a space, a dozen leak where the space breaks a URL the rule needs whole; with punctuation,
+    # 83 to 94 of these 282 leaked before a key's end could be a sentence's)
+    spaced = leaks(" ")
+    assert all(leaks(after) <= spaced + 1 for after in ".,)")
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("token glpat-MxxNDi9LE1Ki3ylOjt6o12345678 ok", "12345678"),  # gitlab-pat takes 20 characters
+        ("bot xoxb-4815162342-Zq8W3kLmN7pR2tY5vB9xC4dF6g9X ok", "g9X"),  # slack's legacy shape: 26 at most
+        ("api_key = " + "Zq8W3kLmN7pR2tY5" * 25 + "TAILtail", "TAILtail"),  # over the rule's length cap
+    ],
+)
+def test_a_token_longer_than_its_rules_pattern_is_redacted_to_its_end(text: str, secret: str) -> None:
+    out = PrivacyFilter("strict").redact(text)
+    assert secret not in out and "<REDACTED:" in out and out.endswith(" ok") == text.endswith(" ok"), out
+
+
+def test_the_elizaos_profile_keeps_elizaos_behaviour_for_a_longer_token() -> None:
+    """What elizaOS's filter misses stays missed under its profile (the contract of its export)."""
+    assert (
+        PrivacyFilter("elizaos").redact("token glpat-MxxNDi9LE1Ki3ylOjt6o12345678 ok").endswith("12345678 ok")
+    )
+
+
+def test_the_demo_days_datasets_hold_no_placeholder_followed_by_the_rest_of_a_token(tmp_path: Path) -> None:
+    """Before, the bundled days' datasets held 28 `<REDACTED:gitlab-pat>` and 31
+    `<REDACTED:slack-legacy-bot-token>` followed by the characters their patterns did not take."""
+    from training_pipeline import SAMPLE_TRAJECTORIES
+    from training_pipeline.datasets.build import build_datasets
+
+    tails = re.compile(r"<REDACTED:[a-z0-9-]+>[A-Za-z0-9_-]")
+    days = sorted(Path(SAMPLE_TRAJECTORIES).glob("*.jsonl"))
+    assert days
+    for day in days:
+        build_datasets(day, tmp_path / day.stem, PrivacyFilter("strict"))
+        for dataset in (tmp_path / day.stem).glob("*.jsonl"):
+            assert tails.findall(dataset.read_text()) == [], dataset.name

@@ -43,7 +43,6 @@ from training_pipeline.privacy.rule import (
     literal_first,
     literal_free,
     looks_fake,
-    splice,
 )
 
 FOLDER = Path(__file__).with_name("gitleaks")
@@ -142,6 +141,7 @@ class GitleaksRule(CredentialRule):
     #: the pattern starts with one of its keywords (`glpat-…`): a text it matches holds the keyword, so
     #: lowering a whole prompt to look for it is wasted
     keyword_in_every_match: bool = False
+    whole_token: bool = True
 
     def applies(self, text: str) -> bool:
         if not self.keywords or self.keyword_in_every_match:
@@ -176,13 +176,13 @@ class GitleaksRule(CredentialRule):
         placeholder = f"<REDACTED:{self.label}>"
         hits = 0
 
-        def replace(match: re.Match[str]) -> str:
+        def replace(match: re.Match[str]) -> str | tuple[str, int]:
             nonlocal hits
             span = self.secret_span(match, text)
             if span is None:
                 return match.group()
             hits += 1
-            return splice(match, span, placeholder)
+            return self.redacted(text, match, span, placeholder)
 
         return self.sub(replace, text), hits
 
@@ -337,6 +337,12 @@ def _vendored() -> dict[str, Any]:
 _VENDORED = _vendored()
 
 
+#: gitleaks ends most vendor patterns where a token ends in code: a quote, a space, `;`, an escaped line
+#: break, the end. People also end a key with a sentence or a file name (`sk_live_….`, `….cache`,
+#: `(….)`): those count as the token's end too, so the key is redacted there as well.
+_END_OF_TOKEN = ("(?:[\\x60'\"\\s;]|\\\\[nr]|$)", "(?:[\\x60'\"\\s;.,:!?)\\]}>]|\\\\[nr]|$)")
+
+
 def load_rules(path: Path | None = None) -> tuple[GitleaksRule, ...]:
     """The rules of the vendored set, or of the config at `path` (a candidate `refresh` checks)."""
     config = _VENDORED if path is None else _config(path)
@@ -346,7 +352,7 @@ def load_rules(path: Path | None = None) -> tuple[GitleaksRule, ...]:
             continue  # a file-path rule: no text to match
         allowlists = tuple(a for a in map(_allowlist, spec.get("allowlists", ())) if a is not None)
         allowlists += EXTRA_ALLOWLISTS.get(spec["id"], ())
-        pattern = LazyPattern(literal_first(to_python(spec["regex"])), re.ASCII)
+        pattern = LazyPattern(literal_first(to_python(spec["regex"]).replace(*_END_OF_TOKEN)), re.ASCII)
         keywords = tuple(keyword.lower() for keyword in spec.get("keywords", ()))
         head = _literal_head(pattern)
         rules.append(

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 
 from training_pipeline.privacy.gitleaks import GLOBAL_ALLOWLIST, shannon_entropy
-from training_pipeline.privacy.rule import REFERENCE, CredentialRule, LazyPattern, is_placeholder, splice
+from training_pipeline.privacy.rule import REFERENCE, CredentialRule, LazyPattern, is_placeholder
 
 _WORDS = (
     r"token|secret|passw(?:or)?d|passphrase|pwd|api[_.-]?key|apikey|access[_.-]?key|private[_.-]?key"
@@ -125,11 +125,13 @@ _WORDS_ONLY = re.compile(rf"^{_WORD}(?:[-_.]?{_WORD})*$")
 class KeyedSecretRule(CredentialRule):
     """The value of a secret-named key; `CredentialRule.redact` with the checks above."""
 
+    whole_token: bool = True
+
     def redact(self, text: str) -> tuple[str, int]:
         placeholder = f"<REDACTED:{self.label}>"
         hits = 0
 
-        def replace(match: re.Match[str]) -> str:
+        def replace(match: re.Match[str]) -> str | tuple[str, int]:
             nonlocal hits
             start, end = match.span("value")
             if text[match.start() - 1 : match.start()] in ("?", "&"):  # a query string: `&` ends it
@@ -138,7 +140,7 @@ class KeyedSecretRule(CredentialRule):
             if not looks_like_credential(match.group("key"), text[start:end], text, end):
                 return match.group()
             hits += 1
-            return splice(match, (start, end), placeholder)
+            return self.redacted(text, match, (start, end), placeholder)
 
         return self.sub(replace, text), hits
 

@@ -28,6 +28,27 @@ def looks_fake(secret: str) -> bool:
 REFERENCE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")
 
 
+#: punctuation a token may go on with, when the secret found at its start holds it too
+_TOKEN_PUNCTUATION = frozenset("-_+/=.~")
+
+
+def token_end(text: str, start: int, end: int) -> int:
+    """Where the token that the secret `text[start:end]` begins ends: past `end`, ASCII letters and
+    digits (if the secret has any) and the punctuation the secret itself holds. A rule whose pattern
+    takes the first 20 characters of a longer token, or caps a value's length, would otherwise leave
+    the rest in clear (`glpat-` and 20, then the 8 it did not take)."""
+    secret = text[start:end]
+    alphanumeric = any(char.isascii() and char.isalnum() for char in secret)
+    punctuation = _TOKEN_PUNCTUATION.intersection(secret)
+    position, length = end, len(text)
+    while position < length:
+        char = text[position]
+        if not ((alphanumeric and char.isascii() and char.isalnum()) or char in punctuation):
+            break
+        position += 1
+    return position
+
+
 def splice(match: re.Match[str], span: tuple[int, int], placeholder: str) -> str:
     """The match with the part at `span` (positions in the searched text) replaced by `placeholder`."""
     whole, base = match.group(), match.start()
@@ -108,10 +129,26 @@ class CredentialRule:
     #: Leave values that are placeholders (`xxxx`, `EXAMPLE`, `${VAR}`) alone: the strict profile's
     #: choice; elizaOS's own rules redact whatever their pattern matches.
     skip_placeholders: bool = False
+    #: Redact to the end of the token a secret begins (`token_end`), not only what the pattern took:
+    #: the strict profile's choice; elizaOS's rules leave a longer token's tail as elizaOS does.
+    whole_token: bool = False
 
     def strict(self) -> CredentialRule:
         """This rule as the strict profile runs it."""
-        return dataclasses.replace(self, skip_placeholders=True)
+        return dataclasses.replace(self, skip_placeholders=True, whole_token=True)
+
+    def redacted(
+        self, text: str, match: re.Match[str], span: tuple[int, int], placeholder: str
+    ) -> str | tuple[str, int]:
+        """The match with the secret at `span` replaced; for a rule that redacts whole tokens, with where
+        the text goes on after it: past the rest of the token when the secret ends the match."""
+        replaced = splice(match, span, placeholder)
+        if not self.whole_token:
+            return replaced
+        resume = match.end()
+        if span[1] == resume:
+            resume = token_end(text, span[0], span[1])
+        return replaced, resume
 
     def applies(self, text: str) -> bool:
         """Whether the rule runs on `text` at all (gitleaks' rules need one of their keywords)."""
@@ -127,27 +164,35 @@ class CredentialRule:
         placeholder = f"<REDACTED:{self.label}>"
         hits = 0
 
-        def replace(match: re.Match[str]) -> str:
+        def replace(match: re.Match[str]) -> str | tuple[str, int]:
             nonlocal hits
             secret = match.group(self.group)
             if is_placeholder(secret) or (self.skip_placeholders and looks_fake(secret)):
                 return match.group()  # redacted already (redaction is idempotent), or not a credential
             hits += 1
-            return splice(match, match.span(self.group), placeholder)
+            return self.redacted(text, match, match.span(self.group), placeholder)
 
         return self.sub(replace, text), hits
 
-    def sub(self, replace: Callable[[re.Match[str]], str], text: str) -> str:
-        """`self.pattern.sub(replace, text)`, what every rule's redaction runs."""
+    def sub(self, replace: Callable[[re.Match[str]], str | tuple[str, int]], text: str) -> str:
+        """`self.pattern.sub(replace, text)`, what every rule's redaction runs. `replace` may also give
+        where the text goes on after its replacement (`redacted`: the rest of a token), past the match."""
         pattern = compiled(self.pattern)
         finder = boundary_free(pattern)
-        if finder is None:
-            return pattern.sub(replace, text)
+        if finder is None and not self.whole_token:
+            return pattern.sub(replace, text)  # type: ignore[arg-type]
+        matches = pattern.finditer(text) if finder is None else _matches_after_boundary(pattern, finder, text)
         parts: list[str] = []
         position = 0
-        for match in _matches_after_boundary(pattern, finder, text):
-            parts += (text[position : match.start()], replace(match))
-            position = match.end()
+        for match in matches:
+            if match.start() < position:
+                continue  # inside the rest of a token redacted already
+            replaced = replace(match)
+            resume = match.end()
+            if isinstance(replaced, tuple):
+                replaced, resume = replaced
+            parts += (text[position : match.start()], replaced)
+            position = resume
         if not parts:
             return text
         parts.append(text[position:])
