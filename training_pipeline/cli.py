@@ -6,7 +6,7 @@ import argparse
 import json
 import os
 import sys
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -47,9 +47,28 @@ def _generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _day(text: str) -> date:
+    """A UTC day as the CLI takes it, or argparse's one-line error saying the form."""
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a day: use YYYY-MM-DD, e.g. 2026-11-23") from None
+
+
 def _days(start: date, end: date) -> list[str]:
+    """The days from `start` to `end`, each a partition of the daily assets: from the deployment's
+    first day (`TRAINING_PIPELINE_START_DATE`) to yesterday (UTC), the last day that has ended."""
     if end < start:
         raise ValueError(f"--end {end} is before --start {start}")
+    first = date.fromisoformat(settings().start_date)
+    last = datetime.now(UTC).date() - timedelta(days=1)
+    if start < first:
+        raise ValueError(
+            f"{start} is before the first daily partition, {first}: materialise {first} to {last}, "
+            "or set TRAINING_PIPELINE_START_DATE earlier"
+        )
+    if end > last:
+        raise ValueError(f"{end} has not ended yet (UTC): the daily partitions run from {first} to {last}")
     return [(start + timedelta(days=n)).isoformat() for n in range((end - start).days + 1)]
 
 
@@ -325,7 +344,7 @@ def parser() -> argparse.ArgumentParser:
 
     generate = commands.add_parser("generate", help="write realistic synthetic trajectories, a file per day")
     generate.add_argument("out_dir", type=Path)
-    generate.add_argument("--start", type=date.fromisoformat, required=True, help="first UTC day")
+    generate.add_argument("--start", type=_day, required=True, help="first UTC day")
     generate.add_argument("--days", type=int, default=1)
     generate.add_argument("--per-day", type=int, default=100)
     generate.add_argument("--seed", type=int, default=0)
@@ -334,8 +353,8 @@ def parser() -> argparse.ArgumentParser:
     materialize = commands.add_parser(
         "materialize", help="run datasets_job for a day or a range of days (a backfill) on $DAGSTER_HOME"
     )
-    materialize.add_argument("--start", type=date.fromisoformat, required=True)
-    materialize.add_argument("--end", type=date.fromisoformat, help="last day, inclusive (default: --start)")
+    materialize.add_argument("--start", type=_day, required=True)
+    materialize.add_argument("--end", type=_day, help="last day, inclusive (default: --start)")
     materialize.set_defaults(run=_materialize)
 
     runs = commands.add_parser("runs", help="training run records").add_subparsers(dest="runs", required=True)

@@ -16,7 +16,7 @@ import os
 from collections.abc import Mapping
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 
 class SettingsError(ValueError):
@@ -101,6 +101,18 @@ class Settings(BaseModel):
     vertex_gcs_bucket: str | None = Field(None, alias="VERTEX_GCS_BUCKET")
     vertex_access_token: SecretStr | None = Field(None, alias="VERTEX_ACCESS_TOKEN")
 
+    @field_validator("backends")
+    @classmethod
+    def _known_backends(cls, value: str | None) -> str | None:
+        """A misspelt backend (`atropus`) is an error when the settings load, naming the known ones:
+        dropped, it left a training run "skipped: no backend configured"."""
+        from training_pipeline.training.policy import BACKENDS  # the policy module imports pydantic models
+
+        unknown = [name.strip() for name in (value or "").split(",") if name.strip() not in (*BACKENDS, "")]
+        if unknown:
+            raise ValueError(f"unknown backend {', '.join(map(repr, unknown))}; known: {', '.join(BACKENDS)}")
+        return value
+
     def backend_list(self) -> list[str] | None:
         if not self.backends:
             return None
@@ -118,7 +130,9 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     try:
         return Settings.model_validate(values)
     except ValidationError as err:
-        problems = "; ".join(f"{e['loc'][0]}: {e['msg']}" for e in err.errors(include_url=False))
+        problems = "; ".join(
+            f"{e['loc'][0]}: {e['msg'].removeprefix('Value error, ')}" for e in err.errors(include_url=False)
+        )
         raise SettingsError(problems) from None
 
 

@@ -1,0 +1,52 @@
+"""Likely mistakes on the CLI get one line saying what is wrong and what to do, never a traceback, and
+nothing runs: a day outside the daily partitions, a date in another form, a misspelt backend."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import cli
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("TRAINING_PIPELINE_", "DAGSTER_"))},
+        "DAGSTER_HOME": str(tmp_path / "home"),
+        "TRAINING_PIPELINE_DATA": str(tmp_path / "data"),
+    }
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["materialize", "--start", "2024-01-01"], "is before the first daily partition, 2025-01-01"),
+        (["materialize", "--start", "2099-01-01"], "has not ended yet (UTC): the daily partitions run from"),
+        (["materialize", "--start", "2026-11-20", "--end", "2026-11-19"], "is before --start"),
+        (["materialize", "--start", "2026-13-01"], "use YYYY-MM-DD"),
+        (["generate", "out", "--start", "23/11/2026"], "use YYYY-MM-DD"),
+    ],
+)
+def test_a_day_the_pipeline_cannot_take_is_one_line_and_runs_nothing(
+    env: dict[str, str], tmp_path: Path, args: list[str], says: str
+) -> None:
+    done = cli(env, *args, cwd=tmp_path)
+    assert done.returncode == 2
+    assert says in done.stderr and "Traceback" not in done.stderr
+    assert len([line for line in done.stderr.splitlines() if "error" in line]) == 1
+    assert not (tmp_path / "home").exists()  # no instance was opened, no run made
+
+
+def test_a_misspelt_backend_is_an_error_naming_the_known_ones(env: dict[str, str], tmp_path: Path) -> None:
+    """Dropped without a word, it left the run "skipped: no backend configured" with exit 0."""
+    done = cli(
+        {**env, "TRAINING_PIPELINE_BACKENDS": "native,atropus"}, "train", "--task", "response", cwd=tmp_path
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.strip() == (
+        "training-pipeline: error: TRAINING_PIPELINE_BACKENDS: unknown backend 'atropus'; "
+        "known: vertex, atropos, tinker, native, openai"
+    )
