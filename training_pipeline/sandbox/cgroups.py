@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import shlex
 import time
 from pathlib import Path
 
@@ -73,7 +74,7 @@ def join_steps(processes: int, memory_mb: int) -> list[str]:
     for controller, root in _roots().items():
         if not wanted[controller]:
             continue
-        group = f"{root}/{PREFIX}$$"
+        group = f"{shlex.quote(str(root))}/{PREFIX}$$"  # `$$` left for the shell
         if root not in made:
             made.add(root)
             steps.append(f"mkdir {group}")
@@ -82,7 +83,7 @@ def join_steps(processes: int, memory_mb: int) -> list[str]:
         else:
             steps += _memory_steps(root, group, memory_mb * _MB)
     for root in made:
-        steps.append(f"echo $$ > {root}/{PREFIX}$$/cgroup.procs")
+        steps.append(f"echo $$ > {shlex.quote(str(root))}/{PREFIX}$$/cgroup.procs")
     return steps
 
 

@@ -5,7 +5,8 @@ Why bubblewrap: it is the maintained, minimal namespace sandbox behind Flatpak (
 the containment model asks for in one command line:
 
 - a fresh user, PID, network, IPC, UTS and cgroup namespace, all capabilities dropped, so the parent's
-  `/proc`, the host's network (its loopback too) and other processes are out of sight;
+  `/proc`, the host's network (its loopback too) and other processes are out of sight; no nested user
+  namespace (`--disable-userns`) and a seccomp filter (`seccomp.py`) against the usual escape calls;
 - a root file system built from nothing: the system's `/usr` and the Python installation read-only,
   the step's own folders (its work folder read-write, its task folder read-only), and nothing else, so
   no `/etc/shadow`, no home, no data or Dagster folder;
@@ -14,9 +15,10 @@ the containment model asks for in one command line:
   port to the step's env socket when asked, and its exit takes every process of the namespace with it,
   `setsid` grandchildren included.
 
-As root the kernel exempts a process from `RLIMIT_NPROC`, so there the process-count limit is a `pids`
-cgroup made per sandbox when the host lets us (cgroup v1 `pids`, or v2 with the controller delegated);
-an unprivileged pipeline user gets `RLIMIT_NPROC` inside its own user namespace.
+Every limit is the step's under the deployment's ceiling (`ceilings`). Where the host lets the
+pipeline make control groups (`cgroups.py`: root, cgroup v1 or a delegated v2), the process count and
+the memory hold for the whole sandbox, `/dev/shm` included; elsewhere per process (`RLIMIT_NPROC`,
+which root is exempt from, and `RLIMIT_AS`).
 
 Turning confinement off is a deployment setting (`TRAINING_PIPELINE_SANDBOX=off`), never a task's: no
 step field reaches it, and the code location logs a warning when it loads that way.
@@ -212,11 +214,16 @@ def warn_if_unconfined(current: Settings) -> None:
             "as the pipeline's own user, with its view of the file system and network"
         )
     elif os.geteuid() == 0 and cgroups.available() != {"pids", "memory"}:
-        missing = " and ".join(sorted({"pids", "memory"} - cgroups.available()))
-        _log.warning(
-            f"running as root without a writable {missing} cgroup: a task's limits hold per process, "
-            "not for its sandbox as a whole (the process count not at all: root is exempt from RLIMIT_NPROC)"
-        )
+        missing = {"pids", "memory"} - cgroups.available()
+        if "pids" in missing:
+            _log.warning(
+                "running as root without a writable pids cgroup: a task's process count is not limited"
+            )
+        if "memory" in missing:
+            _log.warning(
+                "running as root without a writable memory cgroup: a task's memory is limited per process, "
+                "not for its sandbox as a whole"
+            )
 
 
 @functools.cache
