@@ -157,3 +157,16 @@ def test_the_scrub_runs_confined_and_a_failure_leaves_nothing_in_clear(tmp_path:
     report = scrub_confined(run, ("work",), (), timeout=0.05)
     assert "work/step/again.txt" in report.removed and "work/step/out.txt" in report.removed
     assert not any(SECRET.encode() in data for _, data in _bytes_under(run))
+
+
+def test_without_bubblewrap_what_cannot_be_scrubbed_is_removed(tmp_path: Path, monkeypatch) -> None:
+    from training_pipeline.sandbox import confine
+
+    run = tmp_path / "run"
+    (run / "work").mkdir(parents=True)
+    (run / "work" / "out.txt").write_text(SECRET)
+    monkeypatch.setattr(confine.shutil, "which", lambda name: None)
+    report = scrub_confined(run, ("work", "envs"), ())
+    assert list(report.removed) == ["work/out.txt"] and "bubblewrap" in report.removed["work/out.txt"]
+    assert not (run / "work" / "out.txt").exists()
+    assert scrub_confined(tmp_path / "empty-run", ("work",), ()).to_dict() == {"changed": [], "removed": {}}

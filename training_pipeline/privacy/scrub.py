@@ -355,7 +355,7 @@ def scrub_confined(
     values reach the scrub on its standard input. When the process fails (a limit, a crash), every
     file of those folders is removed: none is left in clear."""
     from training_pipeline.environment import cache_dir
-    from training_pipeline.sandbox import Limits, Sandbox
+    from training_pipeline.sandbox import Limits, Sandbox, SandboxError
     from training_pipeline.sandbox.confine import ended
 
     package = Path(__file__).resolve().parents[1]
@@ -373,12 +373,17 @@ def scrub_confined(
         readonly=tuple(readonly),
         env={"XDG_CACHE_HOME": str(cache_dir().resolve().parent)},
     )
-    process = sandbox.spawn(
-        [sys.executable, "-I", "-m", "training_pipeline.privacy.scrub", *folders],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    if not any((run_dir / folder).is_dir() for folder in folders):
+        return ScrubReport()  # nothing was left behind: no process to start
+    try:
+        process = sandbox.spawn(
+            [sys.executable, "-I", "-m", "training_pipeline.privacy.scrub", *folders],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+    except (SandboxError, OSError) as error:  # no bubblewrap: nothing may be left unscrubbed instead
+        return _removed_all(run_dir, folders, safe_text(f"the scrub could not start: {error}"))
     try:
         out, err = process.communicate(json.dumps(list(env_secrets)).encode(), timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -394,6 +399,10 @@ def scrub_confined(
         except (ValueError, KeyError, TypeError):
             pass
     reason = safe_text(f"the scrub failed (exit {process.returncode}): {err.decode(errors='replace')[-300:]}")
+    return _removed_all(run_dir, folders, reason)
+
+
+def _removed_all(run_dir: Path, folders: tuple[str, ...], reason: str) -> ScrubReport:
     report = ScrubReport()
     for folder in folders:
         _remove_all(run_dir / folder, folder, reason, report)
