@@ -92,7 +92,8 @@ def ingest_share(privacy: PrivacyFilter | None, share: Share, seen: dict[str, st
         privacy.stats = FilterStats()  # this share's counts only; the caller merges them
     stored, filtered, derived = StoreRows(), StoreRows(), []
     records, quarantined, kept, anonymised = 0, [], [], False
-    first: dict[str, str] = dict(seen or {})
+    earlier: dict[str, str] = seen if seen is not None else {}
+    first: dict[str, str] = {}  # this share's own (the day's earlier shares' are only looked up)
     ids: list[tuple[str, str]] = []
     for item in with_spans_read(items):
         if isinstance(item, Unparsed):
@@ -108,8 +109,9 @@ def ingest_share(privacy: PrivacyFilter | None, share: Share, seen: dict[str, st
             origin, text = item
             trajectory = jscompat.loads(text)
         trajectory_id = str(trajectory.get("trajectoryId"))
-        if trajectory_id in first:
-            quarantined.append(duplicate(origin, text, trajectory_id, first[trajectory_id]))
+        before = first.get(trajectory_id) or earlier.get(trajectory_id)
+        if before is not None:
+            quarantined.append(duplicate(origin, text, trajectory_id, before))
             continue
         first[trajectory_id] = origin
         if privacy is not None:
