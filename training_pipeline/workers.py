@@ -17,6 +17,7 @@ import os
 import select
 import sys
 import threading
+import time
 import types
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -103,15 +104,31 @@ def _start_worker(pipeline: int, initializer: Callable[..., None], *initargs: An
 
 def _die_with(pid: int) -> None:
     try:
-        watched = os.pidfd_open(pid)
-    except OSError:  # gone already (or no pidfds): nothing to work for
+        watched: int | None = os.pidfd_open(pid)
+    except ProcessLookupError:  # gone already: nothing to work for
         os._exit(1)
+    except OSError:  # a kernel without pidfds: asked once a second instead
+        watched = None
 
     def watch() -> None:
-        select.select([watched], [], [])
+        if watched is not None:
+            select.select([watched], [], [])
+        else:
+            while _alive(pid):
+                time.sleep(1.0)
         os._exit(1)
 
     threading.Thread(target=watch, name="die-with-pipeline", daemon=True).start()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _ready() -> None:
