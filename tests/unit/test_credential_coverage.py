@@ -58,6 +58,9 @@ KEY = "Zq8W3kLmN7pR2tY5vB9xC4dF6gH1jK0s"
         f"https://api.example.com/v1/report?access_token={KEY}&page=2",  # URL query string
         f"X-Auth-Token: {KEY}",  # HTTP header
         f"db.password={KEY}",  # properties
+        f"os.environ[\"OPENAI_API_KEY\"] = '{KEY}'",  # a subscript assignment in code
+        f'config["api_key"] = "{KEY}"',
+        f"settings['client_secret']='{KEY}'",
     ],
 )
 def test_a_value_named_by_its_key_is_redacted_in_every_format(text: str) -> None:
@@ -74,6 +77,8 @@ def test_a_value_named_by_its_key_is_redacted_in_every_format(text: str) -> None
         'token = "xxxxxxxxxxxxxxxxxxxx"',
         "secret_key: {{ secrets.SECRET_KEY }}",
         "password = self.password",
+        'config["api_key"] = os.environ["API_KEY"]',
+        'os.environ["API_TOKEN"] = load_token(path)',
         "tokenizer = AutoTokenizer.from_pretrained(model_name)",
         "max_tokens: 4096",
         'author = "james.fake@ymail.com"',

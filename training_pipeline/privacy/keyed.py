@@ -1,5 +1,6 @@
 """Secrets named by their key: `fooToken = "…"`, `FOO_TOKEN=…`, YAML `api_key: …`, JSON `"secret": "…"`,
-TOML, URL query strings (`?access_token=…&`) and HTTP headers (`X-Api-Key: …`), whatever the vendor.
+subscripts (`os.environ["API_KEY"] = "…"`, `config['secret'] = …`), TOML, URL query strings
+(`?access_token=…&`) and HTTP headers (`X-Api-Key: …`), whatever the vendor.
 
 detect-secrets' keyword detector and gitleaks' generic rule look for the same thing; this one covers
 the forms both miss (a query string's `&`, a header) and redacts only the value. A value counts when
@@ -22,10 +23,11 @@ _WORDS = (
     r"token|secret|passw(?:or)?d|passphrase|pwd|api[_.-]?key|apikey|access[_.-]?key|private[_.-]?key"
     r"|credentials?|creds|auth(?:[_.-]?(?:key|token))?|client[_.-]?secret|signing[_.-]?key"
 )
-#: key, optional closing quote, separator, optional opening quote, value (compiled where the gate first
+#: key, optional closing quote (and bracket: `os.environ["API_KEY"] = …`), separator, optional opening
+#: quote, value (compiled where the gate first
 #: names the rule, `rule.LazyPattern`: most processes never need it)
 _PATTERN = LazyPattern(
-    rf"(?<![A-Za-z0-9])(?P<key>[A-Za-z0-9_.-]{{0,40}}?(?:{_WORDS})[A-Za-z0-9_.-]{{0,24}})[\"'`]?"
+    rf"(?<![A-Za-z0-9])(?P<key>[A-Za-z0-9_.-]{{0,40}}?(?:{_WORDS})[A-Za-z0-9_.-]{{0,24}})[\"'`]?\]?"
     r"[ \t]{0,4}(?::=|=>|->|=|:)[ \t]{0,4}(?:(?:bearer|basic|token)[ \t]+)?[\"'`]?"
     r"(?P<value>[^\s\"'`,;<>(){}\[\]\\]{8,256})",
     re.IGNORECASE | re.ASCII,
