@@ -170,7 +170,11 @@ def _run_store():
 def _runs_list(args: argparse.Namespace) -> int:
     records = _run_store().list(limit=args.limit)
     if not records:
-        print("no training runs recorded yet")
+        data = Path(settings().data).resolve()
+        print(
+            f"no training runs recorded yet in {data} (TRAINING_PIPELINE_DATA; from the project's folder "
+            "it is var/data there)"
+        )
     for record in records:
         reason = f"  ({record.reason})" if record.reason else ""
         print(
@@ -234,6 +238,26 @@ def _select_task(instance, defs) -> str | None:
         files = [store.datasets(day) / TASK_FILE_NAMES[task] for day in days]
         counts[task] = sum(sum(1 for _ in path.open("rb")) for path in files if path.is_file())
     return select_task(training.policy(), None, counts)
+
+
+def _task_file(text: str) -> Path:
+    """A task file's path, or the name of a bundled example (`reply-to-dana`) or of a task in
+    `TRAINING_PIPELINE_TASKS_DIR`, with or without `.json`."""
+    path = Path(text)
+    if path.exists():
+        return path
+    from training_pipeline.tasks import EXAMPLE_TASKS
+
+    folders = [EXAMPLE_TASKS, *([Path(settings().tasks_dir)] if settings().tasks_dir else [])]
+    name = text.removesuffix(".json")
+    if "/" not in name:
+        for folder in folders:
+            if (folder / f"{name}.json").is_file():
+                return folder / f"{name}.json"
+    known = sorted({p.stem for folder in folders if folder.is_dir() for p in folder.glob("*.json")})
+    raise argparse.ArgumentTypeError(
+        f"no task file {text!r}, nor a task of that name (known: {', '.join(known)})"
+    )
 
 
 def _task_validate(args: argparse.Namespace) -> int:
@@ -377,10 +401,10 @@ def parser() -> argparse.ArgumentParser:
         dest="task", required=True
     )
     validate = tasks.add_parser("validate", help="check a task file without running anything")
-    validate.add_argument("file", type=Path)
+    validate.add_argument("file", type=_task_file, help="a task file, or a bundled task's name")
     validate.set_defaults(run=_task_validate)
     task_run = tasks.add_parser("run", help="run a task file as a Dagster job on $DAGSTER_HOME")
-    task_run.add_argument("file", type=Path)
+    task_run.add_argument("file", type=_task_file, help="a task file, or a bundled task's name")
     task_run.add_argument(
         "--override",
         action="append",
@@ -427,3 +451,6 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, ValueError) as err:
         print(f"training-pipeline: error: {err}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader went away (`| head`): nothing more to say, and no traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

@@ -50,3 +50,20 @@ def test_a_misspelt_backend_is_an_error_naming_the_known_ones(env: dict[str, str
         "training-pipeline: error: TRAINING_PIPELINE_BACKENDS: unknown backend 'atropus'; "
         "known: vertex, atropos, tinker, native, openai"
     )
+
+
+def test_a_bundled_task_is_found_by_name_and_an_unknown_one_lists_the_known(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    done = cli(env, "task", "validate", "reply-to-dana", cwd=tmp_path)
+    assert done.returncode == 0 and "valid task 'reply-to-dana'" in done.stdout
+    done = cli(env, "task", "run", "no-such-task", cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "nor a task of that name (known: fix-the-tests, inbox-triage, reply-to-dana)" in done.stderr
+
+
+def test_runs_list_says_which_folder_it_read(env: dict[str, str], tmp_path: Path) -> None:
+    """From another folder it said "no training runs recorded yet" though the project had some."""
+    done = cli(env, "runs", "list", cwd=tmp_path)
+    assert done.returncode == 0
+    assert done.stdout.strip().startswith(f"no training runs recorded yet in {tmp_path / 'data'}")
