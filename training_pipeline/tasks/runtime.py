@@ -83,7 +83,9 @@ class TaskRun:
         """The run's LLM: the configured server, else the local model, started once per run (the first
         step that needs it starts it; the run stops it at the end)."""
         if self.llm is None or not self.llm.available():
-            raise RuntimeError("this step needs an LLM: set LLM_BASE_URL or install the local model")
+            raise RuntimeError(
+                "this step needs an LLM: run `make local-llm` (the bundled local model), or set LLM_BASE_URL"
+            )
         if self.llm.base_url:
             return self.llm.client()
         return self.llm.model_copy(update={"base_url": self._local_model_url()}).client()
