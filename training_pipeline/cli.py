@@ -98,8 +98,11 @@ def _materialize_days(days: list[str]) -> bool:
                 tags={"dagster/partition": day, "training_pipeline/launched_by": "cli"},
             )
             counts = {}
+            records_in = None
             for event in result.get_asset_materialization_events():
                 materialization = event.materialization
+                if "records_in" in materialization.metadata:
+                    records_in = materialization.metadata["records_in"].value
                 if "examples" in materialization.metadata:
                     counts[materialization.asset_key.to_user_string()] = materialization.metadata[
                         "examples"
@@ -111,6 +114,13 @@ def _materialize_days(days: list[str]) -> bool:
             ]
             status = "ok" if result.success and not failed_checks else "FAILED"
             ok = ok and status == "ok"
+            if status == "ok" and records_in == 0:
+                status = "empty"  # not an error (a quiet day), but never a silent zero
+                print(
+                    f"training-pipeline: warning: {day}: the trajectory source held no record of this day "
+                    "(check TRAJECTORY_DIR or TRAJECTORY_DB_URL)",
+                    file=sys.stderr,
+                )
             print(
                 json.dumps(
                     {

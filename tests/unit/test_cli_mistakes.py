@@ -67,3 +67,21 @@ def test_runs_list_says_which_folder_it_read(env: dict[str, str], tmp_path: Path
     done = cli(env, "runs", "list", cwd=tmp_path)
     assert done.returncode == 0
     assert done.stdout.strip().startswith(f"no training runs recorded yet in {tmp_path / 'data'}")
+
+
+def test_a_day_with_nothing_in_the_source_is_said_not_a_silent_ok(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    import json
+    import shutil
+
+    from tests.helpers import REPO
+
+    home = Path(env["DAGSTER_HOME"])
+    home.mkdir()
+    shutil.copy(REPO / "dagster.yaml", home / "dagster.yaml")
+    (tmp_path / "exports").mkdir()  # an empty input folder
+    done = cli({**env, "TRAJECTORY_DIR": str(tmp_path / "exports")}, "materialize", "--start", "2026-11-23")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1])["status"] == "empty"
+    assert "warning: 2026-11-23: the trajectory source held no record of this day" in done.stderr
