@@ -370,3 +370,10 @@ def test_the_demo_days_datasets_hold_no_placeholder_followed_by_the_rest_of_a_to
         build_datasets(day, tmp_path / day.stem, PrivacyFilter("strict"))
         for dataset in (tmp_path / day.stem).glob("*.jsonl"):
             assert tails.findall(dataset.read_text()) == [], dataset.name
+
+
+def test_a_key_right_after_a_redacted_tail_is_redacted_too() -> None:
+    """The search for the next key goes on where the redacted token ends, not where its pattern did."""
+    text = f"glpat-MxxNDi9LE1Ki3ylOjt6o12345678,{GITHUB};{STRIPE}"
+    out = PrivacyFilter("strict").redact(text)
+    assert out == "<REDACTED:gitlab-pat>,<REDACTED:github-token>;<REDACTED:stripe-access-token>", out

@@ -181,18 +181,16 @@ class CredentialRule:
         finder = boundary_free(pattern)
         if finder is None and not self.whole_token:
             return pattern.sub(replace, text)  # type: ignore[arg-type]
-        matches = pattern.finditer(text) if finder is None else _matches_after_boundary(pattern, finder, text)
         parts: list[str] = []
-        position = 0
-        for match in matches:
-            if match.start() < position:
-                continue  # inside the rest of a token redacted already
+        position = search = 0
+        while (match := _next_match(pattern, finder, text, search)) is not None:
             replaced = replace(match)
             resume = match.end()
             if isinstance(replaced, tuple):
                 replaced, resume = replaced
             parts += (text[position : match.start()], replaced)
             position = resume
+            search = max(resume, match.start() + 1)  # the next match starts after what was replaced
         if not parts:
             return text
         parts.append(text[position:])
@@ -237,16 +235,27 @@ def _matches_after_boundary(
     pattern: re.Pattern[str], finder: re.Pattern[str], text: str
 ) -> Iterator[re.Match[str]]:
     """`pattern.finditer(text)` for a pattern that opens with `\b`, `finder` (`boundary_free`) being
-    the rest: the leftmost place where the rest matches and the boundary holds, each time, after the
-    last match (credentials are never empty, so matches never are)."""
+    the rest (credentials are never empty, so matches never are)."""
     position = 0
+    while (match := _next_match(pattern, finder, text, position)) is not None:
+        yield match
+        position = max(match.end(), match.start() + 1)
+
+
+def _next_match(
+    pattern: re.Pattern[str], finder: re.Pattern[str] | None, text: str, position: int
+) -> re.Match[str] | None:
+    """The first match of `pattern` at or after `position`; with `finder` (`boundary_free`), the
+    leftmost place where the rest matches and the boundary holds. A search from a position still sees
+    the characters before it (`\b`, lookbehinds), as a search of the whole text does."""
+    if finder is None:
+        return pattern.search(text, position)
     while (found := finder.search(text, position)) is not None:
         match = pattern.match(text, found.start())  # `\b` here looks at the character before, as search does
-        if match is None:
-            position = found.start() + 1
-            continue
-        yield match
-        position = max(match.end(), found.start() + 1)
+        if match is not None:
+            return match
+        position = found.start() + 1
+    return None
 
 
 #: literal characters in a row that give Hyperscan something to look for first
