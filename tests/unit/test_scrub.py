@@ -170,3 +170,16 @@ def test_without_bubblewrap_what_cannot_be_scrubbed_is_removed(tmp_path: Path, m
     assert list(report.removed) == ["work/out.txt"] and "bubblewrap" in report.removed["work/out.txt"]
     assert not (run / "work" / "out.txt").exists()
     assert scrub_confined(tmp_path / "empty-run", ("work",), ()).to_dict() == {"changed": [], "removed": {}}
+
+
+def test_a_name_whose_redaction_cannot_be_a_name_goes(tmp_path: Path) -> None:
+    """Placeholders are longer than some keys: a name near the 255-byte limit cannot take one."""
+    key = "AKIAPMK9MY4F0DGGC6QP"  # 20 characters, its placeholder 25
+    name = f"{key}-" + "n" * (254 - len(key))
+    (tmp_path / name).write_text("clean")
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / name).mkdir()
+    (tmp_path / "d" / name / "inner.txt").write_text("x")
+    report = scrub_folder(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d"] and list((tmp_path / "d").iterdir()) == []
+    assert len(report.removed) == 2 and all(key not in removed for removed in report.removed)

@@ -23,6 +23,7 @@ import contextlib
 import json
 import os
 import secrets
+import shutil
 import signal
 import sqlite3
 import stat
@@ -130,13 +131,24 @@ def _rename_if_secret(folder: int, name: str, report: ScrubReport, base: str) ->
     if clean == name:
         return
     target = clean
-    while True:  # never over another entry
-        try:
-            os.stat(target, dir_fd=folder, follow_symlinks=False)
-        except FileNotFoundError:
-            break
-        target = f"{clean}.{secrets.token_hex(3)}"
-    os.rename(name, target, src_dir_fd=folder, dst_dir_fd=folder)
+    try:
+        while True:  # never over another entry
+            try:
+                os.stat(target, dir_fd=folder, follow_symlinks=False)
+            except FileNotFoundError:
+                break
+            target = f"{clean}.{secrets.token_hex(3)}"
+        os.rename(name, target, src_dir_fd=folder, dst_dir_fd=folder)
+    except FileNotFoundError:
+        return  # removed above: it could not be scrubbed
+    except OSError as err:  # the redacted name cannot be (too long, say): the entry cannot stay
+        with contextlib.suppress(FileNotFoundError):
+            if stat.S_ISDIR(os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode):
+                shutil.rmtree(name, dir_fd=folder)
+            else:
+                os.unlink(name, dir_fd=folder)
+        report.removed[safe_text(base + name)] = f"its name could not be redacted: {err.strerror}"
+        return
     report.changed.append(safe_text(base + target))
 
 
