@@ -109,11 +109,10 @@ def ingest_share(privacy: PrivacyFilter | None, share: Share, seen: dict[str, st
             origin, text = item
             trajectory = jscompat.loads(text)
         trajectory_id = str(trajectory.get("trajectoryId"))
-        before = first.get(trajectory_id) or earlier.get(trajectory_id)
-        if before is not None:
-            quarantined.append(duplicate(origin, text, trajectory_id, before))
+        first_read = first.get(trajectory_id) or earlier.get(trajectory_id)
+        if first_read is not None:
+            quarantined.append(duplicate(origin, text, trajectory_id, first_read))
             continue
-        first[trajectory_id] = origin
         if privacy is not None:
             try:
                 if privacy.redact_credentials(trajectory):
@@ -121,6 +120,7 @@ def ingest_share(privacy: PrivacyFilter | None, share: Share, seen: dict[str, st
             except OverBudget as err:
                 quarantined.append(over_budget(origin, text, err))  # counted where it was read
                 continue
+        first[trajectory_id] = origin  # stored: a later record with this id is a duplicate of it
         raw = stored.add(trajectory, origin, text)
         ids.append((trajectory_id, origin))
         if derive is None:
