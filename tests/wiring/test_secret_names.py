@@ -8,9 +8,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from dagster import instance_for_test
-
-from tests.helpers import task_context, write_task
+from tests.helpers import run_task_file, task_context, write_task
 
 KEY = "sk_live_4eC39HqLyjWDarjtT1zdp7dcAbCdEfGh12"
 
@@ -29,8 +27,6 @@ db.commit()
 
 
 def test_a_key_in_a_file_or_schema_name_is_stored_nowhere(data: Path, tmp_path: Path) -> None:
-    from dagster import build_reconstructable_job, execute_job
-
     task = write_task(
         tmp_path / "tasks",
         [
@@ -44,18 +40,12 @@ def test_a_key_in_a_file_or_schema_name_is_stored_nowhere(data: Path, tmp_path: 
             {"id": "all", "type": "collect_files", "sandbox_name": "box", "patterns": ["cache/*"]},
         ],
     )
-    job = build_reconstructable_job(
-        "assets.tasks.jobs", "job_for_file", reconstructable_args=(str(task), "async")
-    )
-    with instance_for_test() as instance:
-        result = execute_job(job, instance, raise_on_error=False)
-        events = "\n".join(
-            str(event.dagster_event or event.user_message) for event in instance.all_logs(result.run_id)
-        )
+    result, logs, _ = run_task_file(task)
+    events = "\n".join(str(event.dagster_event or event.user_message) for event in logs)
     assert result.success
     assert KEY not in events
     context = task_context(data, result.run_id)
-    assert [name for name in context["metadata"]["artifacts"]["all"]] == [
+    assert context["metadata"]["artifacts"]["all"] == [
         "artifacts/all/cache/<REDACTED:stripe-access-token>.cache"
     ]
     run = data / "task_runs" / result.run_id
