@@ -22,6 +22,8 @@ from collections.abc import Iterator
 __all__ = ["OverBudget", "budget"]
 
 _active = False
+#: the SIGALRM handler that was in place when `budget` installed its own, which it hands other alarms to
+_previous: object = signal.SIG_DFL
 
 
 class OverBudget(RuntimeError):
@@ -29,17 +31,28 @@ class OverBudget(RuntimeError):
 
 
 def _expire(signum: int, frame: object) -> None:
-    raise OverBudget("redaction ran past its time budget")
+    if _active:
+        raise OverBudget("redaction ran past its time budget")
+    if callable(_previous):  # an alarm of someone else's, outside any budget: theirs to handle
+        _previous(signum, frame)
+    elif _previous == signal.SIG_DFL:  # what the default would have done: end the process
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        signal.raise_signal(signal.SIGALRM)
 
 
 @contextlib.contextmanager
 def budget(seconds: float) -> Iterator[None]:
-    """Raise `OverBudget` in this block once it has run `seconds` (0: no budget)."""
-    global _active
+    """Raise `OverBudget` in this block once it has run `seconds` (0: no budget).
+
+    The handler is installed once and stays (handing alarms outside a budget to the one it replaced):
+    installing and restoring it around each record cost 25 µs of a record's redaction, two timer calls
+    cost 2."""
+    global _active, _previous
     if seconds <= 0 or _active or threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGALRM, _expire)
+    if signal.getsignal(signal.SIGALRM) is not _expire:
+        _previous = signal.signal(signal.SIGALRM, _expire)
     _active = True
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
@@ -47,4 +60,3 @@ def budget(seconds: float) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         _active = False
-        signal.signal(signal.SIGALRM, previous)
