@@ -36,6 +36,7 @@ from typing import BinaryIO
 
 from training_pipeline.environment import hide_values
 from training_pipeline.privacy.stored import safe_bytes, safe_text
+from training_pipeline.sandbox.beneath import open_in
 
 __all__ = ["ScrubReport", "scrub_confined", "scrub_folder"]
 
@@ -90,17 +91,9 @@ def scrub_folder(folder: Path, report: ScrubReport | None = None, prefix: str = 
 
 
 def _is_sqlite(folder: int, name: str) -> bool:
-    with contextlib.suppress(OSError), _open(folder, name) as handle:
+    with contextlib.suppress(OSError, ValueError), open_in(folder, name) as handle:  # links, FIFOs: no
         return handle.read(16) == _SQLITE_HEADER
     return False
-
-
-def _open(folder: int, name: str) -> BinaryIO:
-    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=folder)
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise OSError(f"{name!r} is not a regular file")
-    return os.fdopen(fd, "rb")
 
 
 def _scrub_entry(folder: int, name: str, database: bool) -> bool:
@@ -196,7 +189,7 @@ def _scrub_stream(folder: int, name: str) -> bool:
     changed. Returns whether it did."""
     temporary = f".{name[:100]}.{secrets.token_hex(6)}.scrub"
     changed = False
-    with _open(folder, name) as source:
+    with open_in(folder, name) as source:
         mode = os.fstat(source.fileno()).st_mode & 0o777
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=folder)
         try:

@@ -29,6 +29,7 @@ __all__ = [
     "FileEntry",
     "find_files",
     "is_regular_file",
+    "open_in",
     "open_regular",
     "parts_of",
     "write_from",
@@ -105,18 +106,25 @@ def open_regular(root: Path, relative: str) -> BinaryIO:
     """`relative` under `root` open for reading, if it is a regular file reached without a link."""
     parts = parts_of(relative)
     with _parent(root, parts, relative) as folder:
-        try:
-            fd = os.open(parts[-1], _READ_FLAGS, dir_fd=folder)
-        except FileNotFoundError:
-            raise FileNotFoundError(errno.ENOENT, f"{relative!r}: no such file in the sandbox") from None
-        except OSError as err:
-            if err.errno == errno.ELOOP:
-                raise EscapeRefused(f"{relative!r} is a symlink in the sandbox; refused") from None
-            raise
+        return open_in(folder, parts[-1], relative)
+
+
+def open_in(folder: int, name: str, shown: str | None = None) -> BinaryIO:
+    """`name` in the folder open as `folder`, for reading, if it is a regular file and not a link
+    (opened without blocking, so a FIFO cannot hold the caller). `shown`: the path errors name."""
+    shown = shown or name
+    try:
+        fd = os.open(name, _READ_FLAGS, dir_fd=folder)
+    except FileNotFoundError:
+        raise FileNotFoundError(errno.ENOENT, f"{shown!r}: no such file in the sandbox") from None
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise EscapeRefused(f"{shown!r} is a symlink in the sandbox; refused") from None
+        raise
     handle = os.fdopen(fd, "rb")
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         handle.close()
-        raise EscapeRefused(f"{relative!r} is not a regular file")
+        raise EscapeRefused(f"{shown!r} is not a regular file")
     os.set_blocking(fd, True)
     return handle
 
