@@ -21,6 +21,7 @@ import os
 import secrets
 import stat
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
@@ -169,16 +170,12 @@ def write_from(root: Path, relative: str, source: BinaryIO, limit: int) -> int:
     return written
 
 
+@dataclass(frozen=True, slots=True)
 class FileEntry:
     """One entry met by `find_files`: its relative path and what it is (`file`, `link`, `other`)."""
 
-    __slots__ = ("kind", "relative")
-
-    def __init__(self, relative: str, kind: str) -> None:
-        self.relative, self.kind = relative, kind
-
-    def __repr__(self) -> str:
-        return f"FileEntry({self.relative!r}, {self.kind!r})"
+    relative: str
+    kind: str
 
 
 def _matches(pattern: list[str], parts: list[str]) -> bool:
