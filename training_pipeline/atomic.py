@@ -173,6 +173,12 @@ class StagedFiles:
             temp.release()
         self._staged.clear()
 
+    def drop(self, name: str) -> None:
+        """The staged file `name` is not published (its temp file removed)."""
+        temp = self._staged.pop(self.directory / name)
+        temp.path.unlink(missing_ok=True)
+        temp.release()
+
     def discard(self) -> None:
         with contextlib.suppress(OSError):
             self._end_writeback()
@@ -180,6 +186,8 @@ class StagedFiles:
             temp.path.unlink(missing_ok=True)
             temp.release()
         self._staged.clear()
+        with contextlib.suppress(OSError):  # a folder left empty is left by nobody
+            self.directory.rmdir()
 
     def _end_writeback(self) -> None:
         """Waits for the syncs under way; raises the first that failed."""

@@ -15,16 +15,18 @@ from dagster import (
     schedule,
 )
 
+from assets.keys import UNPREFIXED, Keys
 from assets.partitions import SOURCE_TAG
 
 #: what `define_asset_job` returns (Dagster does not export the class's name)
 UnresolvedAssetJobDefinition = Any
 
 
-def datasets_job(assets: list[AssetsDefinition]) -> UnresolvedAssetJobDefinition:
-    """One day of the daily graph, checks included (and the shared copy where one is configured)."""
+def datasets_job(assets: list[AssetsDefinition], keys: Keys = UNPREFIXED) -> UnresolvedAssetJobDefinition:
+    """Days of the daily graph, checks included (and the shared copy where one is configured): one
+    day, or a range of days in one run (the assets' `BackfillPolicy`)."""
     return define_asset_job(
-        "datasets_job",
+        keys.name("datasets_job"),
         selection=assets,
         description="One day: trajectories → filtered_trajectories → the five task datasets, with checks.",
     )
@@ -36,10 +38,12 @@ def yesterday(context: ScheduleEvaluationContext) -> RunRequest:
     return RunRequest(run_key=day, partition_key=day, tags={SOURCE_TAG: "schedule"})
 
 
-def nightly_schedule(job: UnresolvedAssetJobDefinition, cron: str) -> ScheduleDefinition:
-    """`yesterday`, at `cron` (UTC; `TRAINING_PIPELINE_NIGHTLY_CRON`)."""
+def nightly_schedule(
+    job: UnresolvedAssetJobDefinition, cron: str, keys: Keys = UNPREFIXED
+) -> ScheduleDefinition:
+    """`yesterday`, at `cron` (UTC; `TRAINING_PIPELINE_NIGHTLY_CRON`); off until turned on."""
     return schedule(
-        name="nightly_datasets_schedule",
+        name=keys.name("nightly_datasets_schedule"),
         job=job,
         cron_schedule=cron,
         execution_timezone="UTC",

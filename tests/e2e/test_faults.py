@@ -22,7 +22,7 @@ from resources.privacy import PrivacySettings
 from resources.sources import DatabaseTrajectorySource
 from resources.storage import DataStore
 from tests.dagster_servers import WORKSPACE, DagsterServers, pipeline_free_env
-from tests.helpers import ASSET_CHECKS, DATASET_ASSETS, REPO
+from tests.helpers import DATASET_ASSETS, REPO
 from training_pipeline.samples import day_of_trajectories
 
 BIN = Path(sys.executable).parent
@@ -88,19 +88,16 @@ def test_kill_9_mid_write_leaves_nothing_partial_and_a_rerun_matches(tmp_path: P
     env = _env(tmp_path, TRAJECTORY_DIR=str(source))
     process = _cli(env, "materialize", "--start", day)
     datasets = tmp_path / "data" / "datasets" / day
-    staged = datasets.with_name(f".staged.{day}")  # the day's single pass writes the datasets here
     deadline = time.monotonic() + 240
-    while not list(staged.glob(".*.tmp")):  # the dataset files are being written
+    while not list(datasets.glob(".*.tmp")):  # the dataset files are being written
         assert process.poll() is None, "finished before it could be interrupted"
         assert time.monotonic() < deadline
         time.sleep(0.005)
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
 
-    # nothing half-written under a real name, nothing staged for adoption, and Dagster does not hold
-    # the day as materialised
+    # nothing half-written under a real name, and Dagster does not hold the day as materialised
     assert not datasets.exists() or not [n for n in _visible(datasets) if n.endswith(".jsonl")]
-    assert not (staged / "staged-by.json").exists()
     home = Path(env["DAGSTER_HOME"])
     with _instance(home) as instance:
         assert day not in instance.get_materialized_partitions(AssetKey("should_respond"))
@@ -114,7 +111,7 @@ def test_kill_9_mid_write_leaves_nothing_partial_and_a_rerun_matches(tmp_path: P
     for summary in summaries:
         del summary["generatedAt"]  # the only thing that differs between two runs: when
     assert rerun == expected and summaries[0] == summaries[1]
-    assert not staged.exists()  # adopted whole: the killed run's temp files went with the re-run
+    assert not list(datasets.glob(".*.tmp"))  # the killed run's temp files went with the re-run
     with _instance(home) as instance:
         assert day in instance.get_materialized_partitions(AssetKey("should_respond"))
 
@@ -250,7 +247,7 @@ def test_a_trajectory_database_that_goes_down_fails_the_day_then_succeeds_once_b
 
     def run():
         return materialize(
-            DATASET_ASSETS + ASSET_CHECKS,
+            DATASET_ASSETS,
             partition_key="2026-11-24",
             resources=resources,
             instance=instance,
@@ -264,7 +261,7 @@ def test_a_trajectory_database_that_goes_down_fails_the_day_then_succeeds_once_b
         postgres.start()
     assert not down.success
     [failure] = [e for e in down.all_events if e.event_type_value == "STEP_FAILURE"]
-    assert failure.step_key == "trajectories"
+    assert failure.step_key == "daily_layers"
     assert "is unavailable" in failure.event_specific_data.error.to_string()
     assert not (tmp_path / "data" / "datasets" / "2026-11-24").exists()
     back = run()

@@ -20,7 +20,7 @@ import pytest
 from tests.helpers import REPO, fresh_python
 from training_pipeline import workers as pool_module
 from training_pipeline.datasets.build import build_datasets
-from training_pipeline.datasets.daily import export_store, ingest_day
+from training_pipeline.datasets.daily import DayFiles, build_day, export_store
 from training_pipeline.datasets.tasks import TASK_FILE_NAMES, TASKS
 from training_pipeline.datasets.validate import (
     INSPECTION_FILE_NAME,
@@ -51,22 +51,25 @@ def _day(
     profile: str = "strict",
 ) -> dict:
     day = start_day(json.loads(source.read_text().splitlines()[0])["startTime"])
-    manifest = ingest_day(
-        {
+    built = build_day(
+        DayFiles(
+            out / "t.parquet",
+            out / "q.jsonl",
+            FilteredDay(out / "f.parquet", out / "report.json"),
+            out / "datasets",
+        ),
+        lambda: PrivacyFilter(profile, env_secrets=("tok-live-0f9e8d7c6b5a",)),
+        records={
             "parsed": lambda: read_files(source, day),
             "unparsed": lambda: unparsed_files(source, day),
             "spans": lambda: unparsed_shares(source, day, span_bytes=64 << 10),  # the workers read them
-        }[records](),
-        out / "t.parquet",
-        out / "q.jsonl",
-        "test",
-        PrivacyFilter(profile, env_secrets=("tok-live-0f9e8d7c6b5a",)),
-        FilteredDay(out / "f.parquet", out / "report.json"),
-        out / "datasets",
+        }[records],
+        source="test",
         workers=workers,
         scanner_secrets=scanner_secrets,
     )
-    return {**manifest.__dict__, "ingest_id": None}
+    assert built.manifest is not None
+    return built.manifest.__dict__
 
 
 def test_the_daily_pass_on_the_pool_writes_what_one_process_writes(
@@ -90,9 +93,9 @@ def test_the_daily_pass_on_the_pool_writes_what_one_process_writes(
         assert files == sorted(p.relative_to(other) for p in other.rglob("*") if p.is_file())
     for name, theirs in ((name, other / name) for name in files for other in (pool, unparsed, spans)):
         mine = one / name
-        if name.name in ("t.parquet", ".staged.f.parquet"):  # the stored and the filtered day, row by row
+        if name.name in ("t.parquet", "f.parquet"):  # the stored and the filtered day, row by row
             assert pq.read_table(mine).equals(pq.read_table(theirs)), name
-        elif name.suffix == ".jsonl" or name.name == ".staged.report.json":  # datasets, quarantine, report
+        elif name.suffix == ".jsonl" or name.name == "report.json":  # datasets, quarantine, report
             assert mine.read_bytes() == theirs.read_bytes(), name
 
 
@@ -141,24 +144,29 @@ def test_small_files_share_a_share(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert len(large) > 2 and [items for _, items, _ in shares] == [[span] for span in large]
 
 
-def test_the_datasets_exported_again_from_the_filtered_day_are_those_the_pass_staged(tmp_path: Path) -> None:
-    """When the staged datasets cannot be adopted, `task_datasets` exports the filtered day again
-    (`export_store`): the same files, sidecars and previews as the pass wrote."""
+def test_the_datasets_exported_again_from_the_filtered_day_are_those_the_pass_wrote(tmp_path: Path) -> None:
+    """Materialising the datasets without the layers above them exports the filtered day again
+    (`export_store`): the same files, sidecars and previews as the day's pass wrote."""
     source = tmp_path / "2026-11-01.jsonl"
     write_long_sample(source, 300, target_bytes=3000)
     out = tmp_path / "out"
-    _day(source, out, 1)
-    staged = out / ".staged.datasets"
-    again = export_store(
-        FilteredDay(out / "f.parquet", out / "report.json").staged().store, tmp_path / "again"
+    day = start_day(json.loads(source.read_text().splitlines()[0])["startTime"])
+    files = DayFiles(
+        out / "t.parquet",
+        out / "q.jsonl",
+        FilteredDay(out / "f.parquet", out / "report.json"),
+        out / "datasets",
     )
-    names = sorted(p.name for p in staged.glob("*.jsonl"))
+    built = build_day(files, lambda: PrivacyFilter("strict"), records=lambda: read_files(source, day))
+    written = out / "datasets"
+    again = export_store(out / "f.parquet", tmp_path / "again")
+    names = sorted(p.name for p in written.glob("*.jsonl"))
     assert len(names) == 2 * len(TASKS) and names == sorted(
         p.name for p in (tmp_path / "again").glob("*.jsonl")
     )
     for name in names:
-        assert (staged / name).read_bytes() == (tmp_path / "again" / name).read_bytes(), name
-    assert again.previews == json.loads((staged / "staged-by.json").read_text())["previews"]
+        assert (written / name).read_bytes() == (tmp_path / "again" / name).read_bytes(), name
+    assert again.previews == built.previews
 
 
 def _square(n: int) -> int:
@@ -229,10 +237,10 @@ def test_what_the_pass_records_of_each_file_is_what_reading_it_finds(
     for workers in (1, 2):
         out = tmp_path / f"w{workers}"
         _day(source, out, workers, "spans", scanner_secrets=(), profile="elizaos")
-        staged = out / ".staged.datasets"
-        record = json.loads((staged / INSPECTION_FILE_NAME).read_text())["files"]
+        written = out / "datasets"
+        record = json.loads((written / INSPECTION_FILE_NAME).read_text())["files"]
         for task in TASKS:
-            path = staged / TASK_FILE_NAMES[task]
+            path = written / TASK_FILE_NAMES[task]
             validation, scan = inspect_dataset_file(path, SecretScanner())
             assert record[path.name]["sha256"] == file_sha256(path)
             assert record[path.name] | {"sha256": None} == {
@@ -256,9 +264,9 @@ def test_datasets_inspected_as_they_are_made_are_not_read_again_unless_changed(t
     write_long_sample(source, 200, target_bytes=3000)
     out = tmp_path / "out"
     _day(source, out, 2, scanner_secrets=("tok-live-0f9e8d7c6b5a",))
-    staged = out / ".staged.datasets"
-    record = staged / INSPECTION_FILE_NAME
-    paths = [staged / TASK_FILE_NAMES[task] for task in TASKS]
+    written = out / "datasets"
+    record = written / INSPECTION_FILE_NAME
+    paths = [written / TASK_FILE_NAMES[task] for task in TASKS]
     read_now = [inspect_dataset_file(path, SecretScanner(("tok-live-0f9e8d7c6b5a",))) for path in paths]
     assert sum(done[1].texts_scanned for done in read_now) > 1000 and all(done[1].clean for done in read_now)
     assert inspect_dataset_files(paths, ("tok-live-0f9e8d7c6b5a",), 2, record) == [
@@ -404,17 +412,20 @@ def test_the_filtered_day_is_the_same_fused_on_the_pool_and_filtered_again(tmp_p
     for workers in (1, 2):
         out = tmp_path / f"w{workers}"
         privacy = PrivacyFilter("strict", directory)
-        manifest = ingest_day(
-            read_files(source, start_day(json.loads(lines[0])["startTime"])),
-            out / "t.parquet",
-            out / "q.jsonl",
-            "test",
-            privacy,
-            FilteredDay(out / "f.parquet", out / "report.json"),
-            out / "datasets",
+        manifest = build_day(
+            DayFiles(
+                out / "t.parquet",
+                out / "q.jsonl",
+                FilteredDay(out / "f.parquet", out / "report.json"),
+                out / "datasets",
+            ),
+            lambda privacy=privacy: privacy,
+            records=lambda: read_files(source, start_day(json.loads(lines[0])["startTime"])),
+            source="test",
             workers=workers,
-        )
-        staged = pq.read_table(FilteredDay(out / "f.parquet", out / "report.json").staged().store)
+        ).manifest
+        assert manifest is not None
+        staged = pq.read_table(out / "f.parquet")
         filter_store(
             out / "t.parquet", out / "again.parquet", out / "again.json", PrivacyFilter("strict", directory)
         )
@@ -458,11 +469,11 @@ def test_a_share_whose_first_anonymised_trajectory_comes_late_keeps_every_row_be
     assert batch_of(done.stored).num_rows == 5
 
 
-def test_a_filter_that_changes_only_credentials_stages_the_stored_day_itself(
+def test_a_filter_that_changes_only_credentials_copies_the_stored_day(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With no entity directory the filter changes nothing the stored day has not had redacted, so the
-    staged filtered day is the stored file, copied (not encoded a second time), and holds what a
+    filtered day is the stored file, copied (not encoded a second time), and holds what a
     separate filtering of the stored day writes."""
     source = tmp_path / "2026-11-01.jsonl"
     write_long_sample(source, 120, target_bytes=3000)
@@ -477,11 +488,11 @@ def test_a_filter_that_changes_only_credentials_stages_the_stored_day_itself(
     monkeypatch.setattr(ingest, "TrajectoryParquetWriter", Writer)
     _day(source, out, 1)
     assert written == ["t.parquet"]
-    staged = FilteredDay(out / "f.parquet", out / "report.json").staged().store
-    assert staged.read_bytes() == (out / "t.parquet").read_bytes()
+    filtered = out / "f.parquet"
+    assert filtered.read_bytes() == (out / "t.parquet").read_bytes()
     filter_store(out / "t.parquet", out / "again.parquet", out / "again.json", PrivacyFilter("strict"))
     again = pq.read_table(out / "again.parquet")
-    assert again.num_rows == 120 and pq.read_table(staged).equals(again)
+    assert again.num_rows == 120 and pq.read_table(filtered).equals(again)
 
 
 def test_a_build_leaves_no_scratch_and_clears_one_a_dead_build_left(tmp_path: Path) -> None:

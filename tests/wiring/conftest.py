@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from dagster import DagsterInstance, materialize
 
 from resources.defaults import default_resources
-from tests.helpers import ASSET_CHECKS, DATASET_ASSETS, REPO
+from tests.helpers import DATASET_ASSETS, REPO
 from tests.postgres_server import PostgresServer
 from training_pipeline.settings import load_settings
 
@@ -35,9 +35,7 @@ def days_ready(tmp_path_factory: pytest.TempPathFactory) -> tuple[DagsterInstanc
     instance = DagsterInstance.ephemeral()
     resources = default_resources(load_settings({"TRAINING_PIPELINE_DATA": str(data)}))
     for day in DAYS:
-        assert materialize(
-            DATASET_ASSETS + ASSET_CHECKS, partition_key=day, resources=resources, instance=instance
-        ).success
+        assert materialize(DATASET_ASSETS, partition_key=day, resources=resources, instance=instance).success
     return instance, data
 
 

@@ -13,11 +13,12 @@ import pytest
 import sqlalchemy as sa
 from dagster import AssetKey, DagsterInstance, RunsFilter, materialize
 
+from assets.datasets.definitions import daily_graph
 from resources.defaults import default_resources
 from resources.privacy import PrivacySettings
 from resources.sources import DatabaseTrajectorySource, FileTrajectorySource
 from resources.storage import DataStore
-from tests.helpers import ASSET_CHECKS, DAILY, DATASET_ASSETS, REPO, asset_metadata, cli
+from tests.helpers import DATASET_ASSETS, REPO, asset_metadata, cli
 from tests.planted_secrets import STRIPE_KEY, write_stripe_leak_day
 from training_pipeline.datasets.tasks import TASK_FILE_NAMES, TASKS
 from training_pipeline.definitions import defs
@@ -36,7 +37,7 @@ def dagster_home(tmp_path: Path) -> Path:
 
 def _run(resources: dict, day: str = DAY, instance: DagsterInstance | None = None):
     return materialize(
-        DATASET_ASSETS + ASSET_CHECKS,
+        DATASET_ASSETS,
         partition_key=day,
         resources=resources,
         instance=instance or DagsterInstance.ephemeral(),
@@ -111,10 +112,10 @@ def test_a_day_materialises_with_counts_that_add_up(tmp_path: Path) -> None:
         assert set(meta["preview"][0]) == {"system", "user", "model"}
 
 
-def test_the_day_is_filtered_while_ingesting_and_refiltered_when_the_filter_changes(tmp_path: Path) -> None:
-    """One parse per trajectory: the ingest's pass stages the filtered day, which the filter asset
-    adopts while the stored day and the filter are unchanged; with another entity directory it filters
-    the stored day again, and the result is what a separate pass gives."""
+def test_the_day_is_filtered_while_ingesting_and_refiltered_as_a_subset(tmp_path: Path) -> None:
+    """One parse per trajectory: the day's pass writes the filtered layer as it stores the day, the same
+    as filtering the stored day separately; with another entity directory, materialising the filtered
+    layer and the datasets (a subset, without `trajectories`) filters the stored day again."""
     from training_pipeline.intake.filtered import filter_store
     from training_pipeline.intake.ingest import IngestManifest, manifest_path
     from training_pipeline.trajectories.store import iter_trajectories
@@ -122,14 +123,14 @@ def test_the_day_is_filtered_while_ingesting_and_refiltered_when_the_filter_chan
     resources = default_resources(load_settings({"TRAINING_PIPELINE_DATA": str(tmp_path)}))
     instance = DagsterInstance.ephemeral()
     result = _run(resources, instance=instance)
-    assert asset_metadata(result, "filtered_trajectories")["filtered_while_ingesting"] is True
+    stored = tmp_path / "trajectories" / f"{DAY}.parquet"
     fused = list(iter_trajectories(tmp_path / "filtered_trajectories" / f"{DAY}.parquet"))
     separate = filter_store(
-        tmp_path / "trajectories" / f"{DAY}.parquet",
+        stored,
         tmp_path / "separate.parquet",
         tmp_path / "separate.json",
         resources["privacy"].build_filter(),
-        IngestManifest.read(manifest_path(tmp_path / "trajectories" / f"{DAY}.parquet")).redactions_by_rule,
+        IngestManifest.read(manifest_path(stored)).redactions_by_rule,
     )
     assert list(iter_trajectories(tmp_path / "separate.parquet")) == fused
     # byte for byte: a row the filter left alone is stored as it came either way
@@ -138,27 +139,59 @@ def test_the_day_is_filtered_while_ingesting_and_refiltered_when_the_filter_chan
     )
     report = json.loads((tmp_path / "filtered_trajectories" / f"{DAY}.privacy_report.json").read_text())
     assert report == separate and report["redactionCount"] > 0
-    assert asset_metadata(result, "response")["exported_while_ingesting"] is True
-    assert not list(tmp_path.rglob(".staged.*")) and not list(tmp_path.rglob("*staged-by.json"))
 
-    # the day is ingested again (staging anew), then the filter changes (nobody is private any more):
-    # the stored day is filtered again, and the staged datasets, made from the old filtered day, are not
-    # adopted
-    assert materialize(DATASET_ASSETS[:1], partition_key=DAY, resources=resources, instance=instance).success
-    assert list(tmp_path.rglob("*staged-by.json"))
+    # the filter changes (nobody is private any more): the stored day is filtered again, untouched
     entities = tmp_path / "entities.json"
     sample = json.loads(Path(str(resources["privacy"].entity_directory)).read_text())
     entities.write_text(json.dumps({**sample, "private": []}))
     resources["privacy"] = PrivacySettings(entity_directory=str(entities))
+    before = stored.read_bytes()
+    subset = [AssetKey("filtered_trajectories"), *(AssetKey(t) for t in TASKS)]
     again = materialize(
-        DATASET_ASSETS[1:] + ASSET_CHECKS, partition_key=DAY, resources=resources, instance=instance
+        DATASET_ASSETS, selection=subset, partition_key=DAY, resources=resources, instance=instance
     )
-    assert again.success
+    assert again.success and stored.read_bytes() == before
+    assert {e.asset_key for e in again.get_asset_materialization_events()} == set(subset)
+    assert all(e.passed for e in again.get_asset_check_evaluations())
     refiltered = asset_metadata(again, "filtered_trajectories")
-    assert refiltered["filtered_while_ingesting"] is False and refiltered["dropped_private"] == 0
+    assert refiltered["dropped_private"] == 0
     assert (
         refiltered["kept"] == len(fused) + asset_metadata(result, "filtered_trajectories")["dropped_private"]
     )
+    assert asset_metadata(again, "response")["trajectories"] == refiltered["kept"]
+
+
+def asset_values(event) -> dict:
+    return {k: v.value for k, v in event.materialization.metadata.items()}
+
+
+def test_a_range_of_days_is_one_run_with_each_days_own_metadata_and_checks(tmp_path: Path) -> None:
+    """The daily job over a range of days is one run (the assets' single-run backfill policy); each
+    day's materialisation and check results carry that day's figures, and a day without data has
+    empty, consistent layers."""
+    days = ["2026-11-23", DAY, "2026-11-25"]
+    instance = DagsterInstance.ephemeral()
+    result = materialize(
+        DATASET_ASSETS,
+        instance=instance,
+        resources=default_resources(load_settings({"TRAINING_PIPELINE_DATA": str(tmp_path)})),
+        tags={"dagster/asset_partition_range_start": days[0], "dagster/asset_partition_range_end": days[-1]},
+    )
+    assert result.success
+    assert len(instance.get_runs()) == 1
+    by_day = {
+        (e.asset_key.to_user_string(), e.partition): asset_values(e)
+        for e in result.get_asset_materialization_events()
+    }
+    assert {day for _, day in by_day} == set(days)
+    records = {day: by_day[("trajectories", day)]["records_in"] for day in days}
+    assert records[DAY] > 0 and records[DAY] != records["2026-11-23"]
+    for day in days:
+        assert by_day[("trajectories", day)]["dagster/row_count"] == by_day[("trajectories", day)]["kept"]
+        assert by_day[("response", day)]["dagster/uri"].endswith(f"{day}/{TASK_FILE_NAMES['response']}")
+    evaluations = result.get_asset_check_evaluations()
+    assert {e.partition for e in evaluations} == set(days) and all(e.passed for e in evaluations)
+    assert len(evaluations) == 17 * len(days)
 
 
 def test_rematerialising_replaces_the_partition_it_never_appends(tmp_path: Path) -> None:
@@ -207,7 +240,8 @@ def test_a_day_reaches_the_shared_storage_only_once_its_checks_pass(tmp_path: Pa
         "privacy": PrivacySettings(profile="elizaos", env_secrets="NONE"),
         "store": DataStore(root=str(tmp_path / "data"), shared_url=f"file://{shared}"),
     }
-    assets = [*DATASET_ASSETS, DAILY.shared, *ASSET_CHECKS]
+    settings = load_settings({"TRAINING_PIPELINE_SHARED_URL": f"file://{shared}"})
+    assets = daily_graph(settings)
     leaked = materialize(assets, partition_key=DAY, resources=resources, raise_on_error=False)
     assert not leaked.success
     assert not shared.exists()  # the blocking check stopped the copy: the secret never left the machine
@@ -220,7 +254,11 @@ def test_a_day_reaches_the_shared_storage_only_once_its_checks_pass(tmp_path: Pa
         p.name: p.read_bytes() for p in local.iterdir()
     }
     # the five datasets, their provenance ids, the summary, and how they were inspected
-    assert asset_metadata(result, "shared_datasets") == {"url": f"file://{copied}", "files": 12}
+    assert asset_metadata(result, "shared_datasets") == {
+        "dagster/uri": f"file://{copied}",
+        "url": f"file://{copied}",
+        "files": 12,
+    }
 
 
 def test_the_shared_copy_is_part_of_the_daily_job_only_when_configured(tmp_path: Path) -> None:

@@ -29,14 +29,14 @@ SNAPSHOT = {
             for task in ("action_planner", "context_routing")
             for check in ("counts_add_up", "no_credentials", "valid_jsonl")
         ),
-        "filtered_trajectories:filtered_trajectories_counts",
+        "filtered_trajectories:counts_add_up",
         "optimized_prompt:promotion_gate",
         *(
             f"{task}:{check}"
             for task in ("media_description", "response", "should_respond")
             for check in ("counts_add_up", "no_credentials", "valid_jsonl")
         ),
-        "trajectories:trajectories_counts",
+        "trajectories:counts_add_up",
     ],
     "jobs": [
         "__ASSET_JOB",

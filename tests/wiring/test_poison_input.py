@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from dagster import materialize
+from dagster import AssetKey, materialize
 
 from resources.privacy import PrivacySettings
 from resources.sources import DatabaseTrajectorySource
@@ -165,7 +165,8 @@ def test_a_postgresql_day_with_poison_rows_still_materialises(
     settings.cache_clear()
     try:
         result = materialize(
-            DATASET_ASSETS[:2],
+            DATASET_ASSETS,
+            selection=[AssetKey("trajectories"), AssetKey("filtered_trajectories")],
             partition_key=DAY.isoformat(),
             resources={
                 "trajectory_source": DatabaseTrajectorySource(url=postgres.url, table="poison"),
@@ -176,7 +177,11 @@ def test_a_postgresql_day_with_poison_rows_still_materialises(
     finally:
         settings.cache_clear()
     assert result.success
-    metadata = result.asset_materializations_for_node("trajectories")[0].metadata
+    [metadata] = [
+        e.materialization.metadata
+        for e in result.get_asset_materialization_events()
+        if e.asset_key == AssetKey("trajectories")
+    ]
     assert (metadata["records_in"].value, metadata["kept"].value, metadata["quarantined"].value) == (5, 2, 3)
 
 

@@ -22,7 +22,7 @@ from resources.llm import LLMResource
 from resources.storage import DataStore
 from resources.training import TrainingSettings
 from tests.fake_openai import FakeOpenAI
-from tests.helpers import ASSET_CHECKS, DATASET_ASSETS, asset_metadata
+from tests.helpers import DATASET_ASSETS, asset_metadata
 from tests.planted_secrets import write_stripe_leak_day
 from training_pipeline.settings import load_settings
 from training_pipeline.training.policy import TrainingPolicy, resolve_backend, select_task
@@ -265,7 +265,7 @@ def test_a_dataset_with_a_leaked_secret_is_never_dispatched(tmp_path: Path) -> N
     resources["trajectory_source"] = FileTrajectorySource(path=str(source))
     resources["privacy"] = PrivacySettings(profile="elizaos", env_secrets="NONE")
     day = materialize(
-        DATASET_ASSETS + ASSET_CHECKS,
+        DATASET_ASSETS,
         partition_key="2026-11-24",
         resources=resources,
         instance=instance,

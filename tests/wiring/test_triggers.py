@@ -23,7 +23,7 @@ from resources.backends import NativeBackend
 from resources.defaults import default_resources
 from resources.llm import LLMResource
 from resources.training import TrainingSettings
-from tests.helpers import ASSET_CHECKS, DATASET_ASSETS
+from tests.helpers import DATASET_ASSETS
 from training_pipeline.settings import load_settings
 from training_pipeline.training.trigger import TriggerState
 
@@ -43,7 +43,7 @@ def env(tmp_path: Path):
 
     def day(partition: str) -> None:
         assert materialize(
-            DATASET_ASSETS + ASSET_CHECKS,
+            DATASET_ASSETS,
             partition_key=partition,
             resources=resources,
             instance=instance,

@@ -11,6 +11,7 @@ import json
 import mmap
 import os
 import tempfile
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -280,12 +281,17 @@ class DatasetWriter:
             },
         }
 
-    def close(self, inspected_by: str | None = None) -> dict[str, Any]:
-        """Write the summary and publish every file at once; returns the summary. `inspected_by`: the
-        fingerprint of the scanner that inspected every line, when the writer was made `inspected`."""
+    def close(self, inspected_by: str | None = None, publish: Collection[Task] = TASKS) -> dict[str, Any]:
+        """Write the summary and publish the files of the tasks in `publish` (all by default) with it,
+        at once; returns the summary. `inspected_by`: the fingerprint of the scanner that inspected
+        every line, when the writer was made `inspected`."""
         try:
             for handle in (*self._files.values(), *self._provenance.values()):
                 handle.close()
+            for task in set(TASKS) - set(publish):
+                self._staged.drop(TASK_FILE_NAMES[task])
+                if self._provenance:
+                    self._staged.drop(PROVENANCE_FILE_NAMES[task])
             summary = self.last_summary = self.summary()
             if self._inspected and inspected_by is not None:
                 record = inspection_record(

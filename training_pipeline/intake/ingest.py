@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import json
-import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -14,7 +14,7 @@ from typing import Any
 
 from training_pipeline import jscompat
 from training_pipeline.atomic import ScratchFolder, atomic_copy, atomic_write_text
-from training_pipeline.intake.filtered import FilteredDay, report_of, stage
+from training_pipeline.intake.filtered import FilteredDay, report_of
 from training_pipeline.intake.quarantine import QuarantineWriter
 from training_pipeline.intake.share import Derive, NoDerive, Share, ingest_in_worker, ingest_share
 from training_pipeline.privacy.filter import FilterStats, PrivacyFilter, start_worker_filter
@@ -37,8 +37,6 @@ class IngestManifest:
     quarantine_reasons: dict[str, int] = field(default_factory=dict)
     #: credentials redacted before the day was stored, by rule (the privacy report adds them in)
     redactions_by_rule: dict[str, int] = field(default_factory=dict)
-    #: names this ingest: a filtered day staged by it is adopted only while the store is this one
-    ingest_id: str = ""
     #: the stored day's agents, calls per trajectory and first and last start (`store.DayProfile`)
     profile: dict[str, Any] = field(default_factory=dict)
 
@@ -47,7 +45,10 @@ class IngestManifest:
 
     @classmethod
     def read(cls, path: Path) -> IngestManifest:
-        return cls(**json.loads(path.read_text(encoding="utf-8")))
+        """The manifest at `path`; fields a newer or older writer added are ignored."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        fields = json.loads(path.read_text(encoding="utf-8"))
+        return cls(**{name: value for name, value in fields.items() if name in known})
 
 
 def manifest_path(parquet: Path) -> Path:
@@ -80,10 +81,10 @@ def ingest_records(
     presence means both files are complete. With `privacy`, the day is stored with its credentials
     already redacted as that profile redacts them (nothing is kept in clear that the datasets would not
     show). With `filtered` too, the same pass applies the rest of the filter (handles, private people)
-    and stages the filtered day for `filtered_trajectories` to adopt (a copy of the stored day when the
-    filter changes nothing more: `PrivacyFilter.changes_only_credentials`); `derive` makes something of each
+    and writes the filtered day and its report (a copy of the stored day when the filter changes
+    nothing more: `PrivacyFilter.changes_only_credentials`); `derive` makes something of each
     trajectory the filter keeps (its examples), gathered per share and handed to `each_derived` (the
-    datasets' staged export).
+    datasets' export).
 
     With `workers` > 1 (and `privacy`), the redaction, the filter and the examples run on that many
     processes of the bounded pool (`training_pipeline.workers`), started from a fork server (a Dagster
@@ -91,10 +92,7 @@ def ingest_records(
     as with one. Records that come unparsed (a file source's) are parsed there too. A day of files
     smaller than `POOL_FROM_BYTES` runs here: the pool would cost more to start than it saves."""
     counted = [0]
-    ingest_id = uuid.uuid4().hex
     fused = privacy is not None and filtered is not None
-    if filtered is not None:  # an older staged day must not be adopted if this pass stops half-way
-        filtered.stamp.unlink(missing_ok=True)
     stats = FilterStats()
     with contextlib.ExitStack() as stack:
         store = stack.enter_context(TrajectoryParquetWriter(parquet))
@@ -102,8 +100,8 @@ def ingest_records(
         # a filter that changes only credentials (redacted before the day is stored) makes the filtered
         # day the stored day: copied once it is written, not encoded and compressed a second time
         copied = fused and privacy.changes_only_credentials  # type: ignore[union-attr]
-        staged = (
-            stack.enter_context(TrajectoryParquetWriter(filtered.staged().store))
+        kept = (
+            stack.enter_context(TrajectoryParquetWriter(filtered.store))  # type: ignore[union-attr]
             if fused and not copied
             else None
         )
@@ -155,8 +153,8 @@ def ingest_records(
                 bad.add(parsed)
             stored = batch_of(done.stored)
             store.add_batch(stored)
-            if staged is not None:
-                staged.add_batch(
+            if kept is not None:
+                kept.add_batch(
                     batch_of(done.filtered) if done.filtered is not None else rows_of(stored, done.kept)
                 )
             if each_derived is not None:
@@ -173,13 +171,12 @@ def ingest_records(
         source,
         bad.reasons,
         redactions,
-        ingest_id,
         store.profile.summary(),
     )
     if fused:
         if copied:
-            atomic_copy(parquet, filtered.staged().store)
-        stage(filtered, report_of(privacy), ingest_id, privacy.fingerprint())
+            atomic_copy(parquet, filtered.store)  # type: ignore[union-attr]
+        filtered.write_report(report_of(privacy))  # type: ignore[union-attr,arg-type]
     manifest.write(manifest_path(parquet))
     return manifest
 

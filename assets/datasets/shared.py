@@ -1,0 +1,50 @@
+"""`shared_datasets`: a day's datasets copied to shared storage once their blocking checks have passed."""
+
+from dagster import (
+    AssetExecutionContext,
+    AssetsDefinition,
+    BackfillPolicy,
+    Failure,
+    MaterializeResult,
+    MetadataValue,
+    PartitionsDefinition,
+    asset,
+)
+
+from assets.keys import Keys
+from resources.storage import DataStore
+from training_pipeline.datasets.tasks import SUMMARY_FILE_NAME
+
+__all__ = ["shared_datasets"]
+
+
+def shared_datasets(
+    partitions: PartitionsDefinition, keys: Keys, group: str, owners: list[str] | None = None
+) -> AssetsDefinition:
+    @asset(
+        key=keys.shared_datasets,
+        partitions_def=partitions,
+        group_name=group,
+        owners=owners,
+        deps=keys.datasets,
+        kinds={"jsonl"},
+        backfill_policy=BackfillPolicy.single_run(),
+        description="The day's five datasets (with their trajectory-id sidecars) and summary, copied to the "
+        "shared storage (TRAINING_PIPELINE_SHARED_URL) once the datasets' blocking checks have passed; "
+        "the summary goes last, so a reader that finds it finds the whole day.",
+    )
+    def _shared_datasets(context: AssetExecutionContext, store: DataStore) -> MaterializeResult:
+        shared = store.shared()
+        if shared is None:
+            raise Failure("the store has no shared_url: set TRAINING_PIPELINE_SHARED_URL to an fsspec URL")
+        for day in context.partition_keys:
+            urls = shared.put_folder(store.datasets(day), "datasets", day, last=SUMMARY_FILE_NAME)
+            location = shared.location("datasets", day)
+            context.log.info(f"{day}: {len(urls)} files published to {location}")
+            context.add_asset_metadata(
+                {"dagster/uri": location, "url": MetadataValue.url(location), "files": len(urls)},
+                partition_key=day,
+            )
+        return MaterializeResult()
+
+    return _shared_datasets
