@@ -5,7 +5,7 @@ PYTHON ?= python3
 export DAGSTER_HOME ?= $(CURDIR)/var/dagster_home
 export TRAINING_PIPELINE_DATA ?= $(CURDIR)/var/data
 
-.PHONY: install demo ui test lint home local-llm screenshots system-packages
+.PHONY: install demo ui test test-adoption lint home local-llm screenshots system-packages
 
 install: $(VENV)/.installed
 
@@ -65,6 +65,11 @@ system-packages:
 
 test: install lint system-packages
 	$(VENV)/bin/pytest
+
+# A project made by create-dagster adds the Component, at the oldest and the newest Dagster the range
+# allows (tests/adoption): two fresh environments from the package index, a few minutes.
+test-adoption: install system-packages
+	$(VENV)/bin/pytest -m adoption tests/adoption
 
 # The README's screenshots, taken by the browser test against a real webserver and daemon.
 screenshots: install

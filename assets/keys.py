@@ -70,6 +70,12 @@ class Keys:
     def prompt_evaluation(self) -> AssetKey:
         return self.key("prompt_evaluation")
 
+    @staticmethod
+    def op(key: AssetKey) -> str:
+        """The op of the asset `key` (what run config names under `ops`): Dagster joins the path by
+        `__`."""
+        return "__".join(key.path)
+
     def name(self, name: str) -> str:
         """A job, sensor or schedule name that cannot clash with a user's: the prefix joined by `_`."""
         return "_".join([*self.prefix, name])

@@ -9,7 +9,7 @@ profile, two passes over the same N generated trajectories (`long`: those of `ex
 in one process each, under callgrind:
 
 - the core build (`build_datasets`, what `training-pipeline build-datasets` does per share);
-- the daily pass (`ingest_day` with the checks' inspection: the Dagster step's work, without Dagster
+- the daily pass (`build_day` with the checks' inspection: the Dagster step's work, without Dagster
   and without a pool), which also stores the day as Parquet and inspects every example.
 
 Each child sets up (imports, the rules, a warm-up pass over ten trajectories), then passes over the N
@@ -50,7 +50,7 @@ _LEFT_OUT = {"libcrypto.so.3"}
 def child(kind: str, profile: str, warm: Path, source: Path, work: Path) -> None:
     """A pass over `warm`, then one over `source` between two `os.sched_yield` calls: callgrind's dumps."""
     from training_pipeline.datasets.build import build_datasets
-    from training_pipeline.datasets.daily import ingest_day
+    from training_pipeline.datasets.daily import DayFiles, build_day
     from training_pipeline.intake.filtered import FilteredDay
     from training_pipeline.privacy.filter import PrivacyFilter, secret_env_values
     from training_pipeline.trajectories.files import unparsed_shares
@@ -64,14 +64,17 @@ def child(kind: str, profile: str, warm: Path, source: Path, work: Path) -> None
         if kind == "core":
             build_datasets(path, out / "datasets", privacy, workers=1)
         else:
-            ingest_day(
-                unparsed_shares(path, DAY),
+            files = DayFiles(
                 out / "trajectories.parquet",
                 out / "quarantine.jsonl",
-                "bench",
-                privacy,
                 FilteredDay(out / "filtered.parquet", out / "report.json"),
                 out / "datasets",
+            )
+            build_day(
+                files,
+                lambda: privacy,
+                records=lambda path=path: unparsed_shares(path, DAY),
+                source="bench",
                 workers=1,
                 scanner_secrets=privacy.env_secrets,
             )

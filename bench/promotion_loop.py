@@ -44,7 +44,7 @@ def build_window(source: Path, days: list[str], work: Path) -> Path:
     settings = load_settings({"TRAINING_PIPELINE_DATA": str(work / "data"), "TRAJECTORY_DIR": str(source)})
     resources = default_resources(settings)
     graph = daily_graph(daily_partitions(settings))
-    store = resources["store"]
+    store = resources["training_pipeline_store"]
     with DagsterInstance.ephemeral() as instance:
         for day in days:
             assert materialize(

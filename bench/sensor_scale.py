@@ -16,8 +16,8 @@ from datetime import date, timedelta
 
 from dagster import AssetKey, AssetMaterialization, DagsterInstance, build_sensor_context
 
-from assets.training.automation import threshold_sensor
 from resources.training import TrainingSettings
+from tests.helpers import threshold
 from training_pipeline.datasets.tasks import TASKS
 
 SETTINGS = TrainingSettings(trigger_threshold=10**9)  # count, never fire
@@ -31,9 +31,11 @@ def _report(instance: DagsterInstance, day: str) -> None:
 
 
 def _tick(instance: DagsterInstance, cursor: str | None) -> tuple[float, str | None]:
-    context = build_sensor_context(instance=instance, cursor=cursor, resources={"training": SETTINGS})
+    context = build_sensor_context(
+        instance=instance, cursor=cursor, resources={"training_pipeline_policy": SETTINGS}
+    )
     started = time.perf_counter()
-    result = threshold_sensor(60)(context)
+    result = threshold(60)(context)
     return time.perf_counter() - started, getattr(result, "cursor", None) or context.cursor
 
 

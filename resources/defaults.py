@@ -46,7 +46,7 @@ def default_resources(settings: Settings) -> dict[str, Any]:
     """Every resource: what the CLI and single-job callers bind (the code location binds each domain's
     part in its own module: `shared_resources` at the top, the others beside their jobs)."""
     shared = shared_resources(settings)
-    return {**shared, **training_resources(settings, shared["llm"]), **task_resources()}
+    return {**shared, **training_resources(settings, shared["training_pipeline_llm"]), **task_resources()}
 
 
 def shared_resources(settings: Settings) -> dict[str, Any]:
@@ -65,14 +65,14 @@ def shared_resources(settings: Settings) -> dict[str, Any]:
         )
         entities = settings.entities or (None if settings.trajectory_dir else str(SAMPLE_ENTITIES))
     return {
-        "trajectory_source": source,
-        "privacy": PrivacySettings(
+        "training_pipeline_source": source,
+        "training_pipeline_privacy": PrivacySettings(
             profile=settings.privacy_profile, entity_directory=entities, workers=settings.workers
         ),
-        "store": DataStore(
+        "training_pipeline_store": DataStore(
             root=data, shared_url=_secret(settings.shared_url, "TRAINING_PIPELINE_SHARED_URL")
         ),
-        "llm": LLMResource(
+        "training_pipeline_llm": LLMResource(
             base_url=settings.llm_base_url,
             model=settings.llm_model,
             api_key=_secret(settings.llm_api_key, "LLM_API_KEY"),
@@ -89,8 +89,8 @@ def training_resources(settings: Settings, llm: LLMResource) -> dict[str, Any]:
     if settings.backend_list():
         policy["backends"] = settings.backend_list()
     return {
-        "training": TrainingSettings(**policy),
-        "training_backends": TrainingBackends(
+        "training_pipeline_policy": TrainingSettings(**policy),
+        "training_pipeline_backends": TrainingBackends(
             native=NativeBackend(llm=llm),
             atropos=AtroposBackend(
                 data_dir=settings.atropos_data_dir or f"{settings.data}/atropos",
@@ -118,7 +118,7 @@ def training_resources(settings: Settings, llm: LLMResource) -> dict[str, Any]:
 
 
 def task_resources() -> dict[str, Any]:
-    return {"task_overrides": TaskOverrides()}
+    return {"training_pipeline_task_overrides": TaskOverrides()}
 
 
 def _secret(value: SecretStr | None, name: str) -> EnvVar | None:

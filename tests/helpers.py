@@ -14,11 +14,33 @@ from typing import Any
 from dagster import AssetKey, build_reconstructable_job, execute_job, instance_for_test
 
 from assets.datasets.definitions import daily_graph
+from assets.keys import UNPREFIXED
+from assets.partitions import GROUP
+from assets.training.assets import training_assets
+from assets.training.automation import evaluation_job, evaluation_sensor, threshold_sensor, training_job
+from assets.training.evaluation import prompt_evaluation_asset
 from training_pipeline.settings import load_settings
 
 REPO = Path(__file__).resolve().parents[1]
 #: The daily graph on the default settings (one multi-asset, its checks in it): what tests materialise.
 DATASET_ASSETS = daily_graph(load_settings({}))
+#: The training domain as this repository's code location has it (no key prefix).
+TRAINING = training_assets(UNPREFIXED, GROUP)
+TRAINING_JOB = training_job(UNPREFIXED, TRAINING)
+PROMPT_EVALUATION = prompt_evaluation_asset(UNPREFIXED, GROUP)
+EVALUATION_JOB = evaluation_job(UNPREFIXED, PROMPT_EVALUATION)
+
+
+def threshold(interval_seconds: int = 60):
+    """The training threshold sensor on `TRAINING_JOB`."""
+    return threshold_sensor(UNPREFIXED, TRAINING_JOB, interval_seconds)
+
+
+def evaluations(interval_seconds: int = 30):
+    """The evaluation sensor on `EVALUATION_JOB`."""
+    return evaluation_sensor(UNPREFIXED, EVALUATION_JOB, interval_seconds, running=True)
+
+
 #: The installed console script, beside this interpreter.
 CLI = Path(sys.executable).parent / "training-pipeline"
 

@@ -154,7 +154,7 @@ def _demo(args: argparse.Namespace) -> int:
 
     days = sorted(path.stem for path in SAMPLE_TRAJECTORIES.glob("*.jsonl"))
     ok = _materialize_days(days)
-    store = default_resources(settings())["store"]
+    store = default_resources(settings())["training_pipeline_store"]
     print(f"\nDatasets for {days[0]} .. {days[-1]}: {Path(store.root).resolve() / 'datasets'}/<day>/")
     cli = _cli_path()
     steps = [
@@ -183,7 +183,7 @@ def _cli_path() -> str:
 def _run_store():
     from resources.defaults import default_resources
 
-    return default_resources(settings())["store"].runs()
+    return default_resources(settings())["training_pipeline_store"].runs()
 
 
 def _runs_list(args: argparse.Namespace) -> int:
@@ -250,7 +250,7 @@ def _select_task(instance, defs) -> str | None:
     from training_pipeline.datasets.tasks import TASK_FILE_NAMES
     from training_pipeline.training.policy import select_task
 
-    store, training = defs.resources["store"], defs.resources["training"]
+    store, training = defs.resources["training_pipeline_store"], defs.resources["training_pipeline_policy"]
     counts = {}
     for task in TASKS:
         days = sorted(instance.get_materialized_partitions(AssetKey(task)))[-training.window_days :]
@@ -335,13 +335,15 @@ def _task_run(args: argparse.Namespace) -> int:
             job,
             instance,
             run_config={
-                "resources": {"task_overrides": {"config": overrides}},
+                "resources": {"training_pipeline_task_overrides": {"config": overrides}},
                 "loggers": {"console": {"config": {"log_level": "INFO"}}},
             },
             tags={"training_pipeline/launched_by": "cli"},
         )
         run_id = result.run_id
-    context_file = default_resources(settings())["store"].task_runs() / run_id / "context.json"
+    context_file = (
+        default_resources(settings())["training_pipeline_store"].task_runs() / run_id / "context.json"
+    )
     final = json.loads(context_file.read_text()) if context_file.is_file() else {}
     metadata = final.get("metadata", {})
     summary = {

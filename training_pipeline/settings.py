@@ -136,6 +136,12 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         raise SettingsError(problems) from None
 
 
+def settings_with(variables: Mapping[str, str]) -> Settings:
+    """The process's settings with `variables` (by their environment names) in place of its own: a
+    Component's attributes over the deployment's environment."""
+    return load_settings({**os.environ, **variables})
+
+
 @functools.cache
 def settings() -> Settings:
     """The process's settings, read once."""

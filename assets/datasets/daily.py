@@ -150,37 +150,37 @@ def daily_layers(
     )
     def _daily_layers(
         context: AssetExecutionContext,
-        trajectory_source: TrajectorySource,
-        privacy: PrivacySettings,
-        store: DataStore,
+        training_pipeline_source: TrajectorySource,
+        training_pipeline_privacy: PrivacySettings,
+        training_pipeline_store: DataStore,
     ) -> Iterator[MaterializeResult | AssetCheckEvaluation]:
         selected = context.selected_asset_keys
         tasks = [task for task in TASKS if keys.dataset(task) in selected]
-        scanner = privacy.scanner() if tasks else None
+        scanner = training_pipeline_privacy.scanner() if tasks else None
         for day in context.partition_keys:
             if not selected:
                 break  # only checks were asked for
-            files = _files(store, day)
+            files = _files(training_pipeline_store, day)
             try:
                 built = build_day(
                     files,
-                    privacy.build_filter,
+                    training_pipeline_privacy.build_filter,
                     records=(
-                        (lambda day=day: trajectory_source.day_records(date.fromisoformat(day)))
+                        (lambda day=day: training_pipeline_source.day_records(date.fromisoformat(day)))
                         if keys.trajectories in selected
                         else None
                     ),
-                    source=trajectory_source.describe(),
+                    source=training_pipeline_source.describe(),
                     filtered=keys.filtered in selected,
                     datasets=tasks,
-                    workers=privacy.pool_size(),
-                    scanner_secrets=privacy.scanner_secrets() if tasks else None,
+                    workers=training_pipeline_privacy.pool_size(),
+                    scanner_secrets=training_pipeline_privacy.scanner_secrets() if tasks else None,
                 )
             except SourceUnavailable as err:
                 # the source may come back: retry this step (only this one) before failing the run
                 raise RetryRequested(
-                    max_retries=trajectory_source.retries,
-                    seconds_to_wait=trajectory_source.retry_wait_seconds,
+                    max_retries=training_pipeline_source.retries,
+                    seconds_to_wait=training_pipeline_source.retry_wait_seconds,
                 ) from err
             except LayerMissing as err:
                 missing = f"{err.layer} for {day} is not materialised ({err.path} is missing)"
@@ -191,17 +191,23 @@ def daily_layers(
             if key in selected:
                 yield MaterializeResult(asset_key=key)
         for day in context.partition_keys:
-            yield from _checks(keys, day, _files(store, day), context.selected_asset_check_keys, privacy)
+            yield from _checks(
+                keys,
+                day,
+                _files(training_pipeline_store, day),
+                context.selected_asset_check_keys,
+                training_pipeline_privacy,
+            )
 
     return _daily_layers
 
 
-def _files(store: DataStore, day: str) -> DayFiles:
+def _files(training_pipeline_store: DataStore, day: str) -> DayFiles:
     return DayFiles(
-        store.trajectories(day),
-        store.quarantine(day),
-        FilteredDay(store.filtered(day), store.privacy_report(day)),
-        store.datasets(day),
+        training_pipeline_store.trajectories(day),
+        training_pipeline_store.quarantine(day),
+        FilteredDay(training_pipeline_store.filtered(day), training_pipeline_store.privacy_report(day)),
+        training_pipeline_store.datasets(day),
     )
 
 
@@ -287,7 +293,11 @@ def _preview(examples: list[dict[str, Any]], scanner: SecretScanner) -> list[dic
 
 
 def _checks(
-    keys: Keys, day: str, files: DayFiles, selected: set[AssetCheckKey], privacy: PrivacySettings
+    keys: Keys,
+    day: str,
+    files: DayFiles,
+    selected: set[AssetCheckKey],
+    training_pipeline_privacy: PrivacySettings,
 ) -> Iterator[AssetCheckEvaluation]:
     """The selected checks of `day`, read from the files on disk (whatever this run made of them)."""
 
@@ -318,8 +328,8 @@ def _checks(
         report = json.loads(files.filtered.report.read_text(encoding="utf-8"))
         inspected = inspect_dataset_files(
             [files.datasets / TASK_FILE_NAMES[task] for task in tasks],
-            privacy.scanner_secrets(),
-            privacy.pool_size(),
+            training_pipeline_privacy.scanner_secrets(),
+            training_pipeline_privacy.pool_size(),
             files.datasets / INSPECTION_FILE_NAME,
         )
     except OSError as err:

@@ -12,16 +12,20 @@ from assets.partitions import GROUP, daily_partitions
 from training_pipeline.settings import Settings
 
 
-def daily_graph(settings: Settings, keys: Keys = UNPREFIXED, group: str = GROUP) -> list[AssetsDefinition]:
+def daily_graph(
+    settings: Settings, keys: Keys = UNPREFIXED, group: str = GROUP, owners: list[str] | None = None
+) -> list[AssetsDefinition]:
     """The day's layers (one multi-asset, its checks in it), and the day's copy on shared storage
     where one is configured: what `materialize()` and the job take."""
     partitions = daily_partitions(settings)
-    layers = daily_layers(partitions, keys, group)
-    return [layers, *([shared_datasets(partitions, keys, group)] if settings.shared_url else [])]
+    layers = daily_layers(partitions, keys, group, owners)
+    return [layers, *([shared_datasets(partitions, keys, group, owners)] if settings.shared_url else [])]
 
 
-def datasets_definitions(settings: Settings, keys: Keys = UNPREFIXED, group: str = GROUP) -> Definitions:
-    assets = daily_graph(settings, keys, group)
+def datasets_definitions(
+    settings: Settings, keys: Keys = UNPREFIXED, group: str = GROUP, owners: list[str] | None = None
+) -> Definitions:
+    assets = daily_graph(settings, keys, group, owners)
     job = datasets_job(assets, keys)
     return Definitions(
         assets=assets,

@@ -33,12 +33,16 @@ def shared_datasets(
         "shared storage (TRAINING_PIPELINE_SHARED_URL) once the datasets' blocking checks have passed; "
         "the summary goes last, so a reader that finds it finds the whole day.",
     )
-    def _shared_datasets(context: AssetExecutionContext, store: DataStore) -> MaterializeResult:
-        shared = store.shared()
+    def _shared_datasets(
+        context: AssetExecutionContext, training_pipeline_store: DataStore
+    ) -> MaterializeResult:
+        shared = training_pipeline_store.shared()
         if shared is None:
             raise Failure("the store has no shared_url: set TRAINING_PIPELINE_SHARED_URL to an fsspec URL")
         for day in context.partition_keys:
-            urls = shared.put_folder(store.datasets(day), "datasets", day, last=SUMMARY_FILE_NAME)
+            urls = shared.put_folder(
+                training_pipeline_store.datasets(day), "datasets", day, last=SUMMARY_FILE_NAME
+            )
             location = shared.location("datasets", day)
             context.log.info(f"{day}: {len(urls)} files published to {location}")
             context.add_asset_metadata(

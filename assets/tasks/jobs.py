@@ -27,6 +27,7 @@ from dagster import (
 )
 
 from assets.executors import executor_for
+from assets.keys import UNPREFIXED, Keys
 from assets.partitions import TASK_FILE_TAG
 from training_pipeline.privacy.stored import safe_text, safe_value
 from training_pipeline.settings import Settings, load_settings
@@ -36,19 +37,24 @@ from training_pipeline.tasks.runner import StepOutcome, run_step
 from training_pipeline.tasks.runtime import Continuation, TaskRun
 from training_pipeline.tasks.task import Task, TaskError, load_task
 
-RESOURCE_KEYS = {"store", "llm", "trajectory_source", "task_overrides"}
+RESOURCE_KEYS = {
+    "training_pipeline_store",
+    "training_pipeline_llm",
+    "training_pipeline_source",
+    "training_pipeline_task_overrides",
+}
 
 
 def task_run(context: OpExecutionContext, task: Task) -> TaskRun:
     resources = context.resources
-    overrides = resources.task_overrides
-    runs = resources.store.task_runs()
+    overrides = resources.training_pipeline_task_overrides
+    runs = resources.training_pipeline_store.task_runs()
     return TaskRun(
         task=task,
         run_id=context.run_id,
         run_dir=runs / context.run_id,
-        llm=resources.llm,
-        write_trajectory=resources.trajectory_source.write,
+        llm=resources.training_pipeline_llm,
+        write_trajectory=resources.training_pipeline_source.write,
         log=context.log,
         overrides=dict(overrides.values),
         step_params={k: dict(v) for k, v in overrides.step_params.items()},
@@ -83,11 +89,11 @@ def _summary(cls: type) -> str:
     return (cls.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
 
 
-def step_op(task: Task, step_id: str) -> OpDefinition:
+def step_op(task: Task, step_id: str, job_name: str) -> OpDefinition:
     step = task.step(step_id)
 
     @op(
-        name=f"{task.job_name}__{step_id}",
+        name=f"{job_name}__{step_id}",
         description=f"{step.type}: {_summary(type(step))}",
         ins={f"after_{parent}": In(Nothing) for parent in task.upstream[step_id]},
         out=Out(Nothing, is_required=False),
@@ -110,18 +116,24 @@ def step_op(task: Task, step_id: str) -> OpDefinition:
 
 
 def task_job(
-    task: Task, executor_def: ExecutorDefinition, resource_defs: dict[str, Any] | None = None
+    task: Task,
+    executor_def: ExecutorDefinition,
+    resource_defs: dict[str, Any] | None = None,
+    keys: Keys = UNPREFIXED,
 ) -> JobDefinition:
+    """The task's job (named for the task, under the prefix of `keys`): an op per step, an edge per
+    `depends_on`, on `executor_def`."""
+    job_name = keys.name(task.job_name)
     dependencies = {
-        NodeInvocation(f"{task.job_name}__{step.id}", alias=step.id): {
+        NodeInvocation(f"{job_name}__{step.id}", alias=step.id): {
             f"after_{parent}": DependencyDefinition(parent) for parent in task.upstream[step.id]
         }
         for step in task.steps
     }
     graph = GraphDefinition(
-        name=task.job_name,
+        name=job_name,
         description=f"task {task.name}: {len(task.steps)} steps",
-        node_defs=[step_op(task, step.id) for step in task.steps],
+        node_defs=[step_op(task, step.id, job_name) for step in task.steps],
         dependencies=dependencies,
     )
     return graph.to_job(
@@ -137,7 +149,9 @@ def task_files(extra_dir: str | None = None) -> list[Path]:
     return [file for folder in folders if folder.is_dir() for file in sorted(folder.glob("*.json"))]
 
 
-def task_jobs(settings: Settings, registry: StepRegistry | None = None) -> list[JobDefinition]:
+def task_jobs(
+    settings: Settings, registry: StepRegistry | None = None, keys: Keys = UNPREFIXED
+) -> list[JobDefinition]:
     """A job per task file of the tasks folders (the examples, then `TRAINING_PIPELINE_TASKS_DIR`), on
     the task executor. An invalid file stops the code location from loading, with every problem listed."""
     registry = registry or build_registry(Path(settings.config) if settings.config else None)
@@ -147,7 +161,7 @@ def task_jobs(settings: Settings, registry: StepRegistry | None = None) -> list[
         task = load_task(file, registry)
         if task.job_name in jobs:
             raise TaskError(str(file), [f"a task named {task.name!r} is already loaded"])
-        jobs[task.job_name] = task_job(task, executor)
+        jobs[task.job_name] = task_job(task, executor, keys=keys)
     return list(jobs.values())
 
 

@@ -7,7 +7,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from dagster import (
-    AssetKey,
     AssetRecordsFilter,
     DagsterRunStatus,
     DefaultSensorStatus,
@@ -21,9 +20,9 @@ from dagster import (
     sensor,
 )
 
+from assets.keys import Keys
 from assets.partitions import PARTITION_TAG, SOURCE_TAG
-from assets.training.assets import optimized_prompt, training_run, tuned_model
-from assets.training.evaluation import prompt_evaluation
+from assets.training.assets import TrainingAssets
 from resources.training import TrainingSettings
 from training_pipeline.datasets.tasks import TASKS
 from training_pipeline.training.trigger import TriggerState
@@ -31,19 +30,27 @@ from training_pipeline.training.trigger import TriggerState
 #: what `define_asset_job` returns (Dagster does not export the class's name)
 UnresolvedAssetJobDefinition = Any
 
-training_job = define_asset_job(
-    "training_job",
-    selection=[training_run, tuned_model, optimized_prompt],
-    tags={"training_pipeline/kind": "training"},
-    description="Train one task (the partition). Launch config: backend, dry_run, source.",
-)
+#: the tag on every training run: a deployment limits them with a run-queue tag limit if it wants
+KIND_TAG = "training_pipeline/kind"
 
-evaluation_job = define_asset_job(
-    "evaluation_job",
-    selection=[prompt_evaluation],
-    tags={"training_pipeline/kind": "evaluation"},
-    description="Evaluate one task's promoted prompt (the partition) against its baseline with task runs.",
-)
+
+def training_job(keys: Keys, training: TrainingAssets) -> UnresolvedAssetJobDefinition:
+    return define_asset_job(
+        keys.name("training_job"),
+        selection=training.assets,
+        tags={KIND_TAG: "training"},
+        description="Train one task (the partition). Launch config: backend, dry_run, source.",
+    )
+
+
+def evaluation_job(keys: Keys, prompt_evaluation: Any) -> UnresolvedAssetJobDefinition:
+    return define_asset_job(
+        keys.name("evaluation_job"),
+        selection=[prompt_evaluation],
+        tags={KIND_TAG: "evaluation"},
+        description="Evaluate one task's promoted prompt (the partition) against its baseline by task runs.",
+    )
+
 
 _IN_FLIGHT = [
     DagsterRunStatus.QUEUED,
@@ -55,19 +62,24 @@ _FINISHED = [DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatu
 _PAGE = 500
 
 
-def fire_ready_tasks(context: SensorEvaluationContext, training: TrainingSettings) -> SensorResult:
+def fire_ready_tasks(
+    context: SensorEvaluationContext,
+    training_pipeline_policy: TrainingSettings,
+    keys: Keys,
+    job_name: str,
+) -> SensorResult:
     """Counts new examples per task from the dataset assets' materialisations (each tick reads only
     events after the cursor) and fires `training_job` for a task once its count since its last
     threshold run reaches the threshold, its cooldown has passed and no run for it is in flight."""
     instance = context.instance
-    policy = training.policy()
+    policy = training_pipeline_policy.policy()
     state = TriggerState.from_cursor(context.cursor)
 
     for task in TASKS:
         counter = state.tasks[task]
         while True:
             result = instance.fetch_materializations(
-                AssetRecordsFilter(asset_key=AssetKey(task), after_storage_id=counter.after_storage_id),
+                AssetRecordsFilter(asset_key=keys.dataset(task), after_storage_id=counter.after_storage_id),
                 limit=_PAGE,
                 ascending=True,
             )
@@ -91,7 +103,7 @@ def fire_ready_tasks(context: SensorEvaluationContext, training: TrainingSetting
             runs = instance.get_runs(RunsFilter(tags={"dagster/run_key": counter.fired_run_key}), limit=1)
             if runs and runs[0].is_finished:
                 state.reset(task)  # succeeded, skipped or failed: start counting again
-        task_filter = {"job_name": training_job.name, "tags": {PARTITION_TAG: task}}
+        task_filter = {"job_name": job_name, "tags": {PARTITION_TAG: task}}
         if instance.get_runs(RunsFilter(statuses=_IN_FLIGHT, **task_filter), limit=1):
             in_flight.add(task)
         finished = instance.get_run_records(RunsFilter(statuses=_FINISHED, **task_filter), limit=1)
@@ -109,7 +121,7 @@ def fire_ready_tasks(context: SensorEvaluationContext, training: TrainingSetting
                 RunRequest(
                     run_key=counter.fired_run_key,
                     partition_key=task,
-                    run_config={"ops": {"training_run": {"config": {"source": "threshold"}}}},
+                    run_config={"ops": {Keys.op(keys.training_run): {"config": {"source": "threshold"}}}},
                     tags={SOURCE_TAG: "threshold"},
                 )
             )
@@ -120,22 +132,29 @@ def fire_ready_tasks(context: SensorEvaluationContext, training: TrainingSetting
     return SensorResult(skip_reason=SkipReason(reason), cursor=state.to_cursor())
 
 
-def threshold_sensor(interval_seconds: int) -> SensorDefinition:
+def threshold_sensor(
+    keys: Keys, job: UnresolvedAssetJobDefinition, interval_seconds: int
+) -> SensorDefinition:
     """`fire_ready_tasks`, evaluated by the daemon every `interval_seconds`
-    (`TRAINING_PIPELINE_SENSOR_INTERVAL_SECONDS`); each tick reads only events after its cursor."""
-    return _sensor(
-        "training_threshold_sensor", training_job, fire_ready_tasks, interval_seconds, running=False
-    )
+    (`TRAINING_PIPELINE_SENSOR_INTERVAL_SECONDS`) once turned on; each tick reads only events after its
+    cursor."""
+
+    def evaluate(
+        context: SensorEvaluationContext, training_pipeline_policy: TrainingSettings
+    ) -> SensorResult:
+        return fire_ready_tasks(context, training_pipeline_policy, keys, job.name)
+
+    return _sensor(keys.name("training_threshold_sensor"), job, evaluate, interval_seconds, running=False)
 
 
-def launch_evaluations(context: SensorEvaluationContext) -> SensorResult:
+def launch_evaluations(context: SensorEvaluationContext, keys: Keys) -> SensorResult:
     """One `evaluation_job` run per promoted candidate: reads the `optimized_prompt` materialisations
     after its cursor and requests an evaluation of each task whose candidate the gate promoted."""
     after = int(context.cursor) if context.cursor else None
     requests = []
     while True:
         page = context.instance.fetch_materializations(
-            AssetRecordsFilter(asset_key=optimized_prompt.key, after_storage_id=after),
+            AssetRecordsFilter(asset_key=keys.optimized_prompt, after_storage_id=after),
             limit=_PAGE,
             ascending=True,
         )
@@ -162,9 +181,17 @@ def launch_evaluations(context: SensorEvaluationContext) -> SensorResult:
     return SensorResult(skip_reason=SkipReason("no newly promoted prompt"), cursor=cursor)
 
 
-def evaluation_sensor(interval_seconds: int) -> SensorDefinition:
-    """`launch_evaluations`, on by default: the loop from a promotion to its evaluation needs no hand."""
-    return _sensor("evaluation_sensor", evaluation_job, launch_evaluations, interval_seconds, running=True)
+def evaluation_sensor(
+    keys: Keys, job: UnresolvedAssetJobDefinition, interval_seconds: int, running: bool
+) -> SensorDefinition:
+    """`launch_evaluations`; `running` by default in this repository's code location (the loop from a
+    promotion to its evaluation needs no hand), off in a project that adds the integration until it is
+    turned on there."""
+
+    def evaluate(context: SensorEvaluationContext) -> SensorResult:
+        return launch_evaluations(context, keys)
+
+    return _sensor(keys.name("evaluation_sensor"), job, evaluate, interval_seconds, running=running)
 
 
 def _sensor(

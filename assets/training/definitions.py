@@ -6,22 +6,35 @@ from __future__ import annotations
 
 from dagster import Definitions
 
-from assets.training.assets import optimized_prompt, promotion_gate, training_run, tuned_model
+from assets.keys import UNPREFIXED, Keys
+from assets.partitions import GROUP
+from assets.training.assets import training_assets
 from assets.training.automation import evaluation_job, evaluation_sensor, threshold_sensor, training_job
-from assets.training.evaluation import prompt_evaluation
+from assets.training.evaluation import prompt_evaluation_asset
 from resources.defaults import training_resources
 from resources.llm import LLMResource
 from training_pipeline.settings import Settings
 
 
-def training_definitions(settings: Settings, llm: LLMResource) -> Definitions:
+def training_definitions(
+    settings: Settings,
+    llm: LLMResource,
+    keys: Keys = UNPREFIXED,
+    group: str = GROUP,
+    evaluation_running: bool = True,
+    owners: list[str] | None = None,
+) -> Definitions:
+    training = training_assets(keys, group, owners)
+    evaluation = prompt_evaluation_asset(keys, group, owners)
+    train, evaluate = training_job(keys, training), evaluation_job(keys, evaluation)
+    interval = settings.sensor_interval_seconds
     return Definitions(
-        assets=[training_run, tuned_model, optimized_prompt, prompt_evaluation],
-        asset_checks=[promotion_gate],
-        jobs=[training_job, evaluation_job],
+        assets=[*training.assets, evaluation],
+        asset_checks=[training.promotion_gate],
+        jobs=[train, evaluate],
         sensors=[
-            threshold_sensor(settings.sensor_interval_seconds),
-            evaluation_sensor(settings.sensor_interval_seconds),
+            threshold_sensor(keys, train, interval),
+            evaluation_sensor(keys, evaluate, interval, running=evaluation_running),
         ],
         resources=training_resources(settings, llm),
     )

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from dagster import (
     AssetExecutionContext,
+    AssetsDefinition,
     Failure,
     MaterializeResult,
     MetadataValue,
@@ -13,9 +14,9 @@ from dagster import (
     in_process_executor,
 )
 
-from assets.partitions import GROUP, SOURCE_TAG, task_partitions
+from assets.keys import Keys
+from assets.partitions import SOURCE_TAG, task_partitions
 from assets.tasks.jobs import task_job
-from assets.training.assets import optimized_prompt
 from resources.llm import LLMResource
 from resources.sources import TrajectorySource
 from resources.storage import DataStore
@@ -40,67 +41,82 @@ EVALUATION_TAG = "training_pipeline/evaluates"
 VARIANT_TAG = "training_pipeline/variant"
 
 
-@asset(
-    partitions_def=task_partitions,
-    deps=[optimized_prompt],
-    group_name=GROUP,
-    kinds={"python"},
-    description="The task's promoted prompt against its baseline, by task steps: each evaluation task file "
-    "runs as a task job once with each prompt as its agents' system prompt; the verifiers' scores, "
-    "side by side. Launched by `evaluation_sensor` when a prompt is promoted.",
-)
-def prompt_evaluation(
-    context: AssetExecutionContext,
-    training: TrainingSettings,
-    store: DataStore,
-    llm: LLMResource,
-    trajectory_source: TrajectorySource,
-) -> MaterializeResult:
-    task = context.partition_key
-    published = read_published(store.prompts(), task)
-    if published is None:
-        raise Failure(f"no promoted prompt for {task} yet: a native training run must pass the gate first")
-    policy = training.promotion()
-    record = store.runs().load(published["run_id"])
-    if record is None or not record.artifact_path:
-        raise Failure(f"the run that published {task}'s prompt ({published['run_id']}) has no record")
-    verdict = judge_artifact(load_artifact(Path(record.artifact_path)), policy)
-    if not verdict.promoted:
-        raise Failure(safe_text(f"{task}'s published prompt fails the promotion gate now: {verdict.reason}"))
+def prompt_evaluation_asset(keys: Keys, group: str, owners: list[str] | None = None) -> AssetsDefinition:
+    """`prompt_evaluation`, keyed under `keys`, after the `optimized_prompt` there."""
 
-    registry = build_registry()
-    evaluation = Evaluation()
-    resources = {"store": store, "llm": llm, "trajectory_source": trajectory_source}
-    for file in evaluation_files(policy, task):
-        spec = load_task(file, registry)
-        job = task_job(spec, in_process_executor)
-        for variant in VARIANTS:
-            prompt = published["prompt" if variant == "promoted" else "baseline_prompt"]
-            overrides = TaskOverrides(
-                values={"evaluates": task, "variant": variant, "training_run": record.run_id},
-                step_params=system_prompt_overrides(spec, prompt),
-            )
-            result = job.execute_in_process(
-                resources={**resources, "task_overrides": overrides},
-                instance=context.instance,
-                tags={EVALUATION_TAG: task, VARIANT_TAG: variant, SOURCE_TAG: "promotion"},
-                raise_on_error=False,
-            )
-            score = verification_score(store.task_runs() / result.run_id)
-            evaluation.add(spec.name, variant, result.run_id, result.success, score)
-            context.log.info(f"{spec.name} with the {variant} prompt: run {result.run_id}, score {score}")
-
-    summary = evaluation.summary()
-    record.details["evaluation"] = summary
-    store.runs().save(record)
-    return MaterializeResult(
-        metadata={
-            "training_run": record.run_id,
-            "promoted_score": summary["promoted_score"],
-            "baseline_score": summary["baseline_score"],
-            "difference": summary["difference"],
-            "scores": MetadataValue.md(evaluation_table(summary)),
-            "scorer": summary["scorer"],
-            "task_runs": MetadataValue.json(summary["runs"]),
-        }
+    @asset(
+        key=keys.prompt_evaluation,
+        partitions_def=task_partitions,
+        deps=[keys.optimized_prompt],
+        group_name=group,
+        owners=owners,
+        kinds={"python"},
+        description="The task's promoted prompt against its baseline, by task steps: each evaluation task "
+        "file runs as a task job once with each prompt as its agents' system prompt; the verifiers' scores, "
+        "side by side. Launched by `evaluation_sensor` when a prompt is promoted.",
     )
+    def prompt_evaluation(
+        context: AssetExecutionContext,
+        training_pipeline_policy: TrainingSettings,
+        training_pipeline_store: DataStore,
+        training_pipeline_llm: LLMResource,
+        training_pipeline_source: TrajectorySource,
+    ) -> MaterializeResult:
+        task = context.partition_key
+        published = read_published(training_pipeline_store.prompts(), task)
+        if published is None:
+            raise Failure(
+                f"no promoted prompt for {task} yet: a native training run must pass the gate first"
+            )
+        policy = training_pipeline_policy.promotion()
+        record = training_pipeline_store.runs().load(published["run_id"])
+        if record is None or not record.artifact_path:
+            raise Failure(f"the run that published {task}'s prompt ({published['run_id']}) has no record")
+        verdict = judge_artifact(load_artifact(Path(record.artifact_path)), policy)
+        if not verdict.promoted:
+            raise Failure(
+                safe_text(f"{task}'s published prompt fails the promotion gate now: {verdict.reason}")
+            )
+
+        registry = build_registry()
+        evaluation = Evaluation()
+        resources = {
+            "training_pipeline_store": training_pipeline_store,
+            "training_pipeline_llm": training_pipeline_llm,
+            "training_pipeline_source": training_pipeline_source,
+        }
+        for file in evaluation_files(policy, task):
+            spec = load_task(file, registry)
+            job = task_job(spec, in_process_executor, keys=keys)
+            for variant in VARIANTS:
+                prompt = published["prompt" if variant == "promoted" else "baseline_prompt"]
+                overrides = TaskOverrides(
+                    values={"evaluates": task, "variant": variant, "training_run": record.run_id},
+                    step_params=system_prompt_overrides(spec, prompt),
+                )
+                result = job.execute_in_process(
+                    resources={**resources, "training_pipeline_task_overrides": overrides},
+                    instance=context.instance,
+                    tags={EVALUATION_TAG: task, VARIANT_TAG: variant, SOURCE_TAG: "promotion"},
+                    raise_on_error=False,
+                )
+                score = verification_score(training_pipeline_store.task_runs() / result.run_id)
+                evaluation.add(spec.name, variant, result.run_id, result.success, score)
+                context.log.info(f"{spec.name} with the {variant} prompt: run {result.run_id}, score {score}")
+
+        summary = evaluation.summary()
+        record.details["evaluation"] = summary
+        training_pipeline_store.runs().save(record)
+        return MaterializeResult(
+            metadata={
+                "training_run": record.run_id,
+                "promoted_score": summary["promoted_score"],
+                "baseline_score": summary["baseline_score"],
+                "difference": summary["difference"],
+                "scores": MetadataValue.md(evaluation_table(summary)),
+                "scorer": summary["scorer"],
+                "task_runs": MetadataValue.json(summary["runs"]),
+            }
+        )
+
+    return prompt_evaluation

@@ -239,9 +239,9 @@ def test_a_trajectory_database_that_goes_down_fails_the_day_then_succeeds_once_b
         )
     engine.dispose()
     resources = {
-        "trajectory_source": DatabaseTrajectorySource(url=postgres.url, retries=0),
-        "privacy": PrivacySettings(),
-        "store": DataStore(root=str(tmp_path / "data")),
+        "training_pipeline_source": DatabaseTrajectorySource(url=postgres.url, retries=0),
+        "training_pipeline_privacy": PrivacySettings(),
+        "training_pipeline_store": DataStore(root=str(tmp_path / "data")),
     }
     instance = DagsterInstance.ephemeral()
 

@@ -281,17 +281,18 @@ def test_the_days_pass_and_its_profile_do_not_load_pandas(tmp_path: Path) -> Non
 import sys
 from datetime import date
 from pathlib import Path
-from training_pipeline.datasets.daily import ingest_day
+from training_pipeline.datasets.daily import DayFiles, build_day
 from training_pipeline.intake.filtered import FilteredDay
 from training_pipeline.privacy.filter import PrivacyFilter
 from training_pipeline.samples import write_long_sample
 from training_pipeline.trajectories.files import unparsed_files
 out = Path({str(tmp_path)!r})
 write_long_sample(out / "2026-11-01.jsonl", 30, target_bytes=2000)
-records = unparsed_files(out / "2026-11-01.jsonl", date(2026, 11, 1))
+records = lambda: unparsed_files(out / "2026-11-01.jsonl", date(2026, 11, 1))
 filtered = FilteredDay(out / "f.parquet", out / "r.json")
-manifest = ingest_day(records, out / "t.parquet", out / "q.jsonl", "test", PrivacyFilter("strict"), filtered,
-                      out / "ds", scanner_secrets=())
+files = DayFiles(out / "t.parquet", out / "q.jsonl", filtered, out / "ds")
+built = build_day(files, lambda: PrivacyFilter("strict"), records=records, scanner_secrets=())
+manifest = built.manifest
 assert manifest.profile["calls_per_trajectory"]
 print('pandas' in sys.modules, 'pyarrow.compute' in sys.modules)
 """

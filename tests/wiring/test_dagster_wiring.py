@@ -129,7 +129,7 @@ def test_the_day_is_filtered_while_ingesting_and_refiltered_as_a_subset(tmp_path
         stored,
         tmp_path / "separate.parquet",
         tmp_path / "separate.json",
-        resources["privacy"].build_filter(),
+        resources["training_pipeline_privacy"].build_filter(),
         IngestManifest.read(manifest_path(stored)).redactions_by_rule,
     )
     assert list(iter_trajectories(tmp_path / "separate.parquet")) == fused
@@ -142,9 +142,9 @@ def test_the_day_is_filtered_while_ingesting_and_refiltered_as_a_subset(tmp_path
 
     # the filter changes (nobody is private any more): the stored day is filtered again, untouched
     entities = tmp_path / "entities.json"
-    sample = json.loads(Path(str(resources["privacy"].entity_directory)).read_text())
+    sample = json.loads(Path(str(resources["training_pipeline_privacy"].entity_directory)).read_text())
     entities.write_text(json.dumps({**sample, "private": []}))
-    resources["privacy"] = PrivacySettings(entity_directory=str(entities))
+    resources["training_pipeline_privacy"] = PrivacySettings(entity_directory=str(entities))
     before = stored.read_bytes()
     subset = [AssetKey("filtered_trajectories"), *(AssetKey(t) for t in TASKS)]
     again = materialize(
@@ -209,9 +209,9 @@ def test_rematerialising_replaces_the_partition_it_never_appends(tmp_path: Path)
 def test_blocking_credential_check_fails_when_the_filter_misses_a_secret(tmp_path: Path) -> None:
     """elizaOS's five patterns do not know Stripe keys; the independent re-scan does, and fails the run."""
     resources = {
-        "trajectory_source": FileTrajectorySource(path=str(write_stripe_leak_day(tmp_path / "in"))),
-        "privacy": PrivacySettings(profile="elizaos", env_secrets="NONE"),
-        "store": DataStore(root=str(tmp_path / "data")),
+        "training_pipeline_source": FileTrajectorySource(path=str(write_stripe_leak_day(tmp_path / "in"))),
+        "training_pipeline_privacy": PrivacySettings(profile="elizaos", env_secrets="NONE"),
+        "training_pipeline_store": DataStore(root=str(tmp_path / "data")),
     }
     result = _run(resources)
     assert not result.success
@@ -228,7 +228,7 @@ def test_blocking_credential_check_fails_when_the_filter_misses_a_secret(tmp_pat
         [str(e) for e in result.all_events], default=str
     )  # the preview was masked, the check reports only types and places
 
-    resources["privacy"] = PrivacySettings(profile="strict", env_secrets="NONE")
+    resources["training_pipeline_privacy"] = PrivacySettings(profile="strict", env_secrets="NONE")
     strict = _run(resources)
     assert strict.success  # the default profile redacts it, and the check agrees
 
@@ -236,9 +236,9 @@ def test_blocking_credential_check_fails_when_the_filter_misses_a_secret(tmp_pat
 def test_a_day_reaches_the_shared_storage_only_once_its_checks_pass(tmp_path: Path) -> None:
     shared = tmp_path / "shared"
     resources = {
-        "trajectory_source": FileTrajectorySource(path=str(write_stripe_leak_day(tmp_path / "in"))),
-        "privacy": PrivacySettings(profile="elizaos", env_secrets="NONE"),
-        "store": DataStore(root=str(tmp_path / "data"), shared_url=f"file://{shared}"),
+        "training_pipeline_source": FileTrajectorySource(path=str(write_stripe_leak_day(tmp_path / "in"))),
+        "training_pipeline_privacy": PrivacySettings(profile="elizaos", env_secrets="NONE"),
+        "training_pipeline_store": DataStore(root=str(tmp_path / "data"), shared_url=f"file://{shared}"),
     }
     settings = load_settings({"TRAINING_PIPELINE_SHARED_URL": f"file://{shared}"})
     assets = daily_graph(settings)
@@ -246,7 +246,7 @@ def test_a_day_reaches_the_shared_storage_only_once_its_checks_pass(tmp_path: Pa
     assert not leaked.success
     assert not shared.exists()  # the blocking check stopped the copy: the secret never left the machine
 
-    resources["privacy"] = PrivacySettings(profile="strict", env_secrets="NONE")
+    resources["training_pipeline_privacy"] = PrivacySettings(profile="strict", env_secrets="NONE")
     result = materialize(assets, partition_key=DAY, resources=resources)
     local = tmp_path / "data" / "datasets" / DAY
     copied = shared / "datasets" / DAY
@@ -301,9 +301,9 @@ def test_a_database_source_feeds_the_same_graph(tmp_path: Path) -> None:
         )
     result = _run(
         {
-            "trajectory_source": DatabaseTrajectorySource(url=f"sqlite:///{db}"),
-            "privacy": PrivacySettings(),
-            "store": DataStore(root=str(tmp_path / "data")),
+            "training_pipeline_source": DatabaseTrajectorySource(url=f"sqlite:///{db}"),
+            "training_pipeline_privacy": PrivacySettings(),
+            "training_pipeline_store": DataStore(root=str(tmp_path / "data")),
         }
     )
     assert result.success
@@ -347,12 +347,12 @@ def test_cli_backfills_a_range_into_the_instance(tmp_path: Path, dagster_home: P
     os.environ["DAGSTER_HOME"] = str(dagster_home)
     try:
         with DagsterInstance.get() as instance:
-            runs = instance.get_runs(RunsFilter(job_name="datasets_job"))
-            assert sorted(r.tags["dagster/partition"] for r in runs) == [
-                "2026-11-23",
-                "2026-11-24",
-                "2026-11-25",
-            ]
+            [run] = instance.get_runs(RunsFilter(job_name="datasets_job"))  # the three days in one run
+            assert (
+                run.tags["dagster/asset_partition_range_start"],
+                run.tags["dagster/asset_partition_range_end"],
+            ) == ("2026-11-23", "2026-11-25")
+            assert {line["run_id"] for line in lines} == {run.run_id}
             training = instance.get_runs(RunsFilter(job_name="training_job"))
             assert sorted(r.tags["dagster/partition"] for r in training) == ["response", "should_respond"]
             assert all(r.is_success for r in training)
@@ -367,7 +367,11 @@ def test_an_unreachable_database_retries_the_step_then_fails_clearly(tmp_path: P
         url="postgresql+psycopg://u:hunter2secret@127.0.0.1:1/eliza", retries=1, retry_wait_seconds=0
     )
     result = _run(
-        {"trajectory_source": source, "privacy": PrivacySettings(), "store": DataStore(root=str(tmp_path))}
+        {
+            "training_pipeline_source": source,
+            "training_pipeline_privacy": PrivacySettings(),
+            "training_pipeline_store": DataStore(root=str(tmp_path)),
+        }
     )
     assert not result.success
     kinds = [e.event_type_value for e in result.all_events]

@@ -81,7 +81,7 @@ def test_the_code_location_defines_what_it_always_has(tmp_path) -> None:
 def test_settings_reach_every_domain(tmp_path) -> None:
     """One settings object shapes the whole code location: partitions, schedule, sensor, executors,
     the extra task folder and the resources all follow it."""
-    from training_pipeline.definitions import build_definitions
+    from assets.definitions import build_definitions
     from training_pipeline.settings import load_settings
 
     tasks = tmp_path / "tasks"
@@ -103,7 +103,8 @@ def test_settings_reach_every_domain(tmp_path) -> None:
                 "TRAINING_PIPELINE_SHARED_URL": f"file://{tmp_path / 'shared'}",
                 "TRAINING_PIPELINE_TRIGGER_THRESHOLD": "7",
             }
-        )
+        ),
+        own_executor=True,
     )
     daily = defs.resolve_assets_def("trajectories").partitions_def
     assert daily.get_first_partition_key() == "2023-06-01"
@@ -113,5 +114,5 @@ def test_settings_reach_every_domain(tmp_path) -> None:
     assert defs.resolve_job_def("task_mine").executor_def.name == "in_process"
     assert "shared_datasets" in {k.to_user_string() for k in defs.resolve_all_asset_keys()}
     resources = defs.resources or {}
-    assert resources["store"].root == str(tmp_path / "data")
-    assert resources["training"].trigger_threshold == 7
+    assert resources["training_pipeline_store"].root == str(tmp_path / "data")
+    assert resources["training_pipeline_policy"].trigger_threshold == 7

@@ -9,9 +9,6 @@ from pathlib import Path
 
 from dagster import AssetKey, Definitions, build_sensor_context, materialize
 
-from assets.training.assets import optimized_prompt, promotion_gate, training_run, tuned_model
-from assets.training.automation import evaluation_sensor, training_job
-from assets.training.evaluation import prompt_evaluation
 from resources.backends import (
     AtroposBackend,
     NativeBackend,
@@ -24,7 +21,7 @@ from resources.defaults import default_resources
 from resources.llm import LLMResource
 from resources.training import TrainingSettings
 from tests.fake_chat import FakeChatServer
-from tests.helpers import asset_metadata
+from tests.helpers import PROMPT_EVALUATION, TRAINING, TRAINING_JOB, asset_metadata, evaluations
 from tests.scripted_agent import email_agent
 from training_pipeline.settings import load_settings
 from training_pipeline.tasks import EXAMPLE_TASKS
@@ -63,9 +60,9 @@ def _optimiser(data: Path, candidate_is_better: bool):
 
 def _resources(data: Path, llm: LLMResource, training: TrainingSettings) -> dict:
     resources = default_resources(load_settings({"TRAINING_PIPELINE_DATA": str(data)}))
-    resources["llm"] = llm
-    resources["training"] = training
-    resources["training_backends"] = TrainingBackends(
+    resources["training_pipeline_llm"] = llm
+    resources["training_pipeline_policy"] = training
+    resources["training_pipeline_backends"] = TrainingBackends(
         native=NativeBackend(llm=llm, rounds=1, variants=1, train_batch=3, seed=1),
         atropos=AtroposBackend(data_dir=str(data / "atropos")),
         tinker=TinkerBackend(),
@@ -80,9 +77,9 @@ def _train(days_ready, tmp_path: Path, candidate_is_better: bool, training: Trai
     with FakeChatServer(_optimiser(data, candidate_is_better)) as server:
         llm = LLMResource(base_url=server.base_url, model="m", cache_dir=str(tmp_path / "cache"))
         defs = Definitions(
-            assets=[training_run, tuned_model, optimized_prompt],
-            asset_checks=[promotion_gate],
-            jobs=[training_job],
+            assets=TRAINING.assets,
+            asset_checks=[TRAINING.promotion_gate],
+            jobs=[TRAINING_JOB],
             resources=_resources(data, llm, training),
         )
         result = defs.resolve_job_def("training_job").execute_in_process(
@@ -118,7 +115,7 @@ def test_a_real_gain_is_promoted_published_and_evaluated_by_task_runs(days_ready
     assert stored.promotion["promoted"] and stored.promotion["published"].endswith(f"{TASK}.json")
 
     # the sensor sees the promotion and asks for an evaluation, once
-    sensor = evaluation_sensor(30)
+    sensor = evaluations(30)
     tick = sensor(build_sensor_context(instance=instance))
     [request] = tick.run_requests
     assert request.partition_key == TASK and request.run_key == f"evaluate:{record.run_id}"
@@ -134,7 +131,7 @@ def test_a_real_gain_is_promoted_published_and_evaluated_by_task_runs(days_ready
     with FakeChatServer(agent) as server:
         llm = LLMResource(base_url=server.base_url, model="m", cache_dir=str(tmp_path / "eval-cache"))
         evaluated = materialize(
-            [prompt_evaluation],
+            [PROMPT_EVALUATION],
             partition_key=TASK,
             instance=instance,
             resources=_resources(data, llm, training),
@@ -180,4 +177,4 @@ def test_a_candidate_no_better_than_the_baseline_is_rejected_and_not_published(
     # and the sensor asks for nothing
     materializations = instance.fetch_materializations(AssetKey("optimized_prompt"), limit=100).records
     cursor = str(materializations[0].storage_id - 1)
-    assert not evaluation_sensor(30)(build_sensor_context(instance=instance, cursor=cursor)).run_requests
+    assert not evaluations(30)(build_sensor_context(instance=instance, cursor=cursor)).run_requests

@@ -277,7 +277,8 @@ def test_overrides_land_in_user_overrides_and_replace_step_fields(
             "step_params": {"reply": {"prompt": "Reply to Dana, briefly."}},
         }
         result, _, _ = run_task_file(
-            EXAMPLE_TASKS / "reply-to-dana.json", {"resources": {"task_overrides": {"config": config}}}
+            EXAMPLE_TASKS / "reply-to-dana.json",
+            {"resources": {"training_pipeline_task_overrides": {"config": config}}},
         )
     assert result.success
     context = task_context(data, result.run_id)

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from dagster import AssetKey, DagsterInstance, materialize
 
-from assets.training.assets import optimized_prompt, training_run, tuned_model
 from resources.backends import (
     AtroposBackend,
     NativeBackend,
@@ -22,7 +21,7 @@ from resources.llm import LLMResource
 from resources.storage import DataStore
 from resources.training import TrainingSettings
 from tests.fake_openai import FakeOpenAI
-from tests.helpers import DATASET_ASSETS, asset_metadata
+from tests.helpers import DATASET_ASSETS, TRAINING, TRAINING_JOB, asset_metadata
 from tests.planted_secrets import write_stripe_leak_day
 from training_pipeline.settings import load_settings
 from training_pipeline.training.policy import TrainingPolicy, resolve_backend, select_task
@@ -76,18 +75,20 @@ def test_select_task_and_backend_resolution() -> None:
 def _train(days_ready, task: str, run_config: dict | None = None, **backends):
     instance, data = days_ready
     resources = default_resources(load_settings({"TRAINING_PIPELINE_DATA": str(data)}))
-    resources["training_backends"] = TrainingBackends(
+    resources["training_pipeline_backends"] = TrainingBackends(
         native=backends.get("native", NativeBackend(llm=LLMResource(local_model=False))),
         atropos=backends.get("atropos", AtroposBackend(data_dir=str(data / "atropos"))),
         tinker=TinkerBackend(),
         openai=backends.get("openai", OpenAIBackend()),
         vertex=VertexBackend(),
     )
-    for name in ("training", "store"):
+    for name in ("training", "store"):  # the policy or the store, when a test brings its own
         if name in backends:
-            resources[name] = backends[name]
+            resources[{"training": "training_pipeline_policy", "store": "training_pipeline_store"}[name]] = (
+                backends[name]
+            )
     result = materialize(
-        [training_run],
+        [TRAINING.training_run],
         partition_key=task,
         resources=resources,
         instance=instance,
@@ -230,7 +231,7 @@ def test_no_data_and_no_backend_are_skips(days_ready) -> None:
     instance = DagsterInstance.ephemeral()
     empty = days_ready[1].parent / "empty"
     result = materialize(
-        [training_run],
+        [TRAINING.training_run],
         partition_key="response",
         instance=instance,
         resources=default_resources(load_settings({"TRAINING_PIPELINE_DATA": str(empty)})),
@@ -262,8 +263,8 @@ def test_a_dataset_with_a_leaked_secret_is_never_dispatched(tmp_path: Path) -> N
     source = write_stripe_leak_day(tmp_path / "in")
     instance = DagsterInstance.ephemeral()
     resources = default_resources(load_settings({"TRAINING_PIPELINE_DATA": str(tmp_path / "data")}))
-    resources["trajectory_source"] = FileTrajectorySource(path=str(source))
-    resources["privacy"] = PrivacySettings(profile="elizaos", env_secrets="NONE")
+    resources["training_pipeline_source"] = FileTrajectorySource(path=str(source))
+    resources["training_pipeline_privacy"] = PrivacySettings(profile="elizaos", env_secrets="NONE")
     day = materialize(
         DATASET_ASSETS,
         partition_key="2026-11-24",
@@ -273,7 +274,7 @@ def test_a_dataset_with_a_leaked_secret_is_never_dispatched(tmp_path: Path) -> N
     )
     assert not day.success  # the blocking no_credentials check failed
     run = materialize(
-        [training_run],
+        [TRAINING.training_run],
         partition_key="response",
         resources=resources,
         instance=instance,
@@ -329,8 +330,6 @@ def _training_job(
     launches it; returns the result and the run record."""
     from dagster import Definitions
 
-    from assets.training.automation import training_job
-
     instance, data = days_ready
     resources = default_resources(load_settings({"TRAINING_PIPELINE_DATA": str(data)}))
     backends = {
@@ -340,12 +339,12 @@ def _training_job(
         "openai": OpenAIBackend(),
         "vertex": VertexBackend(),
     }
-    resources["training_backends"] = TrainingBackends(**{**backends, backend_name: backend})
+    resources["training_pipeline_backends"] = TrainingBackends(**{**backends, backend_name: backend})
     if settings is not None:
-        resources["training"] = settings
-    job = Definitions(
-        assets=[training_run, tuned_model, optimized_prompt], jobs=[training_job], resources=resources
-    ).resolve_job_def("training_job")
+        resources["training_pipeline_policy"] = settings
+    job = Definitions(assets=TRAINING.assets, jobs=[TRAINING_JOB], resources=resources).resolve_job_def(
+        "training_job"
+    )
     result = job.execute_in_process(
         partition_key=task,
         instance=instance,

@@ -17,13 +17,11 @@ from dagster import (
 from dagster._core.test_utils import create_run_for_test
 
 from assets.datasets.automation import datasets_job, nightly_schedule
-from assets.training.assets import optimized_prompt, training_run, tuned_model
-from assets.training.automation import threshold_sensor, training_job
 from resources.backends import NativeBackend
 from resources.defaults import default_resources
 from resources.llm import LLMResource
 from resources.training import TrainingSettings
-from tests.helpers import DATASET_ASSETS
+from tests.helpers import DATASET_ASSETS, TRAINING, TRAINING_JOB, threshold
 from training_pipeline.settings import load_settings
 from training_pipeline.training.trigger import TriggerState
 
@@ -36,8 +34,8 @@ def env(tmp_path: Path):
     instance = DagsterInstance.ephemeral()
     resources = default_resources(load_settings({"TRAINING_PIPELINE_DATA": str(tmp_path)}))
     # these tests are about when runs fire, not what they train: the native backend skips at once
-    backends = resources["training_backends"]
-    resources["training_backends"] = backends.model_copy(
+    backends = resources["training_pipeline_backends"]
+    resources["training_pipeline_backends"] = backends.model_copy(
         update={"native": NativeBackend(llm=LLMResource(local_model=False))}
     )
 
@@ -54,9 +52,9 @@ def env(tmp_path: Path):
 
 def _tick(instance, cursor, **settings):
     context = build_sensor_context(
-        instance=instance, cursor=cursor, resources={"training": TrainingSettings(**settings)}
+        instance=instance, cursor=cursor, resources={"training_pipeline_policy": TrainingSettings(**settings)}
     )
-    result = threshold_sensor(60)(context)
+    result = threshold(60)(context)
     return result, result.cursor
 
 
@@ -95,9 +93,9 @@ def test_counter_resets_when_its_run_finishes_and_cooldown_holds(env) -> None:
     day(DAYS[1])
     result, cursor = _tick(instance, None)
     [request] = result.run_requests
-    job = Definitions(
-        assets=[training_run, tuned_model, optimized_prompt], jobs=[training_job], resources=resources
-    ).resolve_job_def("training_job")
+    job = Definitions(assets=TRAINING.assets, jobs=[TRAINING_JOB], resources=resources).resolve_job_def(
+        "training_job"
+    )
     run = job.execute_in_process(
         partition_key="should_respond",
         instance=instance,
