@@ -29,6 +29,7 @@ from resources.backends import (
     TrainingBackends,
     VertexBackend,
 )
+from resources.layers_io import LAYERS_IO_MANAGER, LayersIOManager
 from resources.llm import LLMResource
 from resources.privacy import PrivacySettings
 from resources.sources import (
@@ -64,14 +65,14 @@ def shared_resources(settings: Settings) -> dict[str, Any]:
             agent_runs_dir=f"{data}/agent_trajectories",
         )
         entities = settings.entities or (None if settings.trajectory_dir else str(SAMPLE_ENTITIES))
+    store = DataStore(root=data, shared_url=_secret(settings.shared_url, "TRAINING_PIPELINE_SHARED_URL"))
     return {
         "training_pipeline_source": source,
         "training_pipeline_privacy": PrivacySettings(
             profile=settings.privacy_profile, entity_directory=entities, workers=settings.workers
         ),
-        "training_pipeline_store": DataStore(
-            root=data, shared_url=_secret(settings.shared_url, "TRAINING_PIPELINE_SHARED_URL")
-        ),
+        "training_pipeline_store": store,
+        LAYERS_IO_MANAGER: LayersIOManager(store=store),
         "training_pipeline_llm": LLMResource(
             base_url=settings.llm_base_url,
             model=settings.llm_model,

@@ -13,20 +13,21 @@ from day to Table, as Dagster's own IO managers do. `handle_output` stores nothi
 are already written when their step ends.
 """
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
-from dagster import ConfigurableIOManager, InputContext, OutputContext, ResourceDependency
+from dagster import ConfigurableIOManager, InputContext, OutputContext
 
 from resources.storage import DataStore
 from training_pipeline.datasets.tasks import TASK_FILE_NAMES, TASKS
 
-__all__ = ["LayersIOManager"]
+__all__ = ["LAYERS_IO_MANAGER", "LayersIOManager"]
+
+#: the resource key the daily layers name as their IO manager
+LAYERS_IO_MANAGER = "training_pipeline_layers_io_manager"
 
 _DATASET = pa.schema(
     [pa.field("messages", pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())])))]
@@ -36,7 +37,7 @@ _DATASET = pa.schema(
 class LayersIOManager(ConfigurableIOManager):
     """Loads a daily layer of the pipeline (the last part of its asset key names it) from `store`."""
 
-    store: ResourceDependency[DataStore]
+    store: DataStore
 
     def handle_output(self, context: OutputContext, obj: Any) -> None:
         return None  # the asset wrote its files; nothing is passed between steps

@@ -31,6 +31,19 @@ PROMPT_EVALUATION = prompt_evaluation_asset(UNPREFIXED, GROUP)
 EVALUATION_JOB = evaluation_job(UNPREFIXED, PROMPT_EVALUATION)
 
 
+def layer_resources(source, privacy, store) -> dict[str, Any]:
+    """What the daily layers need: a trajectory source, the privacy settings, the store and the IO
+    manager that loads the layers for downstream assets."""
+    from resources.layers_io import LAYERS_IO_MANAGER, LayersIOManager
+
+    return {
+        "training_pipeline_source": source,
+        "training_pipeline_privacy": privacy,
+        "training_pipeline_store": store,
+        LAYERS_IO_MANAGER: LayersIOManager(store=store),
+    }
+
+
 def threshold(interval_seconds: int = 60):
     """The training threshold sensor on `TRAINING_JOB`."""
     return threshold_sensor(UNPREFIXED, TRAINING_JOB, interval_seconds)

@@ -34,11 +34,11 @@ class TrainingPipelineComponent(dg.Component, dg.Resolvable, dg.Model):
     blocking checks, task-partitioned training assets with a promotion gate, and a job per task file."""
 
     key_prefix: list[str] = Field(
-        default_factory=list, description="prefix of every asset key, e.g. [agents] gives agents/response"
+        default=[], description="prefix of every asset key, e.g. [agents] gives agents/response"
     )
     group_name: str = Field(default=GROUP, description="the asset group of every asset")
     include: list[Domain] = Field(
-        default_factory=lambda: list(DOMAINS),
+        default=list(DOMAINS),
         description="the parts to add: datasets (the daily layers), training (needs datasets), tasks",
     )
     data_root: str | None = Field(
@@ -72,7 +72,7 @@ class TrainingPipelineComponent(dg.Component, dg.Resolvable, dg.Model):
     tasks_dir: str | None = Field(
         default=None, description="a folder of the project's task files, each a job (relative to the project)"
     )
-    owners: list[str] = Field(default_factory=list, description="owners of every asset (team:… or emails)")
+    owners: list[str] = Field(default=[], description="owners of every asset (team:… or emails)")
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
         settings = settings_with(self._variables(context.project_root))

@@ -181,10 +181,15 @@ def day_of_trajectories(day: date, count: int, seed: int = 0) -> Iterator[dict[s
 
 
 def write_long_sample(
-    path: Path, count: int, secret: str = "tok-live-0f9e8d7c6b5a", target_bytes: int = 10_000
+    path: Path,
+    count: int,
+    secret: str = "tok-live-0f9e8d7c6b5a",
+    target_bytes: int = 10_000,
+    day: date = date(2026, 11, 1),
 ) -> None:
-    """`count` trajectories of about `target_bytes` each, for benchmarks: the sample trajectories with
-    each prompt's conversation history grown to a realistic length (credentials and handles included)."""
+    """`count` trajectories of about `target_bytes` each, started on `day`, for benchmarks: the sample
+    trajectories with each prompt's conversation history grown to a realistic length (credentials and
+    handles included)."""
     rng = random.Random(7)
     filler = [
         f"{name}: {text}"
@@ -199,7 +204,7 @@ def write_long_sample(
         )
     ]
     with path.open("w", encoding="utf-8") as out:
-        for trajectory in day_of_trajectories(date(2026, 11, 1), count, seed=11):
+        for trajectory in day_of_trajectories(day, count, seed=11):
             calls = [c for s in trajectory["steps"] for c in s["llmCalls"]]
             while len(jscompat.dumps(trajectory)) < target_bytes:
                 for call in calls:

@@ -41,6 +41,7 @@ from dagster import (
 )
 
 from assets.keys import Keys
+from resources.layers_io import LAYERS_IO_MANAGER
 from resources.privacy import PrivacySettings
 from resources.sources import TrajectorySource
 from resources.storage import DataStore
@@ -84,7 +85,7 @@ def daily_layers(
     partitions: PartitionsDefinition, keys: Keys, group: str, owners: list[str] | None = None
 ) -> AssetsDefinition:
     """The day's three layers and their checks on the deployment's days, keyed under `keys`."""
-    specs = [
+    layers = [
         AssetSpec(
             keys.trajectories,
             group_name=group,
@@ -115,6 +116,8 @@ def daily_layers(
             for task in TASKS
         ),
     ]
+    # the step writes the files; the IO manager only loads them for a project's downstream assets
+    specs = [spec.with_io_manager_key(LAYERS_IO_MANAGER) for spec in layers]
     check_specs = [
         AssetCheckSpec(
             _COUNTS,

@@ -93,8 +93,14 @@ def test_a_user_project_adds_the_component_and_launches_it(version: str, wheel: 
     pip = [str(bin_dir / "python"), "-m", "pip", "install", "--quiet"]
     # the base install: no extras, so nothing the tinker or deploy extras bring is there to lean on
     _run(
-        [*pip, f"dagster=={version}", f"dagster-webserver=={version}", f"dagster-dg-cli=={version}",
-         f"create-dagster=={version}", str(wheel)],
+        [
+            *pip,
+            f"dagster=={version}",
+            f"dagster-webserver=={version}",
+            f"dagster-dg-cli=={version}",
+            f"create-dagster=={version}",
+            str(wheel),
+        ],
         tmp_path,
         env,
     )
@@ -108,8 +114,13 @@ def test_a_user_project_adds_the_component_and_launches_it(version: str, wheel: 
     components = _run([str(bin_dir / "dg"), "list", "components", "--json"], project, env)
     assert "training_pipeline.component.TrainingPipelineComponent" in components
     _run(
-        [str(bin_dir / "dg"), "scaffold", "defs", "training_pipeline.component.TrainingPipelineComponent",
-         "pipeline"],
+        [
+            str(bin_dir / "dg"),
+            "scaffold",
+            "defs",
+            "training_pipeline.component.TrainingPipelineComponent",
+            "pipeline",
+        ],
         project,
         env,
     )
@@ -136,10 +147,19 @@ def test_a_user_project_adds_the_component_and_launches_it(version: str, wheel: 
     assert {"agents_datasets_job", "agents_training_job"} <= jobs
 
     # one day by the job, then three days by their assets in one run (the single-run backfill policy)
-    _run([str(bin_dir / "dg"), "launch", "--job", "agents_datasets_job", "--partition", DAYS[1]], project, env)
+    _run(
+        [str(bin_dir / "dg"), "launch", "--job", "agents_datasets_job", "--partition", DAYS[1]], project, env
+    )
     selection = ",".join(f"agents/{layer}" for layer in LAYERS)
     _run(
-        [str(bin_dir / "dg"), "launch", "--assets", selection, "--partition-range", f"{DAYS[0]}...{DAYS[-1]}"],
+        [
+            str(bin_dir / "dg"),
+            "launch",
+            "--assets",
+            selection,
+            "--partition-range",
+            f"{DAYS[0]}...{DAYS[-1]}",
+        ],
         project,
         env,
     )

@@ -22,7 +22,7 @@ from resources.privacy import PrivacySettings
 from resources.sources import DatabaseTrajectorySource
 from resources.storage import DataStore
 from tests.dagster_servers import WORKSPACE, DagsterServers, pipeline_free_env
-from tests.helpers import DATASET_ASSETS, REPO
+from tests.helpers import DATASET_ASSETS, REPO, layer_resources
 from training_pipeline.samples import day_of_trajectories
 
 BIN = Path(sys.executable).parent
@@ -238,11 +238,11 @@ def test_a_trajectory_database_that_goes_down_fails_the_day_then_succeeds_once_b
             },
         )
     engine.dispose()
-    resources = {
-        "training_pipeline_source": DatabaseTrajectorySource(url=postgres.url, retries=0),
-        "training_pipeline_privacy": PrivacySettings(),
-        "training_pipeline_store": DataStore(root=str(tmp_path / "data")),
-    }
+    resources = layer_resources(
+        DatabaseTrajectorySource(url=postgres.url, retries=0),
+        PrivacySettings(),
+        DataStore(root=str(tmp_path / "data")),
+    )
     instance = DagsterInstance.ephemeral()
 
     def run():

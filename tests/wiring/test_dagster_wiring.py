@@ -18,7 +18,7 @@ from resources.defaults import default_resources
 from resources.privacy import PrivacySettings
 from resources.sources import DatabaseTrajectorySource, FileTrajectorySource
 from resources.storage import DataStore
-from tests.helpers import DATASET_ASSETS, REPO, asset_metadata, cli
+from tests.helpers import DATASET_ASSETS, REPO, asset_metadata, cli, layer_resources
 from tests.planted_secrets import STRIPE_KEY, write_stripe_leak_day
 from training_pipeline.datasets.tasks import TASK_FILE_NAMES, TASKS
 from training_pipeline.definitions import defs
@@ -208,11 +208,11 @@ def test_rematerialising_replaces_the_partition_it_never_appends(tmp_path: Path)
 
 def test_blocking_credential_check_fails_when_the_filter_misses_a_secret(tmp_path: Path) -> None:
     """elizaOS's five patterns do not know Stripe keys; the independent re-scan does, and fails the run."""
-    resources = {
-        "training_pipeline_source": FileTrajectorySource(path=str(write_stripe_leak_day(tmp_path / "in"))),
-        "training_pipeline_privacy": PrivacySettings(profile="elizaos", env_secrets="NONE"),
-        "training_pipeline_store": DataStore(root=str(tmp_path / "data")),
-    }
+    resources = layer_resources(
+        FileTrajectorySource(path=str(write_stripe_leak_day(tmp_path / "in"))),
+        PrivacySettings(profile="elizaos", env_secrets="NONE"),
+        DataStore(root=str(tmp_path / "data")),
+    )
     result = _run(resources)
     assert not result.success
     failed = {
@@ -235,11 +235,11 @@ def test_blocking_credential_check_fails_when_the_filter_misses_a_secret(tmp_pat
 
 def test_a_day_reaches_the_shared_storage_only_once_its_checks_pass(tmp_path: Path) -> None:
     shared = tmp_path / "shared"
-    resources = {
-        "training_pipeline_source": FileTrajectorySource(path=str(write_stripe_leak_day(tmp_path / "in"))),
-        "training_pipeline_privacy": PrivacySettings(profile="elizaos", env_secrets="NONE"),
-        "training_pipeline_store": DataStore(root=str(tmp_path / "data"), shared_url=f"file://{shared}"),
-    }
+    resources = layer_resources(
+        FileTrajectorySource(path=str(write_stripe_leak_day(tmp_path / "in"))),
+        PrivacySettings(profile="elizaos", env_secrets="NONE"),
+        DataStore(root=str(tmp_path / "data"), shared_url=f"file://{shared}"),
+    )
     settings = load_settings({"TRAINING_PIPELINE_SHARED_URL": f"file://{shared}"})
     assets = daily_graph(settings)
     leaked = materialize(assets, partition_key=DAY, resources=resources, raise_on_error=False)
@@ -300,11 +300,11 @@ def test_a_database_source_feeds_the_same_graph(tmp_path: Path) -> None:
             sa.text("INSERT INTO trajectories VALUES ('t1', 'a', 1795478500000, :s, '{}')"), {"s": steps}
         )
     result = _run(
-        {
-            "training_pipeline_source": DatabaseTrajectorySource(url=f"sqlite:///{db}"),
-            "training_pipeline_privacy": PrivacySettings(),
-            "training_pipeline_store": DataStore(root=str(tmp_path / "data")),
-        }
+        layer_resources(
+            DatabaseTrajectorySource(url=f"sqlite:///{db}"),
+            PrivacySettings(),
+            DataStore(root=str(tmp_path / "data")),
+        )
     )
     assert result.success
     assert asset_metadata(result, "response")["examples"] == 1
@@ -367,11 +367,11 @@ def test_an_unreachable_database_retries_the_step_then_fails_clearly(tmp_path: P
         url="postgresql+psycopg://u:hunter2secret@127.0.0.1:1/eliza", retries=1, retry_wait_seconds=0
     )
     result = _run(
-        {
-            "training_pipeline_source": source,
-            "training_pipeline_privacy": PrivacySettings(),
-            "training_pipeline_store": DataStore(root=str(tmp_path)),
-        }
+        layer_resources(
+            source,
+            PrivacySettings(),
+            DataStore(root=str(tmp_path)),
+        )
     )
     assert not result.success
     kinds = [e.event_type_value for e in result.all_events]

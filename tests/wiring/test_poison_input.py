@@ -21,7 +21,7 @@ from dagster import AssetKey, materialize
 from resources.privacy import PrivacySettings
 from resources.sources import DatabaseTrajectorySource
 from resources.storage import DataStore
-from tests.helpers import DATASET_ASSETS
+from tests.helpers import DATASET_ASSETS, layer_resources
 from tests.planted_secrets import IN_TRAJECTORY
 from training_pipeline import atomic
 from training_pipeline.atomic import StagedFiles, TempFile, atomic_write_text
@@ -168,11 +168,11 @@ def test_a_postgresql_day_with_poison_rows_still_materialises(
             DATASET_ASSETS,
             selection=[AssetKey("trajectories"), AssetKey("filtered_trajectories")],
             partition_key=DAY.isoformat(),
-            resources={
-                "training_pipeline_source": DatabaseTrajectorySource(url=postgres.url, table="poison"),
-                "training_pipeline_privacy": PrivacySettings(env_secrets="NONE"),
-                "training_pipeline_store": DataStore(root=str(tmp_path / "data")),
-            },
+            resources=layer_resources(
+                DatabaseTrajectorySource(url=postgres.url, table="poison"),
+                PrivacySettings(env_secrets="NONE"),
+                DataStore(root=str(tmp_path / "data")),
+            ),
         )
     finally:
         settings.cache_clear()
