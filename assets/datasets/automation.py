@@ -28,7 +28,8 @@ def datasets_job(assets: list[AssetsDefinition], keys: Keys = UNPREFIXED) -> Unr
     return define_asset_job(
         keys.name("datasets_job"),
         selection=assets,
-        description="One day: trajectories → filtered_trajectories → the five task datasets, with checks.",
+        description="A day, or a range of days in one run: trajectories → filtered_trajectories → the five "
+        "task datasets, with checks.",
     )
 
 

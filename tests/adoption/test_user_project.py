@@ -140,7 +140,7 @@ def test_a_user_project_adds_the_component_and_launches_it(version: str, wheel: 
     )
     _run([str(bin_dir / "dg"), "check", "defs"], project, env)
     listed = json.loads(_run([str(bin_dir / "dg"), "list", "defs", "--json"], project, env))
-    keys = {asset["key"] for asset in listed["assets"]}
+    keys = {asset.get("asset_key", asset.get("key")) for asset in listed["assets"]}  # 1.13 / 1.12
     assert {"response", "response_report", *(f"agents/{layer}" for layer in LAYERS)} <= keys
     assert "agents/training_run" in keys and "training_run" not in keys
     jobs = {job["name"] for job in listed["jobs"]}

@@ -56,6 +56,10 @@ def test_the_component_keys_everything_under_the_prefix_and_leaves_the_project_a
     assert graph.get(dg.AssetKey(["agents", "response"])).parent_keys == {
         dg.AssetKey(["agents", "filtered_trajectories"])
     }
+    dataset = defs.resolve_assets_def(dg.AssetKey(["agents", "response"]))
+    metadata = dataset.specs_by_key[dg.AssetKey(["agents", "response"])].metadata
+    assert "dagster/code_references" in metadata  # the UI links the asset to its code
+    assert dataset.specs_by_key[dg.AssetKey(["agents", "response"])].owners == []
     mine = {"llm", "io_manager"}
     assert all(key.startswith("training_pipeline_") for key in set(defs.resources or {}) - mine)
     assert defs.executor is None  # the project's choice
