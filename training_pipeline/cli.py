@@ -81,6 +81,32 @@ def _instance():
     return DagsterInstance.get()
 
 
+def _run_job(instance, job_name: str, tags: dict[str, str], run_config: dict[str, Any], here):
+    """`job_name` through the deployment when it is up (the run can be re-executed from the UI), else
+    by `here()` in this process, said on stderr (`training_pipeline.launch`)."""
+    from training_pipeline.launch import run_job
+
+    cwd = Path.cwd()
+    workspace = cwd / "workspace.yaml" if job_name and (cwd / "dagster.yaml").is_file() else None
+    finished = run_job(
+        instance, job_name, tags=tags, run_config=run_config, workspace=workspace, in_process=here
+    )
+    if not finished.launched:
+        why = (
+            "its task file is not one of the code location's"
+            if not job_name
+            else "not run from the project's folder"
+            if workspace is None
+            else "no daemon of this instance is up (`make ui` starts one)"
+        )
+        print(
+            f"training-pipeline: note: run {finished.run_id} ran in this process ({why}): the UI shows it "
+            "but cannot re-execute it",
+            file=sys.stderr,
+        )
+    return finished
+
+
 def _materialize_days(days: list[str]) -> bool:
     """Run `datasets_job` over `days` (consecutive) on the Dagster instance at $DAGSTER_HOME, as one run
     (the daily assets' single-run backfill policy); a line per day. Runs show in the UI."""
@@ -98,17 +124,19 @@ def _materialize_days(days: list[str]) -> bool:
             "dagster/asset_partition_range_start": days[0],
             "dagster/asset_partition_range_end": days[-1],
         }
+    run_config = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+    tags = {**partitions, "training_pipeline/launched_by": "cli"}
     with _instance() as instance:
-        result = execute_job(
-            job,
+        result = _run_job(
             instance,
-            run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
-            tags={**partitions, "training_pipeline/launched_by": "cli"},
+            "datasets_job",
+            tags,
+            run_config,
+            lambda: execute_job(job, instance, run_config=run_config, tags=tags).run_id,
         )
     counts: dict[str, dict[str, Any]] = defaultdict(dict)
     records_in: dict[str, Any] = {}
-    for event in result.get_asset_materialization_events():
-        materialization = event.materialization
+    for materialization in result.materializations:
         day = str(materialization.partition)
         if "records_in" in materialization.metadata:
             records_in[day] = materialization.metadata["records_in"].value
@@ -116,7 +144,7 @@ def _materialize_days(days: list[str]) -> bool:
             task = materialization.asset_key.path[-1]
             counts[day][task] = materialization.metadata["examples"].value
     failed_checks: dict[str, list[str]] = defaultdict(list)
-    for evaluation in result.get_asset_check_evaluations():
+    for evaluation in result.check_evaluations:
         if not evaluation.passed:
             failed_checks[str(evaluation.partition)].append(
                 f"{evaluation.asset_key.to_user_string()}.{evaluation.check_name}"
@@ -227,15 +255,26 @@ def _train(args: argparse.Namespace) -> int:
         if task is None:
             print("skipped: no task reached its trigger threshold and none was specified explicitly")
             return 0
-        result = defs.resolve_job_def("training_job").execute_in_process(
-            partition_key=task,
-            instance=instance,
-            raise_on_error=False,
-            run_config={
-                "ops": {"training_run": {"config": config}},
-                "loggers": {"console": {"config": {"log_level": "INFO"}}},
-            },
-            tags={"training_pipeline/source": "manual"},
+        run_config = {
+            "ops": {"training_run": {"config": config}},
+            "loggers": {"console": {"config": {"log_level": "INFO"}}},
+        }
+        result = _run_job(
+            instance,
+            "training_job",
+            {"training_pipeline/source": "manual", "dagster/partition": task},
+            run_config,
+            lambda: (
+                defs.resolve_job_def("training_job")
+                .execute_in_process(
+                    partition_key=task,
+                    instance=instance,
+                    raise_on_error=False,
+                    run_config=run_config,
+                    tags={"training_pipeline/source": "manual"},
+                )
+                .run_id
+            ),
         )
     record = _run_store().find(result.run_id, task)  # this run's record, not the latest of any run
     if record is not None:
@@ -319,6 +358,7 @@ def _task_run(args: argparse.Namespace) -> int:
     """Run a task file as a Dagster job on $DAGSTER_HOME (the run shows in the UI)."""
     from dagster import build_reconstructable_job, execute_job
 
+    from assets.tasks.jobs import task_files
     from resources.defaults import default_resources
     from training_pipeline.tasks.registry import build_registry
     from training_pipeline.tasks.task import load_task
@@ -330,15 +370,22 @@ def _task_run(args: argparse.Namespace) -> int:
     job = build_reconstructable_job(
         "assets.tasks.jobs", "job_for_file", reconstructable_args=(str(path), args.executor)
     )
+    run_config = {
+        "resources": {"training_pipeline_task_overrides": {"config": overrides}},
+        "loggers": {"console": {"config": {"log_level": "INFO"}}},
+    }
+    tags = {"training_pipeline/launched_by": "cli"}
     with _instance() as instance:
-        result = execute_job(
-            job,
+        # a task file of the code location (bundled, or in TRAINING_PIPELINE_TASKS_DIR) on its executor
+        # is its job there; any other file runs here
+        located = path in {f.resolve() for f in task_files(settings().tasks_dir)}
+        launchable = located and args.executor == settings().task_executor
+        result = _run_job(
             instance,
-            run_config={
-                "resources": {"training_pipeline_task_overrides": {"config": overrides}},
-                "loggers": {"console": {"config": {"log_level": "INFO"}}},
-            },
-            tags={"training_pipeline/launched_by": "cli"},
+            task.job_name if launchable else "",
+            tags,
+            run_config,
+            lambda: execute_job(job, instance, run_config=run_config, tags=tags).run_id,
         )
         run_id = result.run_id
     context_file = (

@@ -189,6 +189,7 @@ def daily_layers(
             except LayerMissing as err:
                 missing = f"{err.layer} for {day} is not materialised ({err.path} is missing)"
                 raise Failure(f"{missing}; materialise it first.") from err
+            context.log.info(_said(day, built))
             for key, metadata in _metadata(keys, day, files, built, scanner).items():
                 context.add_asset_metadata(metadata, asset_key=key, partition_key=day)
         for key in [keys.trajectories, keys.filtered, *keys.datasets]:  # in the graph's order
@@ -206,13 +207,29 @@ def daily_layers(
     return _daily_layers
 
 
-def _files(training_pipeline_store: DataStore, day: str) -> DayFiles:
+def _files(store: DataStore, day: str) -> DayFiles:
     return DayFiles(
-        training_pipeline_store.trajectories(day),
-        training_pipeline_store.quarantine(day),
-        FilteredDay(training_pipeline_store.filtered(day), training_pipeline_store.privacy_report(day)),
-        training_pipeline_store.datasets(day),
+        store.trajectories(day),
+        store.quarantine(day),
+        FilteredDay(store.filtered(day), store.privacy_report(day)),
+        store.datasets(day),
     )
+
+
+def _said(day: str, built: DayBuilt) -> str:
+    """The day in one log line: what each layer made of it."""
+    parts = []
+    if built.manifest is not None:
+        manifest = built.manifest
+        parts.append(
+            f"{manifest.records_in} records in, {manifest.kept} kept, {manifest.quarantined} quarantined"
+        )
+    if built.report is not None:
+        report = built.report
+        parts.append(f"{report['droppedPrivate']} dropped as private, {report['redactionCount']} redactions")
+    if built.summary is not None:
+        parts.append(f"{built.summary['llmCallCount']} LLM calls → {json.dumps(built.summary['counts'])}")
+    return f"{day}: " + "; ".join(parts)
 
 
 def _metadata(

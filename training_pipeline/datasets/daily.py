@@ -78,10 +78,11 @@ def build_day(
     checks' scanner (with those secret values) inspects it, where it is made, and the inspections are
     written beside the datasets (`validate.INSPECTION_FILE_NAME`): a cache of the checks' scan."""
     manifest = report = None
-    writer = None
+    writer: DatasetWriter | None = None
     if records is not None:
         fused_export = filtered and bool(datasets)
-        writer = _writer(files.datasets, preview_rows, fused_export and scanner_secrets is not None)
+        if fused_export:
+            writer = _writer(files.datasets, preview_rows, scanner_secrets is not None)
         try:
             manifest = ingest_records(
                 records(),
@@ -91,17 +92,15 @@ def build_day(
                 privacy(),
                 files.filtered if filtered else None,
                 DailyExamples(scanner_secrets) if fused_export else None,
-                writer.add_batch if fused_export else None,
+                writer.add_batch if writer is not None else None,
                 workers,
             )
         except BaseException:
-            writer.abort()
+            if writer is not None:
+                writer.abort()
             raise
         if filtered:
             report = _read_report(files.filtered)
-        if not fused_export:
-            writer.abort()
-            writer = None
     elif filtered:
         _require(files.stored, "trajectories")
         ingested = IngestManifest.read(manifest_path(files.stored))

@@ -1,0 +1,108 @@
+"""How the CLI runs a job of this code location.
+
+When the deployment is up (a daemon of this instance has reported within the last minute, as under
+`make ui`) and the CLI runs from the project's folder (`workspace.yaml`), the run is submitted through
+it with Dagster's `dagster job launch`: it carries the code location's origin, so the UI lists it on
+the job's page and re-executes it (all steps, or from failure), and it waits in the instance's run
+queue like any launched run. Otherwise the run executes in this process (`execute_job`): it is recorded
+in the instance and shown, but, like any run of Dagster's own `dagster job execute`, without an origin
+the UI could re-execute from. The CLI says which.
+
+Either way the CLI waits for the run and reads its results from the instance's event log.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Finished", "deployment_is_up", "run_job"]
+
+#: a daemon whose last heartbeat is older than this is taken for stopped
+_HEARTBEAT_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class Finished:
+    run_id: str
+    success: bool
+    #: the run's asset materialisations and check evaluations (`AssetMaterialization`,
+    #: `AssetCheckEvaluation`), in the order they were recorded
+    materializations: list[Any]
+    check_evaluations: list[Any]
+    #: whether the run went through the deployment (it has the code location's origin)
+    launched: bool
+
+
+def deployment_is_up(instance: Any) -> bool:
+    heartbeats = instance.get_daemon_heartbeats()
+    newest = max((beat.timestamp for beat in heartbeats.values()), default=0.0)
+    return time.time() - newest < _HEARTBEAT_SECONDS
+
+
+def run_job(
+    instance: Any,
+    job_name: str,
+    *,
+    tags: Mapping[str, str],
+    run_config: Mapping[str, Any],
+    workspace: Path | None,
+    in_process: Any,
+) -> Finished:
+    """`job_name` with `tags` and `run_config`: through the deployment when it is up and `workspace`
+    is given, else by `in_process()` (which executes the run here and returns its run id)."""
+    if workspace is not None and workspace.is_file() and deployment_is_up(instance):
+        run_id = str(uuid.uuid4())
+        launch = subprocess.run(
+            [
+                str(Path(sys.executable).parent / "dagster"),
+                "job",
+                "launch",
+                "-w",
+                str(workspace),
+                "-j",
+                job_name,
+                "--tags",
+                json.dumps(dict(tags)),
+                "--config-json",
+                json.dumps(dict(run_config)),
+                "--run-id",
+                run_id,
+            ],
+            capture_output=True,
+            text=True,
+        )
+        if launch.returncode != 0:
+            last = (launch.stderr.strip() or launch.stdout.strip() or "no output").splitlines()[-1]
+            raise RuntimeError(f"dagster job launch {job_name} failed: {last}")
+        while not (run := instance.get_run_by_id(run_id)) or not run.is_finished:
+            time.sleep(0.5)
+        launched = True
+    else:
+        run_id = in_process()
+        launched = False
+    return _finished(instance, run_id, launched)
+
+
+def _finished(instance: Any, run_id: str, launched: bool) -> Finished:
+    from dagster import DagsterEventType, DagsterRunStatus
+
+    run = instance.get_run_by_id(run_id)
+    materializations, evaluations = [], []
+    for entry in instance.all_logs(
+        run_id, of_type={DagsterEventType.ASSET_MATERIALIZATION, DagsterEventType.ASSET_CHECK_EVALUATION}
+    ):
+        event = entry.dagster_event
+        if event.event_type == DagsterEventType.ASSET_MATERIALIZATION:
+            materializations.append(entry.asset_materialization)
+        else:
+            evaluations.append(event.event_specific_data)
+    success = run is not None and run.status == DagsterRunStatus.SUCCESS
+    return Finished(run_id, success, materializations, evaluations, launched)
