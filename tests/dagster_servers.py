@@ -124,6 +124,8 @@ class DagsterServers:
         answer = httpx.post(
             f"{self.url}/graphql", json={"query": query, "variables": variables or {}}, timeout=30
         )
+        if answer.status_code == 400:  # a query the schema refuses: say why
+            raise RuntimeError(answer.text[:2000])
         answer.raise_for_status()
         payload = answer.json()
         if payload.get("errors"):

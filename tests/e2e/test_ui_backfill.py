@@ -32,7 +32,7 @@ query($id: String!) {
 }"""
 MATERIALIZED = """
 query($key: AssetKeyInput!) {
-  assetNodeOrError(assetKey: $key) { ... on AssetNode { materializedPartitions {
+  assetNodeOrError(assetKey: $key) { ... on AssetNode { assetPartitionStatuses {
     ... on TimePartitionStatuses { ranges { startKey endKey status } } } } }
 }"""
 
@@ -76,7 +76,7 @@ def test_a_ui_backfill_of_three_days_is_one_run(tmp_path: Path) -> None:
         )
         for layer in LAYERS:
             ranges = servers.graphql(MATERIALIZED, {"key": {"path": [layer]}})["assetNodeOrError"][
-                "materializedPartitions"
+                "assetPartitionStatuses"
             ]["ranges"]
             assert [(r["startKey"], r["endKey"], r["status"]) for r in ranges] == [
                 (DAYS[0], DAYS[-1], "MATERIALIZED")
