@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dagster import AssetsDefinition, Definitions, with_source_code_references
+from dagster import AssetsDefinition, Definitions
 
+from assets.code_references import with_code_references
 from assets.datasets.automation import datasets_job, nightly_schedule
 from assets.datasets.daily import daily_layers
 from assets.datasets.shared import shared_datasets
@@ -28,7 +29,7 @@ def datasets_definitions(
     assets = daily_graph(settings, keys, group, owners)
     job = datasets_job(assets, keys)
     return Definitions(
-        assets=with_source_code_references(assets),  # the UI links each asset to its code
+        assets=with_code_references(assets),  # the UI links each asset to its code
         jobs=[job],
         schedules=[nightly_schedule(job, settings.nightly_cron, keys)],
     )

@@ -4,8 +4,9 @@ sensors that launch them, and the policy and backend resources, in one `Definiti
 
 from __future__ import annotations
 
-from dagster import Definitions, with_source_code_references
+from dagster import Definitions
 
+from assets.code_references import with_code_references
 from assets.keys import UNPREFIXED, Keys
 from assets.partitions import GROUP
 from assets.training.assets import training_assets
@@ -29,7 +30,7 @@ def training_definitions(
     train, evaluate = training_job(keys, training), evaluation_job(keys, evaluation)
     interval = settings.sensor_interval_seconds
     return Definitions(
-        assets=with_source_code_references([*training.assets, evaluation]),
+        assets=with_code_references([*training.assets, evaluation]),
         asset_checks=[training.promotion_gate],
         jobs=[train, evaluate],
         sensors=[
