@@ -47,7 +47,13 @@ class LayersIOManager(ConfigurableIOManager):
         days = list(context.asset_partition_keys) if context.has_asset_partitions else []
         if not days:
             raise ValueError(f"{context.asset_key.to_user_string()} is daily: load it for one or more days")
-        tables = {day: self._read(layer, day) for day in days}
+        try:
+            tables = {day: self._read(layer, day) for day in days}
+        except FileNotFoundError as err:
+            name = context.asset_key.to_user_string()
+            raise ValueError(
+                f"{name} is not materialised for a day asked for ({err.filename} is missing)"
+            ) from None
         return tables[days[0]] if len(days) == 1 else tables
 
     def _read(self, layer: str, day: str) -> pa.Table:

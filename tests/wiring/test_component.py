@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import dagster as dg
+import pytest
 import pyarrow as pa
 
 from tests.helpers import fresh_python
@@ -101,3 +102,19 @@ def test_importing_the_component_changes_nothing_in_the_process() -> None:
         "print(gc.get_freeze_count(), dict(os.environ) == before)"
     )
     assert fresh_python(code).split() == ["0", "True"]
+
+
+def test_a_day_never_materialised_is_a_clear_error_for_the_asset_that_loads_it(tmp_path: Path) -> None:
+    from resources.layers_io import LayersIOManager
+    from resources.storage import DataStore
+
+    manager = LayersIOManager(store=DataStore(root=str(tmp_path)))
+    context = dg.build_input_context(
+        asset_key=dg.AssetKey(["agents", "response"]),
+        partition_key=DAY,
+        asset_partitions_def=dg.DailyPartitionsDefinition(start_date="2026-11-20"),
+    )
+    with pytest.raises(
+        ValueError, match=rf"^agents/response is not materialised for a day asked for .*{DAY}"
+    ):
+        manager.load_input(context)
