@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 import dagster as dg
-import pytest
 import pyarrow as pa
+import pytest
 
 from tests.helpers import fresh_python
 from training_pipeline.component import TrainingPipelineComponent
