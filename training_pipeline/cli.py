@@ -514,9 +514,11 @@ def project_defaults(cwd: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     project_defaults(Path.cwd())
+    from training_pipeline.launch import LaunchFailed
+
     try:
         return args.run(args)
-    except (FileNotFoundError, ValueError) as err:
+    except (FileNotFoundError, ValueError, LaunchFailed) as err:
         print(f"training-pipeline: error: {err}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # the reader went away (`| head`): nothing more to say, and no traceback

@@ -23,10 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Finished", "deployment_is_up", "run_job"]
+__all__ = ["Finished", "LaunchFailed", "deployment_is_up", "run_job"]
 
 #: a daemon whose last heartbeat is older than this is taken for stopped
 _HEARTBEAT_SECONDS = 60.0
+
+
+class LaunchFailed(RuntimeError):
+    """The deployment did not take or start the run (the CLI says so in one line)."""
 
 
 @dataclass(frozen=True)
@@ -81,14 +85,27 @@ def run_job(
         )
         if launch.returncode != 0:
             last = (launch.stderr.strip() or launch.stdout.strip() or "no output").splitlines()[-1]
-            raise RuntimeError(f"dagster job launch {job_name} failed: {last}")
-        while not (run := instance.get_run_by_id(run_id)) or not run.is_finished:
-            time.sleep(0.5)
+            raise LaunchFailed(f"dagster job launch {job_name} failed: {last}")
+        _wait_for(instance, run_id)
         launched = True
     else:
         run_id = in_process()
         launched = False
     return _finished(instance, run_id, launched)
+
+
+def _wait_for(instance: Any, run_id: str) -> None:
+    """Until the run has finished; a run left in the queue by a daemon that stopped reporting is an
+    error, not a wait without end."""
+    from dagster import DagsterRunStatus
+
+    while not (run := instance.get_run_by_id(run_id)) or not run.is_finished:
+        if run is not None and run.status == DagsterRunStatus.QUEUED and not deployment_is_up(instance):
+            raise LaunchFailed(
+                f"run {run_id} is queued and no daemon of this instance is up to start it; start one "
+                "(`make ui`) and it runs, or cancel it in the UI"
+            )
+        time.sleep(0.5)
 
 
 def _finished(instance: Any, run_id: str, launched: bool) -> Finished:
