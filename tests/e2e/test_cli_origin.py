@@ -36,6 +36,22 @@ FAILING_TASK = [
 ]
 
 
+def _wait_for_daemon(home: Path) -> None:
+    """Until the daemon of the instance at `home` has reported (the CLI launches through it then)."""
+    os.environ["DAGSTER_HOME"], previous = str(home), os.environ.get("DAGSTER_HOME")
+    try:
+        with DagsterInstance.get() as instance:
+            deadline = time.monotonic() + 60
+            while not instance.get_daemon_heartbeats():
+                assert time.monotonic() < deadline, "the daemon never reported"
+                time.sleep(0.5)
+    finally:
+        if previous is None:
+            del os.environ["DAGSTER_HOME"]
+        else:
+            os.environ["DAGSTER_HOME"] = previous
+
+
 def _finished(servers: DagsterServers, run_id: str) -> dict:
     deadline = time.monotonic() + 180
     while True:
@@ -70,18 +86,7 @@ def test_cli_runs_launched_through_the_deployment_re_execute_from_the_ui(tmp_pat
     }
     (tmp_path / "logs").mkdir()
     with DagsterServers(home, env, tmp_path / "logs") as servers:
-        os.environ["DAGSTER_HOME"], previous = str(home), os.environ.get("DAGSTER_HOME")
-        try:
-            with DagsterInstance.get() as instance:
-                deadline = time.monotonic() + 60
-                while not instance.get_daemon_heartbeats():
-                    assert time.monotonic() < deadline, "the daemon never reported"
-                    time.sleep(0.5)
-        finally:
-            if previous is None:
-                del os.environ["DAGSTER_HOME"]
-            else:
-                os.environ["DAGSTER_HOME"] = previous
+        _wait_for_daemon(home)
 
         # from the project's folder, as a user runs it
         day = subprocess.run(
@@ -111,3 +116,34 @@ def test_cli_runs_launched_through_the_deployment_re_execute_from_the_ui(tmp_pat
         tags = {tag["key"]: tag["value"] for tag in retry["tags"]}
         assert tags["dagster/parent_run_id"] == summary["run_id"]
         assert retry["stepKeysToExecute"] == ["bad"]  # only what failed, on the envs the first run left
+
+
+def test_a_run_left_queued_by_a_daemon_that_stopped_is_one_error_line(tmp_path: Path) -> None:
+    """The daemon reported a moment ago, so the CLI launches through the deployment; but it has stopped,
+    and nothing will start the queued run: once its last report is a minute old the CLI says so and
+    stops waiting."""
+    home = tmp_path / "home"
+    home.mkdir()
+    shutil.copy(REPO / "dagster.yaml", home / "dagster.yaml")
+    env = {
+        **pipeline_free_env(),
+        "DAGSTER_DISABLE_TELEMETRY": "1",
+        "DAGSTER_HOME": str(home),
+        "TRAINING_PIPELINE_DATA": str(tmp_path / "data"),
+    }
+    (tmp_path / "logs").mkdir()
+    with DagsterServers(home, env, tmp_path / "logs", webserver=False):
+        _wait_for_daemon(home)
+    # the daemon is gone; its last report is fresh
+    done = subprocess.run(
+        [str(CLI), "materialize", "--start", "2026-11-24"],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    [line] = [text for text in done.stderr.splitlines() if "error" in text]
+    assert "is queued and no daemon of this instance is up to start it" in line
