@@ -58,6 +58,16 @@ def evaluations(interval_seconds: int = 30):
 CLI = Path(sys.executable).parent / "training-pipeline"
 
 
+def build_wheel(dist: Path) -> Path:
+    """This repository built into a wheel in `dist`, as `pip install .` would build it."""
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(dist), str(REPO)],
+        check=True,
+        capture_output=True,
+    )
+    return next(dist.glob("*.whl"))
+
+
 def cli(env: dict[str, str], *args: str, cwd: Path | None = None, timeout: float | None = None):
     """`training-pipeline ARGS` in its own process, as a user runs it."""
     return subprocess.run(

@@ -323,24 +323,17 @@ def _checks(
     """The selected checks of `day`, read from the files on disk (whatever this run made of them)."""
 
     def evaluation(key: AssetCheckKey, passed: bool, metadata: dict[str, Any]) -> AssetCheckEvaluation:
-        blocking = key.name != _COUNTS or keys.task_of(key.asset_key) is None
-        if not PARTITIONED_CHECKS:
-            return AssetCheckEvaluation(
-                asset_key=key.asset_key,
-                check_name=key.name,
-                passed=passed,
-                metadata={"partition": day, **metadata},
-                severity=AssetCheckSeverity.ERROR,
-                blocking=blocking,
-            )
+        blocking = _DATASET_CHECKS[key.name][0] if keys.task_of(key.asset_key) else True
+        # a check result per day where this Dagster has daily checks, else one naming its day
+        where = {"partition": day} if PARTITIONED_CHECKS else {}
         return AssetCheckEvaluation(
             asset_key=key.asset_key,
             check_name=key.name,
             passed=passed,
-            metadata=metadata,
+            metadata=metadata if PARTITIONED_CHECKS else {"partition": day, **metadata},
             severity=AssetCheckSeverity.ERROR,
             blocking=blocking,
-            partition=day,
+            **where,
         )
 
     stored_check = AssetCheckKey(keys.trajectories, _COUNTS)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO
+from tests.helpers import build_wheel
 
 pytestmark = pytest.mark.adoption
 
@@ -60,13 +60,7 @@ def response_report(context: dg.AssetExecutionContext, dataset) -> None:
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
-    dist = tmp_path_factory.mktemp("dist")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(dist), str(REPO)],
-        check=True,
-        capture_output=True,
-    )
-    return next(dist.glob("*.whl"))
+    return build_wheel(tmp_path_factory.mktemp("dist"))
 
 
 def _run(command: list[str], cwd: Path, env: dict[str, str], timeout: float = 900) -> str:

@@ -36,6 +36,23 @@ FAILING_TASK = [
 ]
 
 
+def _deployment(tmp_path: Path, **extra: str) -> tuple[Path, dict[str, str]]:
+    """A Dagster home with this repository's `dagster.yaml`, and the environment of the servers and the
+    CLI on it (`extra` added); the servers' logs go to `tmp_path / "logs"`."""
+    home = tmp_path / "home"
+    home.mkdir()
+    shutil.copy(REPO / "dagster.yaml", home / "dagster.yaml")
+    (tmp_path / "logs").mkdir()
+    env = {
+        **pipeline_free_env(),
+        "DAGSTER_DISABLE_TELEMETRY": "1",
+        "DAGSTER_HOME": str(home),
+        "TRAINING_PIPELINE_DATA": str(tmp_path / "data"),
+        **extra,
+    }
+    return home, env
+
+
 def _wait_for_daemon(home: Path) -> None:
     """Until the daemon of the instance at `home` has reported (the CLI launches through it then)."""
     os.environ["DAGSTER_HOME"], previous = str(home), os.environ.get("DAGSTER_HOME")
@@ -70,21 +87,11 @@ def _reexecute(servers: DagsterServers, run_id: str, strategy: str) -> dict:
 
 
 def test_cli_runs_launched_through_the_deployment_re_execute_from_the_ui(tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    shutil.copy(REPO / "dagster.yaml", home / "dagster.yaml")
     tasks = tmp_path / "tasks"
     tasks.mkdir()
     (tasks / "failing.json").write_text(json.dumps(FAILING_TASK))
     (tasks / "fail.py").write_text("import sys\nsys.exit(3)\n")
-    env = {
-        **pipeline_free_env(),
-        "DAGSTER_DISABLE_TELEMETRY": "1",
-        "DAGSTER_HOME": str(home),
-        "TRAINING_PIPELINE_DATA": str(tmp_path / "data"),
-        "TRAINING_PIPELINE_TASKS_DIR": str(tasks),
-    }
-    (tmp_path / "logs").mkdir()
+    home, env = _deployment(tmp_path, TRAINING_PIPELINE_TASKS_DIR=str(tasks))
     with DagsterServers(home, env, tmp_path / "logs") as servers:
         _wait_for_daemon(home)
 
@@ -122,16 +129,7 @@ def test_a_run_left_queued_by_a_daemon_that_stopped_is_one_error_line(tmp_path: 
     """The daemon reported a moment ago, so the CLI launches through the deployment; but it has stopped,
     and nothing will start the queued run: once its last report is a minute old the CLI says so and
     stops waiting."""
-    home = tmp_path / "home"
-    home.mkdir()
-    shutil.copy(REPO / "dagster.yaml", home / "dagster.yaml")
-    env = {
-        **pipeline_free_env(),
-        "DAGSTER_DISABLE_TELEMETRY": "1",
-        "DAGSTER_HOME": str(home),
-        "TRAINING_PIPELINE_DATA": str(tmp_path / "data"),
-    }
-    (tmp_path / "logs").mkdir()
+    home, env = _deployment(tmp_path)
     with DagsterServers(home, env, tmp_path / "logs", webserver=False):
         _wait_for_daemon(home)
     # the daemon is gone; its last report is fresh

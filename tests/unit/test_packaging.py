@@ -11,20 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO
+from tests.helpers import REPO, build_wheel
 
 PACKAGES = ("training_pipeline", "assets", "resources")
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
-    dist = tmp_path_factory.mktemp("dist")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(dist), str(REPO)],
-        check=True,
-        capture_output=True,
-    )
-    return next(dist.glob("*.whl"))
+    return build_wheel(tmp_path_factory.mktemp("dist"))
 
 
 def test_the_wheel_holds_every_package_folder_and_no_other(wheel: Path) -> None:

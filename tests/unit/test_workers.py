@@ -42,6 +42,16 @@ from training_pipeline.trajectories.store import batch_of
 from training_pipeline.workers import IN_FLIGHT, ordered_map
 
 
+def _files(out: Path) -> DayFiles:
+    """A day's layers in `out`: `t.parquet` stored, `f.parquet` filtered, `datasets/`."""
+    return DayFiles(
+        out / "t.parquet",
+        out / "q.jsonl",
+        FilteredDay(out / "f.parquet", out / "report.json"),
+        out / "datasets",
+    )
+
+
 def _day(
     source: Path,
     out: Path,
@@ -52,12 +62,7 @@ def _day(
 ) -> dict:
     day = start_day(json.loads(source.read_text().splitlines()[0])["startTime"])
     built = build_day(
-        DayFiles(
-            out / "t.parquet",
-            out / "q.jsonl",
-            FilteredDay(out / "f.parquet", out / "report.json"),
-            out / "datasets",
-        ),
+        _files(out),
         lambda: PrivacyFilter(profile, env_secrets=("tok-live-0f9e8d7c6b5a",)),
         records={
             "parsed": lambda: read_files(source, day),
@@ -151,12 +156,7 @@ def test_the_datasets_exported_again_from_the_filtered_day_are_those_the_pass_wr
     write_long_sample(source, 300, target_bytes=3000)
     out = tmp_path / "out"
     day = start_day(json.loads(source.read_text().splitlines()[0])["startTime"])
-    files = DayFiles(
-        out / "t.parquet",
-        out / "q.jsonl",
-        FilteredDay(out / "f.parquet", out / "report.json"),
-        out / "datasets",
-    )
+    files = _files(out)
     built = build_day(files, lambda: PrivacyFilter("strict"), records=lambda: read_files(source, day))
     written = out / "datasets"
     again = export_store(out / "f.parquet", tmp_path / "again")
@@ -413,12 +413,7 @@ def test_the_filtered_day_is_the_same_fused_on_the_pool_and_filtered_again(tmp_p
         out = tmp_path / f"w{workers}"
         privacy = PrivacyFilter("strict", directory)
         manifest = build_day(
-            DayFiles(
-                out / "t.parquet",
-                out / "q.jsonl",
-                FilteredDay(out / "f.parquet", out / "report.json"),
-                out / "datasets",
-            ),
+            _files(out),
             lambda privacy=privacy: privacy,
             records=lambda: read_files(source, start_day(json.loads(lines[0])["startTime"])),
             source="test",
