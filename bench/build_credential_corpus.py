@@ -1,15 +1,27 @@
-"""Builds `bench/data/credential_corpus.jsonl`, the corpus `credential_coverage.py` measures recall and
-over-redaction on, from what gitleaks publishes with its rules: the true and false positives in each
-rule's generator (`cmd/generate/config/rules/*.go`), read from a gitleaks checkout.
+"""Builds the corpora `credential_coverage.py` measures recall and over-redaction on, from what the two
+maintained rule sets publish with their rules.
 
-    python bench/build_credential_corpus.py GITLEAKS_GIT_DIR_OR_CHECKOUT
+    python bench/build_credential_corpus.py gitleaks GITLEAKS_GIT_DIR_OR_CHECKOUT
+    python bench/build_credential_corpus.py kingfisher
+    python bench/build_credential_corpus.py replant
 
-For every rule it keeps the published examples as they are (`published` context), takes the secret
-each one carries (what the rule alone marks, with gitleaks' secret-group and entropy semantics), and
-plants that secret in seven contexts of our own: prose, an assignment in code, an env line, YAML, JSON,
-a URL query string and an HTTP header, each named after the rule's keyword. Rules whose generator only
-makes random examples get secrets sampled from the rule's own regex (seeded, so the corpus is stable).
-Negatives are the published false positives, plus placeholders in the same seven contexts.
+`replant` plants the gitleaks corpus's secrets again in today's contexts (after a context is added),
+keeping its published and sampled rows, without a checkout.
+
+`gitleaks` writes `bench/data/credential_corpus.jsonl` from the true and false positives in each rule's
+generator (`cmd/generate/config/rules/*.go`), read from a gitleaks checkout. For every rule it keeps the
+published examples as they are (`published` context), takes the secret each one carries (what the rule
+alone marks, with gitleaks' secret-group and entropy semantics), and plants that secret in the
+contexts below, each named after the rule's keyword. Rules whose generator only makes random examples
+get secrets sampled from the rule's own regex (seeded, so the corpus is stable). Negatives are the
+published false positives, plus placeholders in the same contexts.
+
+`kingfisher` writes `bench/data/kingfisher_corpus.jsonl` from the examples vendored with Kingfisher's
+rules. Its examples are mostly toys (`abcdefghijklmnopqrstuvwxyz123456`) that Kingfisher's own entropy
+floor rejects, so each secret is planted as a real key would be: every character replaced by a random
+one of its kind (a digit by a digit, a hex letter by a hex letter, punctuation kept), seeded. A sample is
+kept where the rule itself reports the secret: its published form (`published`), and each context whose
+wording the rule's pattern takes (a rule that needs `https://…` before its key fits no env line).
 """
 
 from __future__ import annotations
@@ -33,12 +45,15 @@ _RULE_ID = re.compile(r'RuleID:\s*"([^"]+)"')
 
 CONTEXTS = {
     "prose": "Here is my {k}: {s} (keep it to yourself).",
+    # a key where a sentence, a parenthesis, a quotation or a list goes on right after it
+    "sentence": 'My {k} is {s}. Try ({s}), then "{s}", or {s}: thanks!',
     "assignment": '{camel}Token = "{s}"',
     "env": "export {upper}_TOKEN={s}",
     "yaml": "{snake}_token: {s}",
     "json": '{{"{snake}_token": "{s}", "region": "eu"}}',
     "url": "GET https://api.example.com/v1/items?{snake}_token={s}&page=2",
     "header": "X-{title}-Token: {s}",
+    "connection": "Server=tcp:db.example.com,1433;Database=app;User ID=app;{title}Token={s};Encrypt=True;",
 }
 PLACEHOLDERS = [
     "xxxxxxxxxxxxxxxxxxxx",
@@ -193,7 +208,8 @@ def _plantable(secret: str) -> bool:
         and not secret.isdigit()
         and "EXAMPLE" not in secret
         and not re.search(r"[\s%\"'{}]", secret)
-        and not re.fullmatch(r"(?:[A-Z]?[a-z]{2,}|[A-Z]{2,})(?:[-_.]?(?:[A-Z]?[a-z]{2,}|[A-Z]{2,}))*", secret)
+        # words only; each word an atomic group, or a long run of letters is split every possible way
+        and not re.fullmatch(r"(?>[A-Z]?[a-z]{2,}|[A-Z]{2,})(?:[-_.]?(?>[A-Z]?[a-z]{2,}|[A-Z]{2,}))*", secret)
     )
 
 
@@ -210,7 +226,13 @@ def _names(keyword: str) -> dict[str, str]:
 
 
 def main() -> None:
-    source = Path(sys.argv[1])
+    if sys.argv[1:2] == ["kingfisher"]:
+        return kingfisher_corpus()
+    if sys.argv[1:2] == ["replant"]:
+        return replant()
+    if sys.argv[1:2] != ["gitleaks"] or len(sys.argv) != 3:
+        raise SystemExit("usage: build_credential_corpus.py gitleaks GITLEAKS_CHECKOUT | kingfisher")
+    source = Path(sys.argv[2])
     examples = published(_files(source))
     rng = random.Random(7)
     rows: list[dict] = []
@@ -263,6 +285,95 @@ def main() -> None:
 
 def _keyword(label: str) -> str:
     return label.split("-")[0]
+
+
+KINGFISHER_OUT = OUT.with_name("kingfisher_corpus.jsonl")
+
+
+def replant() -> None:
+    rows = [json.loads(line) for line in OUT.read_text().splitlines()]
+    kept = [row for row in rows if row["context"] in ("published", "sampled")]
+    planted: dict[str, list[str]] = {}
+    for row in rows:
+        if row["context"] == "prose":  # every family's planted secrets are in its prose rows
+            planted.setdefault(row["family"], []).extend(row["secrets"])
+    for family, secrets in planted.items():
+        for secret in secrets:
+            for context, template in CONTEXTS.items():
+                text = template.format(s=secret, **_names(_keyword(family)))
+                kept.append(_row(family, "positive", context, text, [secret]))
+    for placeholder in PLACEHOLDERS:
+        for context, template in CONTEXTS.items():
+            text = template.format(s=placeholder, **_names("api"))
+            kept.append(_row("placeholder", "negative", context, text, []))
+    OUT.write_text("".join(json.dumps(row) + "\n" for row in kept))
+    print(f"{len(kept)} samples -> {OUT}")
+
+
+def _random_like(secret: str, rng: random.Random) -> str:
+    """A secret of the same shape: each character a random one of its kind (hex stays hex)."""
+    hexadecimal = all(c in string.hexdigits for c in secret)
+    out = []
+    for char in secret:
+        if char.isdigit():
+            out.append(rng.choice(string.digits))
+        elif hexadecimal and char in string.hexdigits:
+            out.append(rng.choice("abcdef" if char.islower() else "ABCDEF"))
+        elif char.isascii() and char.islower():
+            out.append(rng.choice(string.ascii_lowercase))
+        elif char.isascii() and char.isupper():
+            out.append(rng.choice(string.ascii_uppercase))
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def kingfisher_corpus() -> None:
+    from training_pipeline.privacy import kingfisher
+
+    rules = {rule.label: rule for rule in kingfisher.load_rules()}
+    rng = random.Random(11)
+    rows: list[dict] = []
+    unfit: dict[str, int] = {}
+    for label, published_examples in kingfisher.examples().items():
+        rule = rules[label]
+        for example in published_examples:
+            match = next(iter(rule.finditer(example)), None)
+            if match is None:
+                continue
+            start, end = rule.captured(match)
+            published_secret = example[start:end]
+            # all of it random, else a head kept (a prefix the pattern names: `aio_`, `sk-ant-api`); a
+            # shape the entropy floor or the global allowlist rejects is drawn again; else as published
+            tries = [(keep, draw) for keep in (0, 4, 8, 12, len(published_secret) // 2) for draw in range(6)]
+            for keep, _ in [*tries, (len(published_secret), 0)]:
+                secret = published_secret[:keep] + _random_like(published_secret[keep:], rng)
+                text = example[:start] + secret + example[end:]
+                if secret in rule.secrets(text):
+                    break
+            else:
+                continue
+            rows.append(_row(label, "positive", "published", text, [secret]))
+            if not _plantable(secret):
+                continue
+            for context, template in CONTEXTS.items():
+                planted = template.format(s=secret, **_names(_kingfisher_keyword(label, example, start)))
+                if secret in rule.secrets(planted):
+                    rows.append(_row(label, "positive", context, planted, [secret]))
+                else:
+                    unfit[context] = unfit.get(context, 0) + 1
+    KINGFISHER_OUT.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    families = len({row["family"] for row in rows})
+    print(f"{len(rows)} samples of {families} families -> {KINGFISHER_OUT}")
+    print(f"contexts whose wording a rule's pattern does not take: {dict(sorted(unfit.items()))}")
+
+
+def _kingfisher_keyword(label: str, example: str, secret_at: int) -> str:
+    """The service's name as the example writes it before the key (`airbrake` in `airbrake secretKey=…`),
+    else the label's first word."""
+    word = label.split("-")[0]
+    found = re.search(re.escape(word), example[:secret_at], re.IGNORECASE)
+    return found.group() if found else word
 
 
 if __name__ == "__main__":

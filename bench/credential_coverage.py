@@ -1,114 +1,127 @@
-"""Recall and over-redaction of a privacy profile on the credential corpus (`bench/data/
-credential_corpus.jsonl`, built by `build_credential_corpus.py` from gitleaks' published examples).
+"""Recall and over-redaction of a privacy profile on the credential corpora (`bench/data/`, built by
+`build_credential_corpus.py` from what gitleaks and Kingfisher publish with their rules).
 
-    python bench/credential_coverage.py [--profile strict|elizaos] [--show N]
+    python bench/credential_coverage.py [--profile strict|elizaos] [--show N] [--write]
 
 A positive sample counts as caught when none of its secrets is left in the redacted text; a negative
-counts as over-redacted when anything in it is redacted. A published false positive of one rule that
-another rule of gitleaks' set reports is no near miss for the set as a whole: it is counted apart.
-Per family, then in all.
+counts as over-redacted when anything in it is redacted. A published false positive of one gitleaks rule
+that another rule of gitleaks' set reports is no near miss for the set as a whole: it is counted apart.
+Then what the independent re-check (`privacy.scan`: detect-secrets' plugins, its keyword detector
+included) still finds in the redacted positives. Per corpus, per context and in all; `--write` puts the
+table in bench/README.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import platform
+import sys
 from collections import defaultdict
+from datetime import date
 from pathlib import Path
-
-from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
-from detect_secrets.settings import default_settings
 
 from training_pipeline.privacy.filter import PrivacyFilter
 from training_pipeline.privacy.gitleaks import load_rules
+from training_pipeline.privacy.scan import SecretScanner
 
-CORPUS = Path(__file__).with_name("data") / "credential_corpus.jsonl"
-#: detect-secrets' entropy detectors fire on any long random-looking run, our placeholders included
-_NOISE = {"Base64 High Entropy String", "Hex High Entropy String"}
+DATA = Path(__file__).with_name("data")
+CORPORA = {"gitleaks": DATA / "credential_corpus.jsonl", "kingfisher": DATA / "kingfisher_corpus.jsonl"}
+README = Path(__file__).with_name("README.md")
+_BEGIN, _END = "<!-- credential_coverage:begin -->", "<!-- credential_coverage:end -->"
 
 
 def measure(profile: str) -> dict:
     privacy = PrivacyFilter(profile)  # type: ignore[arg-type]
+    scanner = SecretScanner()
     gitleaks_rules = load_rules()
-    leftovers: dict[str, int] = defaultdict(int)
-    with default_settings():
-        plugins = [cls() for cls in get_mapping_from_secret_type_to_class().values()]
-    families: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    misses: list[dict] = []
-    for line in CORPUS.read_text().splitlines():
-        sample = json.loads(line)
-        redacted = privacy.redact(sample["text"])
-        counts = families[sample["family"]]
-        if sample["kind"] == "positive":
-            counts["positives"] += 1
-            leaked = [s for s in sample["secrets"] if s in redacted]
-            # what detect-secrets (every plugin, its keyword detector included) still finds afterwards
-            for line in redacted.splitlines():
-                for plugin in plugins:
-                    if plugin.secret_type not in _NOISE and list(plugin.analyze_string(line)):
-                        leftovers[plugin.secret_type] += 1
-            if leaked:
-                counts["leaked"] += 1
-                misses.append({**sample, "redacted": redacted})
-        elif any(rule.secrets(sample["text"]) for rule in gitleaks_rules):
-            # published as a false positive of one rule, but another rule of the set reports it: a
-            # finding for gitleaks as a whole, so not a near miss; counted apart
-            counts["disputed"] += 1
-            counts["disputed_redacted"] += redacted != sample["text"]
-        else:
-            counts["negatives"] += 1
-            if redacted != sample["text"]:
-                counts["over_redacted"] += 1
-                misses.append({**sample, "redacted": redacted})
-    return {"families": families, "misses": misses, "detect_secrets_left": dict(leftovers)}
+    result: dict = {"corpora": {}, "misses": [], "recheck": defaultdict(int)}
+    for corpus, path in CORPORA.items():
+        contexts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        families: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        for line in path.read_text().splitlines():
+            sample = json.loads(line)
+            redacted = privacy.redact(sample["text"])
+            counts, family = contexts[sample["context"]], families[sample["family"]]
+            if sample["kind"] == "positive":
+                counts["positives"] += 1
+                family["positives"] += 1
+                for secret_type, _ in scanner.find(redacted):
+                    result["recheck"][secret_type] += 1
+                if any(secret in redacted for secret in sample["secrets"]):
+                    counts["leaked"] += 1
+                    family["leaked"] += 1
+                    result["misses"].append({**sample, "corpus": corpus, "redacted": redacted})
+            elif corpus == "gitleaks" and any(rule.secrets(sample["text"]) for rule in gitleaks_rules):
+                counts["disputed"] += 1  # another gitleaks rule reports this published negative
+            else:
+                counts["negatives"] += 1
+                if redacted != sample["text"]:
+                    counts["over_redacted"] += 1
+                    result["misses"].append({**sample, "corpus": corpus, "redacted": redacted})
+        result["corpora"][corpus] = {"contexts": contexts, "families": families}
+    return result
+
+
+def table(result: dict, profile: str) -> str:
+    rows = [
+        "| corpus | context | positives | leaked | near-miss negatives | over-redacted |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    totals = defaultdict(int)
+    for corpus, data in result["corpora"].items():
+        for context, counts in sorted(data["contexts"].items()):
+            rows.append(
+                f"| {corpus} | {context} | {counts['positives']} | {counts['leaked']} | "
+                f"{counts['negatives']} | {counts['over_redacted']} |"
+            )
+            for key in ("positives", "leaked", "negatives", "over_redacted"):
+                totals[key] += counts[key]
+    over = totals["over_redacted"] / max(1, totals["negatives"])
+    rows.append(
+        f"| **all** | | **{totals['positives']}** | **{totals['leaked']}** | **{totals['negatives']}** | "
+        f"**{totals['over_redacted']} ({over:.1%})** |"
+    )
+    families = {
+        corpus: (
+            sum(1 for f in data["families"].values() if f["positives"]),
+            sum(1 for f in data["families"].values() if f["positives"] and not f["leaked"]),
+        )
+        for corpus, data in result["corpora"].items()
+    }
+    recall = 1 - totals["leaked"] / max(1, totals["positives"])
+    lines = [
+        f"`python bench/credential_coverage.py --profile {profile}` on {platform.machine()}, Python "
+        f"{sys.version.split()[0]}, {date.today()}: recall {recall:.2%}; families with no leak: "
+        + ", ".join(f"{corpus} {ok}/{total}" for corpus, (total, ok) in families.items())
+        + "; the re-check's findings left in the redacted positives: "
+        + (", ".join(f"{k} {v}" for k, v in sorted(result["recheck"].items())) or "none")
+        + ".",
+        "",
+        *rows,
+    ]
+    return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--profile", default="strict")
     parser.add_argument("--show", type=int, default=10)
+    parser.add_argument("--write", action="store_true", help="put the table in bench/README.md")
     args = parser.parse_args()
     result = measure(args.profile)
-    families = result["families"]
-    positives = sum(f["positives"] for f in families.values())
-    leaked = sum(f["leaked"] for f in families.values())
-    negatives = sum(f["negatives"] for f in families.values())
-    over = sum(f["over_redacted"] for f in families.values())
-    disputed = sum(f["disputed"] for f in families.values())
-    disputed_redacted = sum(f["disputed_redacted"] for f in families.values())
-    with_positives = [name for name, f in families.items() if f["positives"]]
-    leaking = sorted(name for name in with_positives if families[name]["leaked"])
-    by_context: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for miss in result["misses"]:
-        if miss["kind"] == "positive":
-            by_context[miss["context"]][0] += 1
-    print(f"profile {args.profile}: {len(with_positives)} families, {positives} positive samples")
-    print(
-        f"recall: {positives - leaked}/{positives} samples ({100 * (positives - leaked) / positives:.1f}%), "
-        f"{len(with_positives) - len(leaking)}/{len(with_positives)} families with no leak"
-    )
-    print(f"over-redaction: {over}/{negatives} near-miss negatives ({100 * over / max(1, negatives):.1f}%)")
-    print(f"published negatives another gitleaks rule reports: {disputed}, redacted: {disputed_redacted}")
-    if leaking:
-        print(
-            "families that leak (leaked/planted):",
-            ", ".join(f"{n} {families[n]['leaked']}/{families[n]['positives']}" for n in leaking),
-        )
-    print("detect-secrets findings left in the redacted positives:", result["detect_secrets_left"] or "none")
-    print("leaks by context:", dict(sorted((k, v[0]) for k, v in by_context.items())))
-    over_families = sorted(n for n, f in families.items() if f["over_redacted"])
-    if over_families:
-        print(
-            "over-redacted by family:",
-            ", ".join(
-                f"{n} {families[n]['over_redacted']}/{families[n]['negatives']}" for n in over_families
-            ),
-        )
+    text = table(result, args.profile)
+    print(text)
     for miss in result["misses"][: args.show]:
         print(
-            f"  [{miss['kind']} {miss['family']} / {miss['context']}] {miss['text'][:140]!r}\n"
+            f"  [{miss['corpus']} {miss['kind']} {miss['family']} / {miss['context']}] "
+            f"{miss['text'][:140]!r}\n"
             f"      -> {miss['redacted'][:140]!r}"
         )
+    if args.write:
+        readme = README.read_text()
+        start, end = readme.index(_BEGIN) + len(_BEGIN), readme.index(_END)
+        README.write_text(readme[:start] + "\n" + text + "\n" + readme[end:])
 
 
 if __name__ == "__main__":

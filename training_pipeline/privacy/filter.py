@@ -25,6 +25,7 @@ from training_pipeline.jscompat import utf16_len
 from training_pipeline.privacy.budget import budget
 from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.prefilter import Scanner
+from training_pipeline.privacy.rule import Found, is_placeholder
 from training_pipeline.privacy.rules import (
     MIN_SECRET_LENGTH,
     PROFILES,
@@ -148,8 +149,8 @@ class PrivacyFilter:
         self.stats = FilterStats()
         #: how long redacting one trajectory may take (`budget`)
         self.budget_seconds = redaction_budget_seconds()
-        #: text -> (its redaction, or None when unchanged; the counts by rule)
-        self._memo: dict[str, tuple[str | None, tuple[tuple[str, int], ...]]] = {}
+        #: text -> (its redaction, or None when unchanged; the counts by rule; the secrets found)
+        self._memo: dict[str, _Remembered] = {}
         self._memo_chars = 0
 
     def recipe(self) -> tuple[Profile, EntityDirectory | None, tuple[str, ...]]:
@@ -226,10 +227,30 @@ class PrivacyFilter:
         if self.profile == "strict" and not self._nothing_else_to_redact(trajectory, slots):
             self._everything_else(trajectory, calls, slots)
         self._clear_short_texts([text for _, _, text in slots])
+        found: dict[str, str] = {}
         with budget(self.budget_seconds):
             for container, key, text in slots:
-                container[key] = self.redact(text)
+                container[key], secrets = self._redacted(text)
+                found.update(secrets)
+            if found:
+                self._redact_found_everywhere(found, slots)
         return self.stats.redaction_count - before
+
+    def _redact_found_everywhere(self, found: dict[str, str], slots: list[tuple[Any, Any, str]]) -> None:
+        """A secret found once is redacted wherever else the trajectory holds it: a rule that knows a
+        key by the service's name beside it (`airbrake key = …`) does not see the agent repeat the key
+        alone three calls later."""
+        secrets = _spreadable(found)
+        if not secrets:
+            return
+        counts = self.stats.redactions
+        for container, key, _ in slots:
+            value = container[key]
+            for secret, label in secrets:
+                if secret in value:
+                    counts[label] += value.count(secret)
+                    value = value.replace(secret, f"<REDACTED:{label}>")
+            container[key] = value
 
     def _nothing_else_to_redact(
         self, trajectory: dict[str, Any], prompts: list[tuple[Any, Any, str]]
@@ -291,7 +312,7 @@ class PrivacyFilter:
         joined = "\n".join(batch).encode("utf-8")
         if not self.rules.any_candidate_in_lines(joined) and not self._holds_secret(joined):
             for text in batch:
-                self._remember(text, (None, ()))
+                self._remember(text, (None, (), ()))
 
     def _holds_secret(self, data: bytes) -> bool:
         """Whether UTF-8 `data` holds an environment secret's value: exactly where its text holds it."""
@@ -300,7 +321,11 @@ class PrivacyFilter:
         return any(secret in data for secret in self._secret_bytes)
 
     def redact(self, text: str) -> str:
-        """`text` with its credentials redacted, each counted.
+        """`text` with its credentials redacted, each counted (`_redacted`)."""
+        return self._redacted(text)[0]
+
+    def _redacted(self, text: str) -> tuple[str, Iterable[tuple[str, str]]]:
+        """`text` with its credentials redacted, each counted, and the secrets found (secret, label).
 
         A trajectory repeats its strings in every call (model names, step kinds, the agent's name,
         its system prompt, often kilobytes) and so does the next one; under `strict` the short ones
@@ -308,40 +333,54 @@ class PrivacyFilter:
         and its counts are remembered and replayed (a memo bounded in entries and characters, cleared
         when full; a string it has not seen costs one hash more)."""
         if len(text) < 4:  # shorter than any rule's match or any secret (8 UTF-16 units, 4 astral chars)
-            return text
+            return text, ()
         if len(text) > _MEMO_MAX_CHARS:
-            return self._redact(text, self.stats.redactions)
+            found: Found = []
+            return self._redact(text, self.stats.redactions, found), [(s, label) for label, s in found]
         remembered = self._memo.get(text)
         if remembered is None:
             # a plain dict: a Counter costs more to make than most texts cost to redact
             counts: dict[str, int] = {}
-            redacted = self._redact(text, counts)
-            remembered = (None if redacted == text else redacted, tuple(counts.items()))
+            found = []
+            redacted = self._redact(text, counts, found)
+            remembered = (
+                None if redacted == text else redacted,
+                tuple(counts.items()),
+                tuple((secret, label) for label, secret in found),
+            )
             self._remember(text, remembered)
-        changed, hits = remembered
+        changed, hits, secrets = remembered
         for label, count in hits:
             self.stats.redactions[label] += count
-        return text if changed is None else changed
+        return (text if changed is None else changed), secrets
 
-    def _remember(self, text: str, result: tuple[str | None, tuple[tuple[str, int], ...]]) -> None:
+    def _remember(self, text: str, result: _Remembered) -> None:
         if len(self._memo) >= _MEMO_MAX_ENTRIES or self._memo_chars + len(text) > _MEMO_BUDGET_CHARS:
             self._memo.clear()
             self._memo_chars = 0
         self._memo[text] = result
         self._memo_chars += len(text)
 
-    def _redact(self, text: str, counts: dict[str, int]) -> str:
-        """Both gates scan the text's UTF-8, encoded once."""
+    def _redact(self, text: str, counts: dict[str, int], found: Found) -> str:
+        """Both gates scan the text's UTF-8, encoded once. Under `strict`, `found` gets the secrets the
+        rules redacted, and each is redacted wherever else the text holds it."""
         data = _utf8(text)
-        if self.profile == "strict":
-            text, data = self._redact_env(text, data, counts, keep_utf8=True)
-        original = text
+        if self.profile == "elizaos":
+            original = text
+            for rule in self.rules.applicable(text, data):
+                text, hits = rule.redact(text)
+                if hits:
+                    counts[rule.label] = counts.get(rule.label, 0) + hits
+            return self._redact_env(text, data if text is original else None, counts)[0]
+        text, data = self._redact_env(text, data, counts, keep_utf8=True)
         for rule in self.rules.applicable(text, data):
-            text, hits = rule.redact(text)
+            text, hits = rule.redact(text, found)
             if hits:
                 counts[rule.label] = counts.get(rule.label, 0) + hits
-        if self.profile == "elizaos":
-            text = self._redact_env(text, data if text is original else None, counts)[0]
+        for secret, label in _spreadable({secret: label for label, secret in found}) if found else ():
+            if secret in text:
+                counts[label] = counts.get(label, 0) + text.count(secret)
+                text = text.replace(secret, f"<REDACTED:{label}>")
         return text
 
     def _redact_env(
@@ -415,6 +454,23 @@ class PrivacyFilter:
                             slots.append((node, index, value))
                     elif isinstance(value, dict | list):
                         stack.append(value)
+
+
+#: a redaction remembered: the text redacted (None: unchanged), the counts by rule, the secrets found
+_Remembered = tuple[str | None, tuple[tuple[str, int], ...], tuple[tuple[str, str], ...]]
+#: a secret found this long or longer is redacted wherever else it appears; a shorter one (a URL's
+#: password `pw`) could be a word of the text
+_SPREAD_LENGTH = 10
+
+
+def _spreadable(found: dict[str, str]) -> list[tuple[str, str]]:
+    """The secrets found (secret -> label) worth looking for elsewhere, longest first, so a secret
+    holding another is redacted whole."""
+    return sorted(
+        ((s, label) for s, label in found.items() if len(s) >= _SPREAD_LENGTH and not is_placeholder(s)),
+        key=lambda item: len(item[0]),
+        reverse=True,
+    )
 
 
 def _utf8(text: str) -> bytes | None:

@@ -37,6 +37,7 @@ from training_pipeline.environment import cache_dir
 from training_pipeline.privacy.rule import (
     REFERENCE,
     CredentialRule,
+    Found,
     LazyPattern,
     compiled,
     is_placeholder,
@@ -50,10 +51,16 @@ RULES_FILE = FOLDER / "gitleaks.toml"
 UPSTREAM = "https://raw.githubusercontent.com/gitleaks/gitleaks/master/config/gitleaks.toml"
 
 
+#: a flags group (`(?i)`, `(?s)`): Go's and Rust's apply anywhere, Python's only at the start
+_INLINE_FLAGS = re.compile(r"\(\?([ims]+)\)")
+
+
 def to_python(pattern: str) -> str:
     """A gitleaks (Go RE2) pattern in Python `re` syntax, matching the same texts."""
     pattern = pattern.replace("[[:alnum:]]", "[A-Za-z0-9]").replace("\\z", "\\Z")
-    if pattern.find("(?i)", 1) < 0:  # no flag to scope (nine patterns in ten): the same text back
+    if (
+        _INLINE_FLAGS.search(pattern, 1) is None
+    ):  # no flag to scope (nine patterns in ten): the same text back
         return pattern
     out: list[str] = []
     # per open group (the first entry: the whole pattern), the scoped-flag groups to close with it
@@ -68,10 +75,10 @@ def to_python(pattern: str) -> str:
             end = _class_end(pattern, index)
             out.append(pattern[index:end])
             index = end
-        elif pattern.startswith("(?i)", index) and index > 0:
-            out.append("(?i:")  # RE2 applies it to the rest of the enclosing group
+        elif index > 0 and (flags := _INLINE_FLAGS.match(pattern, index)) is not None:
+            out.append(f"(?{flags.group(1)}:")  # RE2 applies it to the rest of the enclosing group
             pending[-1] += 1
-            index += 4
+            index = flags.end()
         else:
             if char == "(":
                 pending.append(0)
@@ -170,7 +177,7 @@ class GitleaksRule(CredentialRule):
         words = ("".join(_KEYWORD_CHAR.get(char, re.escape(char)) for char in word) for word in self.keywords)
         return re.compile("|".join(words), re.IGNORECASE)
 
-    def redact(self, text: str) -> tuple[str, int]:
+    def redact(self, text: str, found: Found | None = None) -> tuple[str, int]:
         if not self.applies(text):
             return text, 0
         placeholder = f"<REDACTED:{self.label}>"
@@ -182,7 +189,7 @@ class GitleaksRule(CredentialRule):
             if span is None:
                 return match.group()
             hits += 1
-            return self.redacted(text, match, span, placeholder)
+            return self.redacted(text, match, span, placeholder, found)
 
         return self.sub(replace, text), hits
 
@@ -197,10 +204,8 @@ class GitleaksRule(CredentialRule):
     def secret_span(self, match: re.Match[str], text: str) -> tuple[int, int] | None:
         """Where the secret of a match is, or None when gitleaks would not report it (low entropy,
         allowlisted, or already a placeholder)."""
-        group = self._secret_group(match)
-        if group and len(match.group(group)) < 8:
-            group = 0  # a repeated part (a webhook's `([a-z0-9]{4}-){3}`), not the secret: all of it
-        secret, whole = match.group(group), match.group()
+        span = self.captured(match)
+        secret, whole = text[span[0] : span[1]], match.group()
         line = _line_of(text, match.start(), match.end())  # it holds the match, which holds the secret
         if len(line) > _VERDICT_LINE:  # not remembered: the memo would keep a megabyte line alive
             reported = self._reports(secret, whole, line)
@@ -214,7 +219,15 @@ class GitleaksRule(CredentialRule):
                 if len(_VERDICTS) >= _MAX_VERDICTS:
                     _VERDICTS.clear()
                 _VERDICTS[key] = (self, reported)
-        return match.span(group) if reported else None
+        return span if reported else None
+
+    def captured(self, match: re.Match[str]) -> tuple[int, int]:
+        """Where a match's secret is: the rule's secret group, else its first non-empty group, else all
+        of it."""
+        group = self._secret_group(match)
+        if group and len(match.group(group)) < 8:
+            group = 0  # a repeated part (a webhook's `([a-z0-9]{4}-){3}`), not the secret: all of it
+        return match.span(group)
 
     def _reports(self, secret: str, whole: str, line: str) -> bool:
         """Remembered (`_VERDICTS`): a leaked key comes back, on the same line of the history, in every
@@ -343,6 +356,13 @@ _VENDORED = _vendored()
 _END_OF_TOKEN = ("(?:[\\x60'\"\\s;]|\\\\[nr]|$)", "(?:[\\x60'\"\\s;.,:!?)\\]}>]|\\\\[nr]|$)")
 
 
+#: gitleaks opens most vendor patterns with `\b`, which `_` before the key defeats: a key glued to a
+#: name in snake case (`stripe_sk_live_…`, `t_glpat-…`) is a key all the same. The opening becomes "no
+#: letter or digit before" (a letter before still ends it: `EURASIA…` holds no AWS key).
+_OPENING_BOUNDARY = re.compile(r"^((?:\(\?[a-z]+\))?)\\b(?![?*+{])")
+_AFTER_UNDERSCORE = r"\1(?<![A-Za-z0-9])"
+
+
 def load_rules(path: Path | None = None) -> tuple[GitleaksRule, ...]:
     """The rules of the vendored set, or of the config at `path` (a candidate `refresh` checks)."""
     config = _VENDORED if path is None else _config(path)
@@ -352,7 +372,8 @@ def load_rules(path: Path | None = None) -> tuple[GitleaksRule, ...]:
             continue  # a file-path rule: no text to match
         allowlists = tuple(a for a in map(_allowlist, spec.get("allowlists", ())) if a is not None)
         allowlists += EXTRA_ALLOWLISTS.get(spec["id"], ())
-        pattern = LazyPattern(literal_first(to_python(spec["regex"]).replace(*_END_OF_TOKEN)), re.ASCII)
+        text = _OPENING_BOUNDARY.sub(_AFTER_UNDERSCORE, to_python(spec["regex"]).replace(*_END_OF_TOKEN), 1)
+        pattern = LazyPattern(literal_first(text), re.ASCII)
         keywords = tuple(keyword.lower() for keyword in spec.get("keywords", ()))
         head = _literal_head(pattern)
         rules.append(

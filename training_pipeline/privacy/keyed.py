@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 
 from training_pipeline.privacy.gitleaks import GLOBAL_ALLOWLIST, shannon_entropy
-from training_pipeline.privacy.rule import REFERENCE, CredentialRule, LazyPattern, is_placeholder
+from training_pipeline.privacy.rule import REFERENCE, CredentialRule, Found, LazyPattern, is_placeholder
 
 _WORDS = (
     r"token|secret|passw(?:or)?d|passphrase|pwd|api[_.-]?key|apikey|access[_.-]?key|private[_.-]?key"
@@ -29,6 +29,16 @@ _WORDS = (
 _PATTERN = LazyPattern(
     rf"(?<![A-Za-z0-9])(?P<key>[A-Za-z0-9_.-]{{0,40}}?(?:{_WORDS})[A-Za-z0-9_.-]{{0,24}})[\"'`]?\]?"
     r"[ \t]{0,4}(?::=|=>|->|=|:)[ \t]{0,4}(?:(?:bearer|basic|token)[ \t]+)?[\"'`]?"
+    r"(?P<value>[^\s\"'`,;<>(){}\[\]\\]{8,256})",
+    re.IGNORECASE | re.ASCII,
+)
+#: the forms with no `=` or `:` between key and value: a shell's `setenv NAME value` (csh) and `set -x NAME
+#: value` (fish), a Dockerfile's `ENV NAME value`, a command's `--api-key value`, and prose's `my token
+#: is value`. Values there must look like a key by themselves (`KeyedSecretRule.spaced`)
+_KEY = rf"[A-Za-z0-9_.-]{{0,40}}?(?:{_WORDS})[A-Za-z0-9_.-]{{0,24}}"
+_SPACED_PATTERN = LazyPattern(
+    r"(?:(?<![A-Za-z0-9_-])(?:(?:setenv|ENV|set[ \t]+-[a-zA-Z]{1,3})[ \t]+|--?)"
+    rf"(?P<key>{_KEY})[ \t]+|(?<![A-Za-z0-9])(?P<key2>{_KEY})[ \t]+is[ \t]+)[\"'`]?"
     r"(?P<value>[^\s\"'`,;<>(){}\[\]\\]{8,256})",
     re.IGNORECASE | re.ASCII,
 )
@@ -97,8 +107,9 @@ _NOT_SECRET_LAST = {
     "store",
     "storage",
     "mode",
+    "source",
 }
-_NOT_SECRET_ANY = {"public", "csrf", "xsrf", "tokenizer", "tokens", "max", "num"}
+_NOT_SECRET_ANY = {"public", "csrf", "xsrf", "authenticity", "tokenizer", "tokens", "max", "num"}
 
 
 def secret_key(key: str) -> bool:
@@ -120,7 +131,7 @@ _PLACEHOLDER = re.compile(
 #: so a long run that fails at its end is given up at once instead of in every possible split
 #: (without it, 60 letters and a `!` after a `password:` took hours).
 _WORD = r"(?>[A-Z]?[a-z]{2,}|[A-Z]{2,}(?![a-z]))"
-_WORDS_ONLY = re.compile(rf"^{_WORD}(?:[-_.]?{_WORD})*$")
+WORDS_ONLY = re.compile(rf"^{_WORD}(?:[-_.]?{_WORD})*$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,8 +139,11 @@ class KeyedSecretRule(CredentialRule):
     """The value of a secret-named key; `CredentialRule.redact` with the checks above."""
 
     whole_token: bool = True
+    #: a form with no separator between key and value (`_SPACED_PATTERN`): the value must also look like
+    #: a key by itself, as words after `token is` are prose
+    spaced: bool = False
 
-    def redact(self, text: str) -> tuple[str, int]:
+    def redact(self, text: str, found: Found | None = None) -> tuple[str, int]:
         placeholder = f"<REDACTED:{self.label}>"
         hits = 0
 
@@ -139,10 +153,16 @@ class KeyedSecretRule(CredentialRule):
             if text[match.start() - 1 : match.start()] in ("?", "&"):  # a query string: `&` ends it
                 cut = text.find("&", start, end)
                 end = end if cut < 0 else cut
-            if not looks_like_credential(match.group("key"), text[start:end], text, end):
+            while end > start and text[end - 1] == ".":  # a sentence's full stop, not the value's
+                end -= 1
+            key = match.group("key") or match.groupdict().get("key2") or ""
+            value = text[start:end]
+            if not looks_like_credential(key, value, text, end):
+                return match.group()
+            if self.spaced and not _key_shaped(value):
                 return match.group()
             hits += 1
-            return self.redacted(text, match, (start, end), placeholder)
+            return self.redacted(text, match, (start, end), placeholder, found)
 
         return self.sub(replace, text), hits
 
@@ -164,10 +184,34 @@ def looks_like_credential(key: str, value: str, text: str, end: int) -> bool:
         return False
     if not any(c.isdigit() for c in value):
         # letters only: words (`password_mgr`, `Proxy-Authorization`) unless long, mixed and random
-        if _WORDS_ONLY.match(value) or len(value) < 16:
+        if WORDS_ONLY.match(value) or len(value) < 16:
             return False
         return shannon_entropy(value) >= 3.8
     return shannon_entropy(value) >= (3.0 if len(value) >= 20 else 2.8)
 
 
+def _key_shaped(value: str) -> bool:
+    """A value that is a key whatever precedes it (`proximity.credential_shaped`), or one of 12 or more
+    characters with letters and three digits, or a digit with a symbol or both cases (`cyk0m5igf5811p9`,
+    a password `dB2yF6@qL9vZm1P#4J`), random enough: never lower-case words with a number
+    (`stored_in_vault_v2`)."""
+    from training_pipeline.privacy.proximity import credential_shaped
+
+    if credential_shaped(value):
+        return True
+    digits = sum(c.isdigit() for c in value)
+    # a password's rules: a symbol, or both cases, beside a digit (`sug5XpdpaoxtOH`, `CleartextPassword1`)
+    mixed = any(not c.isalnum() and c not in "_-." for c in value) or (
+        any(c.isupper() for c in value) and any(c.islower() for c in value)
+    )
+    return (
+        len(value) >= 12
+        and any(c.isalpha() for c in value)
+        and (digits >= 3 or (digits > 0 and mixed))
+        and shannon_entropy(value) >= 3.0
+    )
+
+
 KEYED_SECRET = KeyedSecretRule("keyed-secret", _PATTERN, group=2)
+#: the same label: a reader of a dataset sees a keyed value either way
+KEYED_SPACED = KeyedSecretRule("keyed-secret", _SPACED_PATTERN, spaced=True)

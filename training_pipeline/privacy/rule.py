@@ -11,6 +11,8 @@ from functools import lru_cache
 from typing import Any
 
 _PLACEHOLDER = re.compile(r"<REDACTED:[a-z0-9-]+>")
+#: what a redaction found: (the rule's label, the secret it replaced), in order
+Found = list[tuple[str, str]]
 _A = re.ASCII  # JavaScript's \b and /i (without the u flag) are ASCII-only
 
 
@@ -36,7 +38,8 @@ def token_end(text: str, start: int, end: int) -> int:
     """Where the token that the secret `text[start:end]` begins ends: past `end`, ASCII letters and
     digits (if the secret has any) and the punctuation the secret itself holds. A rule whose pattern
     takes the first 20 characters of a longer token, or caps a value's length, would otherwise leave
-    the rest in clear (`glpat-` and 20, then the 8 it did not take)."""
+    the rest in clear (`glpat-` and 20, then the 8 it did not take). A full stop at the end is the
+    sentence's."""
     secret = text[start:end]
     alphanumeric = any(char.isascii() and char.isalnum() for char in secret)
     punctuation = _TOKEN_PUNCTUATION.intersection(secret)
@@ -46,6 +49,8 @@ def token_end(text: str, start: int, end: int) -> int:
         if not ((alphanumeric and char.isascii() and char.isalnum()) or char in punctuation):
             break
         position += 1
+    while position > end and text[position - 1] == ".":  # a sentence's full stop, not the token's
+        position -= 1
     return position
 
 
@@ -138,17 +143,27 @@ class CredentialRule:
         return dataclasses.replace(self, skip_placeholders=True, whole_token=True)
 
     def redacted(
-        self, text: str, match: re.Match[str], span: tuple[int, int], placeholder: str
+        self,
+        text: str,
+        match: re.Match[str],
+        span: tuple[int, int],
+        placeholder: str,
+        found: Found | None = None,
     ) -> str | tuple[str, int]:
         """The match with the secret at `span` replaced; for a rule that redacts whole tokens, with where
-        the text goes on after it: past the rest of the token when the secret ends the match."""
+        the text goes on after it: past the rest of the token when the secret ends the match. `found`
+        gets (label, the secret as redacted)."""
         replaced = splice(match, span, placeholder)
+        end = span[1]
         if not self.whole_token:
-            return replaced
-        resume = match.end()
-        if span[1] == resume:
-            resume = token_end(text, span[0], span[1])
-        return replaced, resume
+            resume = None
+        else:
+            resume = match.end()
+            if span[1] == resume:
+                resume = end = token_end(text, span[0], span[1])
+        if found is not None:  # a full stop that ends it may be the sentence's: not looked for elsewhere
+            found.append((self.label, text[span[0] : end].rstrip(".")))
+        return replaced if resume is None else (replaced, resume)
 
     def applies(self, text: str) -> bool:
         """Whether the rule runs on `text` at all (gitleaks' rules need one of their keywords)."""
@@ -159,8 +174,9 @@ class CredentialRule:
         redact in (here the rule's own pattern)."""
         return self.pattern
 
-    def redact(self, text: str) -> tuple[str, int]:
-        """`text` with every match replaced by `<REDACTED:label>`, and how many there were."""
+    def redact(self, text: str, found: Found | None = None) -> tuple[str, int]:
+        """`text` with every match replaced by `<REDACTED:label>`, and how many there were; `found` gets
+        each secret redacted, with the label (`PrivacyFilter` redacts it wherever else it appears)."""
         placeholder = f"<REDACTED:{self.label}>"
         hits = 0
 
@@ -170,7 +186,7 @@ class CredentialRule:
             if is_placeholder(secret) or (self.skip_placeholders and looks_fake(secret)):
                 return match.group()  # redacted already (redaction is idempotent), or not a credential
             hits += 1
-            return self.redacted(text, match, match.span(self.group), placeholder)
+            return self.redacted(text, match, match.span(self.group), placeholder, found)
 
         return self.sub(replace, text), hits
 
@@ -205,9 +221,10 @@ class CredentialRule:
         return _matches_after_boundary(pattern, finder, text)
 
 
-#: a pattern that opens with `\b` (after its flags, if any): `re` tries such a pattern at every
-#: position of a text, where without the `\b` it finds the first character or literal by fast search
-_OPENING_BOUNDARY = re.compile(r"(\(\?[aiLmsu]+\))?\\b(?![?*+{])")
+#: a pattern that opens with `\b` or "no letter or digit before" (after its flags, if any): `re` tries
+#: such a pattern at every position of a text, where without it it finds the first character or literal
+#: by fast search
+_OPENING_BOUNDARY = re.compile(r"(\(\?[aiLmsu]+\))?(?:\\b(?![?*+{])|\(\?<!\[A-Za-z0-9\]\))")
 
 
 @lru_cache(maxsize=1024)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from training_pipeline.jscompat import JS_WS_CLASS
 from training_pipeline.privacy.prefilter import RuleGate
-from training_pipeline.privacy.rule import _A, CredentialRule, LazyPattern, literal_first
+from training_pipeline.privacy.rule import _A, CredentialRule, Found, LazyPattern, literal_first
 
 _PEM_BEGIN = re.compile(r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----", re.ASCII)
 _PEM_END = re.compile(r"-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----", re.ASCII)
@@ -41,7 +41,8 @@ class PrivateKeyBlocks(CredentialRule):
     def strict(self) -> CredentialRule:
         return self
 
-    def redact(self, text: str) -> tuple[str, int]:
+    def redact(self, text: str, found: Found | None = None) -> tuple[str, int]:
+        """A key block is found wherever it is, so nothing is added to `found`."""
         parts: list[str] = []
         position = hits = 0
         end_match: re.Match[str] | None = None
@@ -119,15 +120,22 @@ _STRICT_OWN: tuple[CredentialRule, ...] = (
 @cache
 def strict_rules() -> tuple[CredentialRule, ...]:
     """The strict profile: elizaOS's five (so it redacts all the `elizaos` profile does), our own above,
-    every family of gitleaks' maintained rule set, then any value whose key names a secret. The first
+    every family of gitleaks' and Kingfisher's maintained rule sets, then any value whose key names a
+    secret, then any credential-shaped token a credential word or a service's name is near. The first
     rule to match a credential names it.
 
     Built on first use: reading gitleaks' config and translating its few hundred patterns (each
     compiled when the gate first names its rule, `rule.LazyPattern`) is still tens of milliseconds,
     which a process that filters with `elizaos` (or not at all) does not pay."""
-    from training_pipeline.privacy import gitleaks
-    from training_pipeline.privacy.keyed import KEYED_SECRET
+    from training_pipeline.privacy import gitleaks, kingfisher
+    from training_pipeline.privacy.keyed import KEYED_SECRET, KEYED_SPACED
+    from training_pipeline.privacy.proximity import KEYWORD_PROXIMITY
 
+    # two maintained sources: gitleaks' vendor families, then Kingfisher's service-named keys; each
+    # vendor's own rule before the catch-all shapes of either set
+    vendors = sorted(
+        (*gitleaks.load_rules(), *kingfisher.load_rules()), key=lambda rule: rule.label.startswith("generic-")
+    )
     return (
         # elizaOS checks `sk-` before `sk-ant-`; here the narrower shape goes first, so it names the key.
         # elizaOS's five redact what they match, placeholders too, so strict redacts all `elizaos` does.
@@ -135,8 +143,10 @@ def strict_rules() -> tuple[CredentialRule, ...]:
         ELIZAOS_RULES[0],
         *ELIZAOS_RULES[2:],
         *(rule.strict() for rule in _STRICT_OWN),
-        *gitleaks.load_rules(),
+        *vendors,
         KEYED_SECRET,
+        KEYED_SPACED,
+        KEYWORD_PROXIMITY,
     )
 
 

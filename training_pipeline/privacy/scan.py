@@ -1,8 +1,13 @@
 """An independent second look for credentials, used by the blocking dataset check.
 
-It deliberately shares no rule with the filter: detect-secrets' own detectors (Yelp's plugins, the
-regex-based ones; the entropy and keyword heuristics are too noisy on prose) plus the exact secret values
-found in the environment. A secret the filter's rules miss is still caught here.
+It deliberately shares no rule with the filter: detect-secrets' own detectors (Yelp's plugins: the
+regex-based ones, and its keyword detector, which knows a secret by the name it is assigned to; the
+entropy heuristics are too noisy on prose) plus the exact secret values found in the environment. A
+secret the filter's rules miss is still caught here.
+
+The keyword detector counts a value as detect-secrets' own scan does after its heuristic filters (not a
+template, a `$VARIABLE`, an indirect reference, a sequence, a UUID, punctuation), and not when the value
+is a redaction the filter left (`<REDACTED:…>`): it runs only on lines that hold one of its keywords.
 
 detect-secrets runs every plugin's regexes on every line: a day's datasets are millions of lines, nearly
 all clean. Its patterns are compiled into a Hyperscan gate (`prefilter.LineGate`, the same engine as the
@@ -36,6 +41,8 @@ if TYPE_CHECKING:
     from detect_secrets.plugins.base import BasePlugin
 
 _NOT_CREDENTIALS = {"Base64HighEntropyString", "HexHighEntropyString", "KeywordDetector", "IPPublicDetector"}
+#: what the filter leaves where it redacted: a value the keyword detector finds in its place is no secret
+_LEFT_BY_THE_FILTER = re.compile(r"<(?:REDACTED|entity|MASKED):")
 
 # detect-secrets is imported where a scanner first looks at a line, not with this module nor where a
 # scanner is made: with `requests` it is a third of the start of a pool's fork server (a fifth of a
@@ -163,10 +170,40 @@ class SecretScanner:
         """Made where the first line is looked at (`gated_plugins`)."""
         return _plugins()
 
+    @cached_property
+    def _keywords(self) -> tuple[re.Pattern[str], BasePlugin]:
+        """detect-secrets' keyword detector, and a search for its keywords (a line without one is not its)."""
+        from detect_secrets.plugins.keyword import DENYLIST, KeywordDetector
+
+        return re.compile("|".join(DENYLIST), re.IGNORECASE), KeywordDetector()
+
+    def _keyword_findings(self, text: str) -> list[tuple[str, str]]:
+        from detect_secrets.filters import heuristic
+
+        words, detector = self._keywords
+        if words.search(text) is None:
+            return []
+        found = []
+        for line in text.splitlines():
+            if words.search(line) is None or heuristic.is_indirect_reference(line):
+                continue
+            for value in dict.fromkeys(detector.analyze_string(line)):  # several of its forms may match
+                if not (
+                    _LEFT_BY_THE_FILTER.search(value)
+                    or heuristic.is_templated_secret(value)
+                    or heuristic.is_prefixed_with_dollar_sign(value)
+                    or heuristic.is_sequential_string(value)
+                    or heuristic.is_potential_uuid(value)
+                    or heuristic.is_not_alphanumeric_string(value)
+                ):
+                    found.append((detector.secret_type, value))
+        return found
+
     def fingerprint(self) -> str:
-        """What this scanner looks for, as a digest (the plugins' patterns, and a hash of each secret
-        value, never the value): an inspection made by a scanner with the same fingerprint stands."""
-        digest = hashlib.sha256(self._plugins_digest.encode())
+        """What this scanner looks for, as a digest (the plugins' patterns, the keyword detector, and a
+        hash of each secret value, never the value): an inspection made by a scanner with the same
+        fingerprint stands."""
+        digest = hashlib.sha256(self._plugins_digest.encode() + b"\0KeywordDetector")
         for secret in self._env_secrets:
             digest.update(b"\2" + hashlib.sha256(secret.encode("utf-8", "surrogatepass")).digest())
         return digest.hexdigest()
@@ -181,6 +218,7 @@ class SecretScanner:
         if self.gate is None or self.gate.candidates(text):
             for line in text.splitlines() or [text]:
                 found.extend(self._line(line))
+        found.extend(self._keyword_findings(text))
         found.extend(("Environment secret", value) for value in self._env_secrets if value in text)
         return tuple(found)
 

@@ -1,0 +1,174 @@
+"""Keys told by what is near them: a token of credential shape (long, mixed, random) a few words after a
+credential word (`token`, `secret`, `api key`…) or a service's name, however the two are joined.
+
+The rule sets and the keyed rule need a separator they know between a key's name and its value
+(`airbrake_key = …`, `"token": …`). People also write `my smartsheet token is MVE7zmdx…`, `use
+easyinsight key 987ahjjd… for the export`, or put `# smartsheet credentials` on the line above
+`sheet_id := "MVE7…"`: this rule looks for the token first (credential-shaped tokens are rare in text,
+words before them are not), then for a credential word or a service's name in the few dozen characters
+before it, on its line or the one above.
+
+What counts as credential-shaped (`credential_shaped`): 16 to 512 characters of letters, digits and
+`_+/=.-`; letters and digits both (or, letters only, mixed case at 24 or more); a run of 16 letters and
+digits in it or a UUID's shape; random enough (Shannon entropy); and not a placeholder, a code
+reference (`self.api_token_value`), a path, or a name of words with a number or two
+(`HTTPPasswordMgrWithDefaultRealm`, `stringEndArchive64`). A service's name alone asks more: not only
+hexadecimal (a commit or an object id beside `github` is no secret) and more entropy. A key the text
+assigns it to decides where the keyed rule knows it is no secret (`credentialsId`, `publicToken`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+
+from training_pipeline.privacy.gitleaks import shannon_entropy
+from training_pipeline.privacy.keyed import WORDS_ONLY, is_reference, secret_key
+from training_pipeline.privacy.rule import CredentialRule, Found, LazyPattern, is_placeholder, looks_fake
+
+__all__ = ["KEYWORD_PROXIMITY", "ProximityRule", "credential_shaped", "service_names"]
+
+#: words that name a credential, looked for in the text before a token (lower case, as substrings:
+#: `sheetApiKey`, `AIRBRAKE_TOKEN` and `api-key` all hold one)
+CREDENTIAL_WORDS = (
+    "key",
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "passphrase",
+    "pwd",
+    "credential",
+    "creds",
+    "auth",
+    "bearer",
+    "signature",
+)
+#: how far before a token its credential word or service name may be, in characters, and in lines
+_WINDOW = 48
+_TOKEN_CHARS = r"A-Za-z0-9_+/.\-"
+#: `=` only as a token's padding: inside, it is a query string's `name=value`
+_TOKEN = LazyPattern(
+    rf"(?<![{_TOKEN_CHARS}=])[A-Za-z0-9][{_TOKEN_CHARS}]{{15,511}}={{0,3}}(?![{_TOKEN_CHARS}=])", re.ASCII
+)
+#: the key a token is assigned to, where the text before it ends with one (`credentialsId: '`,
+#: `"kms_key_id": "`, `<UserSecretsId>`)
+_KEY_BEFORE = re.compile(
+    r"([A-Za-z_][A-Za-z0-9_.-]*)"
+    r"(?:[\"'`\]>]+[ \t]*(?::=|=>|->|=|:|,)?|[ \t]*(?::=|=>|->|=|:|,))[ \t]*[\"'`(\[<]*$"
+)
+#: words in the text before a token that say it is an anti-forgery value, not a credential
+_NOT_CREDENTIAL = ("csrf", "xsrf", "authenticity")
+_RUN = re.compile(r"[A-Za-z0-9]{16}")
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_HEX = re.compile(r"[0-9a-fA-F]+")
+_DIGITS = re.compile(r"[0-9]")
+_NOT_LETTERS = re.compile(r"[^A-Za-z]+")
+_WORD = re.compile(r"[a-z][a-z0-9]+")
+#: a service's name shorter than this is a common word too often (`box`, `close`)
+_SERVICE_LENGTH = 5
+_PLACEHOLDER = re.compile(r"x{4,}|example|your[_.-]|placeholder|dummy|redacted|sample|test[_-]?key", re.I)
+
+
+@cache
+def service_names() -> frozenset[str]:
+    """The services Kingfisher's rules name (`kingfisher.airbrake.1` -> `airbrake`), lower case."""
+    from training_pipeline.privacy import kingfisher
+
+    return frozenset(
+        name
+        for name in (label_id.split(".")[1] for label_id in kingfisher.rule_ids())
+        if len(name) >= _SERVICE_LENGTH and name.isalpha()
+    )
+
+
+def credential_shaped(token: str, strict: bool = False) -> bool:
+    """Whether `token` looks like a credential by itself; `strict`: as one beside only a service's name.
+    The cheapest tests first: most long tokens in text are names, which fail the run test."""
+    if not 16 <= len(token) <= 512:
+        return False
+    uuid = _UUID.fullmatch(token) is not None
+    if not uuid and _RUN.search(token) is None:
+        return False  # `user_id_1234_in_region`: words and numbers, not a key
+    digits = len(_DIGITS.findall(token))
+    if digits == len(token) or is_reference(token) or token.count("/") > 2:
+        return False  # a number, `self.api_token_value`, a path
+    if digits <= 2 and WORDS_ONLY.match(_NOT_LETTERS.sub("", token)):
+        return False  # `HTTPPasswordMgrWithDefaultRealm`, `stringEndArchive64`: a name, not a key
+    if is_placeholder(token) or looks_fake(token) or _PLACEHOLDER.search(token):
+        return False
+    entropy = shannon_entropy(token)
+    if not digits:
+        return len(token) >= 24 and not token.islower() and not token.isupper() and entropy >= 4.0
+    if strict:
+        return not _HEX.fullmatch(token.replace("-", "")) and entropy >= 3.8
+    return entropy >= (3.0 if uuid else 3.3 if len(token) >= 24 else 3.2)
+
+
+def _credential_word_in(lowered: str) -> bool:
+    return any(word in lowered for word in CREDENTIAL_WORDS)
+
+
+@dataclass(frozen=True, slots=True)
+class ProximityRule(CredentialRule):
+    """A credential-shaped token after a credential word or a service's name (see the module)."""
+
+    whole_token: bool = True
+    skip_placeholders: bool = True
+
+    def gate(self) -> LazyPattern:
+        """A credential word or a service's name, then somewhere after it what every credential-shaped
+        token holds: 16 letters and digits in a row, or a UUID's head."""
+        words = "|".join(sorted({*CREDENTIAL_WORDS, *service_names()}))
+        return LazyPattern(
+            rf"(?:{words})[\s\S]*(?:[A-Za-z0-9]{{16}}|[0-9a-fA-F]{{8}}-[0-9a-fA-F]{{4}}-)",
+            re.ASCII | re.IGNORECASE,
+        )
+
+    def redact(self, text: str, found: Found | None = None) -> tuple[str, int]:
+        placeholder = f"<REDACTED:{self.label}>"
+        hits = 0
+
+        def replace(match: re.Match[str]) -> str | tuple[str, int]:
+            nonlocal hits
+            token = match.group().rstrip(".")  # a full stop after it is the sentence's
+            if not credential_shaped(token) or not self._named_before(text, match.start(), token):
+                return match.group()
+            hits += 1
+            return self.redacted(text, match, (match.start(), match.start() + len(token)), placeholder, found)
+
+        return self.sub(replace, text), hits
+
+    def _named_before(self, text: str, start: int, token: str) -> bool:
+        """Whether a credential word, or a service's name with a token `credential_shaped` strictly,
+        is in the `_WINDOW` characters before `start`, on its line or the one above."""
+        window = text[max(0, start - _WINDOW) : start]
+        if window.count("\n") > 1:
+            window = window[window.rfind("\n", 0, window.rfind("\n")) + 1 :]
+        if "ENC[" in window:
+            return False  # a value SOPS encrypted: its parts are random, and no secret
+        named = _KEY_BEFORE.search(window)
+        if (
+            named is not None
+            and _credential_word_in(named.group(1).lower())
+            and not secret_key(named.group(1))
+        ):
+            return (
+                False  # the key names what the keyed rule knows is no secret: `credentialsId`, `publicToken`
+            )
+        lowered = window.lower()
+        if any(word in lowered for word in _NOT_CREDENTIAL):
+            return False
+        if _credential_word_in(lowered):
+            return True
+        if not credential_shaped(token, strict=True):
+            return False
+        names = service_names()
+        return any(
+            word in names or f"{word}s" in names or (word.endswith("s") and word[:-1] in names)
+            for word in _WORD.findall(lowered)
+        )
+
+
+KEYWORD_PROXIMITY = ProximityRule("keyword-proximity", _TOKEN)
