@@ -44,7 +44,9 @@ def samples(checkout: Path) -> list[tuple[str, str, list[str]]]:
             if want is None:
                 continue
             text = _go_string(case.group(1))
-            wanted = [raw or _go_string(f'"{quoted}"') for raw, quoted in _STRING.findall(want.group("items"))]
+            wanted = [
+                raw or _go_string(f'"{quoted}"') for raw, quoted in _STRING.findall(want.group("items"))
+            ]
             secrets = [w for w in wanted if len(w) >= 8 and w in text]
             if secrets:
                 found.append((path.parent.name, text, secrets))
@@ -73,7 +75,7 @@ def main() -> None:
         f"{total} samples of {len(services)} services: {leaks} leak ({leaks / max(1, total):.1%}); "
         f"{leaking} services leak at least one"
     )
-    for service, text, out, leaked in misses[: args.show]:
+    for service, _text, out, leaked in misses[: args.show]:
         at = out.find(leaked[0])
         print(f"  [{service}] ...{out[max(0, at - 80) : at + len(leaked[0]) + 20]!r}")
 

@@ -126,6 +126,17 @@ def test_a_docker_auth_file_loses_its_credentials(strict: PrivacyFilter) -> None
         ('# smartsheet credentials\nsheet_id := "MVE7zmdxAq83kLp02nZx9wQe"', "MVE7zmdxAq83kLp02nZx9wQe"),
         ("use smartsheet MVE7zmdxAq83kLp02nZx9wQe for the export", "MVE7zmdxAq83kLp02nZx9wQe"),
         ("The key 550e8400-e29b-41d4-a716-446655440000 opens it.", "550e8400-e29b-41d4-a716-446655440000"),
+        (
+            "ACR=smpldev.azurecr.io\nACRPWD=Cw8xeDNK6Bub3p61aq5ij/TiVvtBicpTj5rverVezj+ACRBPkEcx",
+            "Cw8xeDNK6Bub3p61",
+        ),
+        (
+            "docker login r.azurecr.io -u r -p Ljc+1lq0U0+c3jHlMHxSxAhCipKt6zU43HfMle/Ymj+ACRAKcPHy",
+            "Ljc+1lq0U0",
+        ),
+        ("<secret>{AQAAABAAA _FXYx2kyyNv6n_CBb9LrMHZPXa_S8iaj89zYn9mICmkB4=}</secret>", "FXYx2kyyNv6n"),
+        ("## Save pass:\n\n  s3cEZKH3yytiVnJ3h+eI3qhhzf9l1vNwEi1+q+WGdd+ACRCZ7JD6", "s3cEZKH3yytiVnJ3"),
+        ("Using Key=ATCTT3xFfGN0GsZNgOGrQSHSnxiJVi00oHlRicyM0yMNuKCBfw6qOHVcCy4Hm89Gnc=366BFE3A", "366BFE3A"),
     ],
 )
 def test_a_credential_shaped_token_near_a_credential_word_or_a_service_is_redacted(
@@ -196,3 +207,11 @@ def test_the_recheck_finds_a_value_named_by_its_key_but_not_a_redaction() -> Non
     assert scanner.find('password = "<REDACTED:keyed-secret>"') == ()
     assert scanner.find('api_key: "${API_KEY}"') == ()
     assert scanner.find("the password field is required") == ()
+
+
+def test_every_keyword_of_the_detector_holds_a_hint_the_scanner_looks_for_first() -> None:
+    from detect_secrets.plugins.keyword import DENYLIST
+
+    from training_pipeline.privacy.scan import KEYWORD_HINTS
+
+    assert all(KEYWORD_HINTS.search(word.replace("_?", "_")) for word in DENYLIST)

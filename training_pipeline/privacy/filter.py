@@ -224,7 +224,8 @@ class PrivacyFilter:
                 value = call.get(name)
                 if isinstance(value, str):
                     slots.append((call, name, value))
-        if self.profile == "strict" and not self._nothing_else_to_redact(trajectory, slots):
+        walked = self.profile == "strict" and not self._nothing_else_to_redact(trajectory, slots)
+        if walked:
             self._everything_else(trajectory, calls, slots)
         self._clear_short_texts([text for _, _, text in slots])
         found: dict[str, str] = {}
@@ -233,6 +234,8 @@ class PrivacyFilter:
                 container[key], secrets = self._redacted(text)
                 found.update(secrets)
             if found:
+                if self.profile == "strict" and not walked:  # no rule had anything there, a secret may
+                    self._everything_else(trajectory, calls, slots)
                 self._redact_found_everywhere(found, slots)
         return self.stats.redaction_count - before
 

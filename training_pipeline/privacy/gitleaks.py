@@ -233,8 +233,8 @@ class GitleaksRule(CredentialRule):
         """Remembered (`_VERDICTS`): a leaked key comes back, on the same line of the history, in every
         later call of the agent that holds it, and the global allowlist alone is a dozen regexes (half
         of a gitleaks rule's redaction of a 3 KB prompt went here)."""
-        if is_placeholder(secret) or looks_fake(secret):
-            return False
+        if is_placeholder(secret) or looks_fake(secret) or "<REDACTED:" in secret:
+            return False  # a match around an earlier rule's redaction: that rule took the secret
         if self.entropy and shannon_entropy(secret) <= self.entropy:
             return False
         return not any(a.allows(secret, whole, line) for a in (*GLOBAL_ALLOWLIST, *self.allowlists))
@@ -360,7 +360,8 @@ _END_OF_TOKEN = ("(?:[\\x60'\"\\s;]|\\\\[nr]|$)", "(?:[\\x60'\"\\s;.,:!?)\\]}>]|
 #: name in snake case (`stripe_sk_live_…`, `t_glpat-…`) is a key all the same. The opening becomes "no
 #: letter or digit before" (a letter before still ends it: `EURASIA…` holds no AWS key).
 _OPENING_BOUNDARY = re.compile(r"^((?:\(\?[a-z]+\))?)\\b(?![?*+{])")
-_AFTER_UNDERSCORE = r"\1(?<![A-Za-z0-9])"
+#: spelt apart from other lookbehinds, so `rule.boundary_free` knows it opens the pattern as `\b` did
+_AFTER_UNDERSCORE = r"\1(?<![^\\W_])"  # a replacement template: `\\W` is the pattern's `\W`
 
 
 def load_rules(path: Path | None = None) -> tuple[GitleaksRule, ...]:

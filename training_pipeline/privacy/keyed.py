@@ -108,8 +108,19 @@ _NOT_SECRET_LAST = {
     "storage",
     "mode",
     "source",
+    "chars",
+    "str",
+    "signatures",
+    "alphabet",
 }
 _NOT_SECRET_ANY = {"public", "csrf", "xsrf", "authenticity", "tokenizer", "tokens", "max", "num"}
+
+
+def names_something_else(key: str) -> bool:
+    """Whether a key names something about a secret, not the secret: its id, size, name, a public or
+    anti-forgery value (`credentialsId`, `KeySize`, `publicToken`, `authenticity_token`)."""
+    words = [w.lower() for w in _KEY_WORD.findall(key)]
+    return bool(words) and (words[-1] in _NOT_SECRET_LAST or bool(_NOT_SECRET_ANY.intersection(words)))
 
 
 def secret_key(key: str) -> bool:

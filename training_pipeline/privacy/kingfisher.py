@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from training_pipeline.atomic import atomic_write_text
-from training_pipeline.privacy.gitleaks import GitleaksRule, to_python
+from training_pipeline.privacy.gitleaks import GitleaksRule, _alternation_outside_groups, to_python
 from training_pipeline.privacy.rule import LazyPattern, literal_first
 
 FOLDER = Path(__file__).with_name("kingfisher")
@@ -58,9 +58,9 @@ class KingfisherRule(GitleaksRule):
     """A Kingfisher rule: gitleaks' semantics (entropy, global allowlist, whole tokens, no keywords),
     its secret spanning its captured groups, and a gate with every repeat loosened."""
 
-    #: what the Hyperscan gate looks for: the pattern with each bounded repeat as `+` or `*`, a superset.
-    #: Kingfisher's patterns are built for Hyperscan, but their exact repeats (`[a-z0-9]{40}` after a
-    #: service's name) made the strict gate's one-time compile 14 times longer
+    #: what the Hyperscan gate looks for (`gate_source`): a superset of the pattern's matches that
+    #: compiles fast. Kingfisher's patterns are built for Hyperscan, but their exact repeats
+    #: (`[a-z0-9]{40}` after a service's name) made the strict gate's one-time compile 14 times longer
     gate_pattern: re.Pattern[str] | LazyPattern | None = None
 
     def gate(self) -> re.Pattern[str] | LazyPattern:  # type: ignore[override]
@@ -134,6 +134,26 @@ def loosened(pattern: str) -> str:
     )
 
 
+#: a pattern's literal head: after an optional `\b`, letters, digits, `_`, `-` and escaped punctuation
+_HEAD = re.compile(r"(?:\\b)?((?:[A-Za-z0-9_-]|\\[^A-Za-z0-9])+)")
+
+
+def gate_source(pattern: str) -> str:
+    """What the gate looks for in place of `pattern`: its literal head where every match starts with one
+    of four characters or more (`airbrake` in `\bairbrake(?:.|[\n\r]){0,16}?…`: four rules in five),
+    else the pattern `loosened`. Either matches wherever the pattern does; literals compile in a
+    fraction of the time."""
+    head = _HEAD.match(pattern)
+    if head is not None and not _alternation_outside_groups(pattern):
+        rest = pattern[head.end() :]
+        literal = head.group(1)
+        if rest[:1] in ("?", "*", "{", "+"):  # the head's last character is under a quantifier
+            literal = literal[:-2] if literal[-2:-1] == "\\" else literal[:-1]
+        if len(re.sub(r"\\(.)", r"\1", literal)) >= 4:
+            return literal
+    return loosened(pattern)
+
+
 def _label(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
 
@@ -174,7 +194,7 @@ def _rule(spec: dict[str, Any]) -> KingfisherRule:
         spec["label"],
         LazyPattern(literal_first(spec["pattern"]), flags),
         entropy=float(spec["min_entropy"]),
-        gate_pattern=LazyPattern(loosened(spec["pattern"]), flags),
+        gate_pattern=LazyPattern(gate_source(spec["pattern"]), flags),
     )
 
 

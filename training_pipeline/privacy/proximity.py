@@ -6,15 +6,16 @@ The rule sets and the keyed rule need a separator they know between a key's name
 easyinsight key 987ahjjd… for the export`, or put `# smartsheet credentials` on the line above
 `sheet_id := "MVE7…"`: this rule looks for the token first (credential-shaped tokens are rare in text,
 words before them are not), then for a credential word or a service's name in the few dozen characters
-before it, on its line or the one above.
+before it, on its line or the nearest line above it that is not blank.
 
 What counts as credential-shaped (`credential_shaped`): 16 to 512 characters of letters, digits and
-`_+/=.-`; letters and digits both (or, letters only, mixed case at 24 or more); a run of 16 letters and
-digits in it or a UUID's shape; random enough (Shannon entropy); and not a placeholder, a code
-reference (`self.api_token_value`), a path, or a name of words with a number or two
-(`HTTPPasswordMgrWithDefaultRealm`, `stringEndArchive64`). A service's name alone asks more: not only
-hexadecimal (a commit or an object id beside `github` is no secret) and more entropy. A key the text
-assigns it to decides where the keyed rule knows it is no secret (`credentialsId`, `publicToken`).
+`_+/=.-`; letters and digits both (or, letters only, mixed case at 24 or more); a run of 12 letters and
+digits in it or a UUID's shape; no alphabet or counting run (`ABCDEFGH`, a fixture's); random enough
+(Shannon entropy); and not a placeholder, a code reference (`self.api_token_value`), a path, or a name
+of words with a number or two (`HTTPPasswordMgrWithDefaultRealm`, `stringEndArchive64`). A service's
+name alone asks more: not only hexadecimal (a commit or an object id beside `github` is no secret) and
+more entropy. A key the text assigns it to decides where its words say it names something else
+(`credentialsId`, `publicToken`).
 """
 
 from __future__ import annotations
@@ -24,8 +25,15 @@ from dataclasses import dataclass
 from functools import cache
 
 from training_pipeline.privacy.gitleaks import shannon_entropy
-from training_pipeline.privacy.keyed import WORDS_ONLY, is_reference, secret_key
-from training_pipeline.privacy.rule import CredentialRule, Found, LazyPattern, is_placeholder, looks_fake
+from training_pipeline.privacy.keyed import WORDS_ONLY, is_reference, names_something_else
+from training_pipeline.privacy.rule import (
+    CredentialRule,
+    Found,
+    LazyPattern,
+    compiled,
+    is_placeholder,
+    looks_fake,
+)
 
 __all__ = ["KEYWORD_PROXIMITY", "ProximityRule", "credential_shaped", "service_names"]
 
@@ -44,13 +52,18 @@ CREDENTIAL_WORDS = (
     "auth",
     "bearer",
     "signature",
+    "login",
 )
+#: credential words that are too common inside other words (`bypass`, `compass`): counted as words only
+_WHOLE_WORDS = frozenset({"pass", "pw"})
 #: how far before a token its credential word or service name may be, in characters, and in lines
 _WINDOW = 48
-_TOKEN_CHARS = r"A-Za-z0-9_+/.\-"
-#: `=` only as a token's padding: inside, it is a query string's `name=value`
+_TOKEN_CHARS = r"A-Za-z0-9_+/.~\-"
+#: `=` as a token's padding, or before a checksum (`…ew=366BFE3A`); after `=` a token starts (`KEY=…`)
 _TOKEN = LazyPattern(
-    rf"(?<![{_TOKEN_CHARS}=])[A-Za-z0-9][{_TOKEN_CHARS}]{{15,511}}={{0,3}}(?![{_TOKEN_CHARS}=])", re.ASCII
+    rf"(?<![{_TOKEN_CHARS}])[A-Za-z0-9_+\-][{_TOKEN_CHARS}]{{15,511}}(?:=[A-Za-z0-9]{{8,64}})?={{0,3}}"
+    rf"(?![{_TOKEN_CHARS}=])",
+    re.ASCII,
 )
 #: the key a token is assigned to, where the text before it ends with one (`credentialsId: '`,
 #: `"kms_key_id": "`, `<UserSecretsId>`)
@@ -60,7 +73,9 @@ _KEY_BEFORE = re.compile(
 )
 #: words in the text before a token that say it is an anti-forgery value, not a credential
 _NOT_CREDENTIAL = ("csrf", "xsrf", "authenticity")
-_RUN = re.compile(r"[A-Za-z0-9]{16}")
+_RUN = re.compile(r"[A-Za-z0-9]{12}")
+#: an alphabet or a counting run, as in documentation and test fixtures (`ABCDEFGHIJ…`)
+_SEQUENCE = re.compile(r"abcdefgh|ABCDEFGH|01234567|12345678")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _HEX = re.compile(r"[0-9a-fA-F]+")
 _DIGITS = re.compile(r"[0-9]")
@@ -96,7 +111,7 @@ def credential_shaped(token: str, strict: bool = False) -> bool:
         return False  # a number, `self.api_token_value`, a path
     if digits <= 2 and WORDS_ONLY.match(_NOT_LETTERS.sub("", token)):
         return False  # `HTTPPasswordMgrWithDefaultRealm`, `stringEndArchive64`: a name, not a key
-    if is_placeholder(token) or looks_fake(token) or _PLACEHOLDER.search(token):
+    if is_placeholder(token) or looks_fake(token) or _PLACEHOLDER.search(token) or _SEQUENCE.search(token):
         return False
     entropy = shannon_entropy(token)
     if not digits:
@@ -117,14 +132,21 @@ class ProximityRule(CredentialRule):
     whole_token: bool = True
     skip_placeholders: bool = True
 
+    @cache  # noqa: B019 (one rule, made once)
     def gate(self) -> LazyPattern:
         """A credential word or a service's name, then somewhere after it what every credential-shaped
-        token holds: 16 letters and digits in a row, or a UUID's head."""
-        words = "|".join(sorted({*CREDENTIAL_WORDS, *service_names()}))
+        token holds: 12 letters and digits in a row, or a UUID's head."""
+        names = service_names()
+        singular = {name[:-1] for name in names if name.endswith("s")}
+        words = "|".join(sorted({*CREDENTIAL_WORDS, *_WHOLE_WORDS, *names, *singular}))
         return LazyPattern(
-            rf"(?:{words})[\s\S]*(?:[A-Za-z0-9]{{16}}|[0-9a-fA-F]{{8}}-[0-9a-fA-F]{{4}}-)",
+            rf"(?:{words})[\s\S]*(?:[A-Za-z0-9]{{12}}|[0-9a-fA-F]{{8}}-[0-9a-fA-F]{{4}}-)",
             re.ASCII | re.IGNORECASE,
         )
+
+    def applies(self, text: str) -> bool:
+        """Where the gate names it: the rule redacts only a token after one of its words."""
+        return compiled(self.gate()).search(text) is not None
 
     def redact(self, text: str, found: Found | None = None) -> tuple[str, int]:
         placeholder = f"<REDACTED:{self.label}>"
@@ -144,30 +166,28 @@ class ProximityRule(CredentialRule):
         """Whether a credential word, or a service's name with a token `credential_shaped` strictly,
         is in the `_WINDOW` characters before `start`, on its line or the one above."""
         window = text[max(0, start - _WINDOW) : start]
-        if window.count("\n") > 1:
-            window = window[window.rfind("\n", 0, window.rfind("\n")) + 1 :]
+        if window.count("\n") > 1:  # the token's line and the line above it that is not blank
+            lines = window.split("\n")
+            above = next((line for line in reversed(lines[:-1]) if line.strip()), "")
+            window = f"{above}\n{lines[-1]}"
         if "ENC[" in window:
             return False  # a value SOPS encrypted: its parts are random, and no secret
         named = _KEY_BEFORE.search(window)
-        if (
-            named is not None
-            and _credential_word_in(named.group(1).lower())
-            and not secret_key(named.group(1))
-        ):
-            return (
-                False  # the key names what the keyed rule knows is no secret: `credentialsId`, `publicToken`
-            )
+        key = named.group(1) if named is not None else ""
+        if _credential_word_in(key.lower()) and names_something_else(key):
+            return False  # the key names something about a secret: `credentialsId`, `publicToken`
         lowered = window.lower()
         if any(word in lowered for word in _NOT_CREDENTIAL):
             return False
-        if _credential_word_in(lowered):
+        words = _WORD.findall(lowered)
+        if _credential_word_in(lowered) or any(word in _WHOLE_WORDS for word in words):
             return True
         if not credential_shaped(token, strict=True):
             return False
         names = service_names()
         return any(
             word in names or f"{word}s" in names or (word.endswith("s") and word[:-1] in names)
-            for word in _WORD.findall(lowered)
+            for word in words
         )
 
 

@@ -221,10 +221,10 @@ class CredentialRule:
         return _matches_after_boundary(pattern, finder, text)
 
 
-#: a pattern that opens with `\b` or "no letter or digit before" (after its flags, if any): `re` tries
-#: such a pattern at every position of a text, where without it it finds the first character or literal
-#: by fast search
-_OPENING_BOUNDARY = re.compile(r"(\(\?[aiLmsu]+\))?(?:\\b(?![?*+{])|\(\?<!\[A-Za-z0-9\]\))")
+#: a pattern that opens with `\b` or gitleaks' "no letter or digit before", `(?<![^\W_])` (after its
+#: flags, if any): `re` tries such a pattern at every position of a text, where without it it finds the
+#: first character or literal by fast search
+_OPENING_BOUNDARY = re.compile(r"(\(\?[aiLmsu]+\))?(?:\\b(?![?*+{])|\(\?<!\[\^\\W_\]\))")
 
 
 @lru_cache(maxsize=1024)

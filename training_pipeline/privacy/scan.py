@@ -43,6 +43,10 @@ if TYPE_CHECKING:
 _NOT_CREDENTIALS = {"Base64HighEntropyString", "HexHighEntropyString", "KeywordDetector", "IPPublicDetector"}
 #: what the filter leaves where it redacted: a value the keyword detector finds in its place is no secret
 _LEFT_BY_THE_FILTER = re.compile(r"<(?:REDACTED|entity|MASKED):")
+#: every keyword of detect-secrets' keyword detector (`api_?key`, `db_?pass`, `password`, `pwd`,
+#: `secret`, `contraseña`…) holds one of these: a text with none is not the detector's, and is passed
+#: without importing detect-secrets (a test holds the list to the detector's own)
+KEYWORD_HINTS = re.compile(r"key|pass|pwd|secret|contrase", re.IGNORECASE)
 
 # detect-secrets is imported where a scanner first looks at a line, not with this module nor where a
 # scanner is made: with `requests` it is a third of the start of a pool's fork server (a fifth of a
@@ -178,11 +182,11 @@ class SecretScanner:
         return re.compile("|".join(DENYLIST), re.IGNORECASE), KeywordDetector()
 
     def _keyword_findings(self, text: str) -> list[tuple[str, str]]:
+        if KEYWORD_HINTS.search(text) is None:
+            return []
         from detect_secrets.filters import heuristic
 
         words, detector = self._keywords
-        if words.search(text) is None:
-            return []
         found = []
         for line in text.splitlines():
             if words.search(line) is None or heuristic.is_indirect_reference(line):
