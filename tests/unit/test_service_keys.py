@@ -72,6 +72,7 @@ def test_refresh_takes_only_a_set_that_compiles_and_keeps_the_old_one(tmp_path: 
     with pytest.raises(re.error):
         refresh(tmp_path / "checkout", target)
     assert [p.name for p in (target / "rules").iterdir()] == ["old.yml"]
+    assert {spec["id"].split(".")[1] for spec in rules_from_yaml(RULES_FOLDER)} >= {"mysql", "airbrake"}
     with pytest.raises(ValueError, match="no Kingfisher rule files"):
         refresh(tmp_path, target)
     (source / "bad.yml").write_text(
@@ -103,13 +104,21 @@ def test_refresh_takes_only_a_set_that_compiles_and_keeps_the_old_one(tmp_path: 
         f"https://admin:{KEY}@db.example.com/app",  # URL userinfo
         f"curl -H 'Authorization: Bearer {KEY}' https://api.example.com",
         f"//registry.npmjs.org/:_authToken={KEY}",  # .npmrc
+        "_auth=dXNlcjpaeThXM2tMbU43cFIydFk1dkI5eA==",  # .npmrc, legacy
+        f"heroku config:set STRIPE_SECRET={KEY} -a app",
         f"machine api.example.com login jdoe password {KEY}",  # .netrc
         f"My dropbox token is {KEY[:15].lower()}. Then we go on",  # prose, a sentence's full stop after it
     ],
 )
 def test_a_key_is_redacted_in_the_forms_people_paste(strict: PrivacyFilter, text: str) -> None:
     out = strict.redact(text)
-    value = KEY[:15].lower() if "dropbox" in text else KEY
+    value = (
+        KEY[:15].lower()
+        if "dropbox" in text
+        else "dXNlcjpaeThXM2tMbU43cFIydFk1dkI5eA"
+        if "_auth=" in text
+        else KEY
+    )
     assert value not in out and "<REDACTED:" in out
 
 

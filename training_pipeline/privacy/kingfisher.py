@@ -2,17 +2,17 @@
 hundreds of services whose keys have no prefix of their own and are told by the service's name nearby
 (`airbrake … key = …40 characters…`), and for connection strings, netrc and the like.
 
-`kingfisher/rules/*.yml` are Kingfisher's own `data/rules` (MongoDB, Apache-2.0, `kingfisher/LICENSE`),
-unchanged; `kingfisher/SOURCE` names the release and commit. `kingfisher/rules.json` is what a process
-reads: the rules the strict profile takes, each with its pattern in Python's syntax, made from the YAML
-by
+`kingfisher/rules/*.yml` (and two `*.yaml`) are Kingfisher's own `data/rules` (MongoDB, Apache-2.0,
+`kingfisher/LICENSE`), unchanged; `kingfisher/SOURCE` names the release and commit.
+`kingfisher/rules.json` is what a process reads: the rules the strict profile takes, each with its
+pattern in Python's syntax, made from the YAML by
 
     python -m training_pipeline.privacy.kingfisher refresh KINGFISHER_CHECKOUT_OR_RULES_FOLDER
 
-which copies the rule files, checks that every rule taken compiles (in Python and in the Hyperscan
-gate) and matches its own examples, and only then replaces the old ones. A test checks that
-`rules.json` is what the vendored YAML makes. Reading 639 YAML files is a third of a second; the JSON
-is read in milliseconds, and no cache is kept anywhere.
+which copies the rule files and replaces the old ones only once every rule taken compiles, in Python
+and in the Hyperscan gate; it names the published examples a rule does not match (upstream's mistakes,
+left out of `rules.json`). A test checks that `rules.json` is what the vendored YAML makes. Reading the
+639 YAML files is a third of a second; the JSON is read in milliseconds, and no cache is kept anywhere.
 
 Which rules: those Kingfisher reports by default (confidence medium or high) and shows (`visible: false`
 marks a value that only helps validate another rule's, such as an application id). Each keeps
@@ -158,13 +158,18 @@ def _label(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
 
 
+def _rule_files(folder: Path) -> list[Path]:
+    """Kingfisher's rule files: it reads both spellings (`mysql.yaml` beside `airbrake.yml`)."""
+    return sorted([*folder.glob("*.yml"), *folder.glob("*.yaml")])
+
+
 def rules_from_yaml(folder: Path) -> list[dict[str, Any]]:
     """The rules the strict profile takes from Kingfisher's rule files in `folder`, as `rules.json`
     holds them."""
     import yaml  # only here: a process reads rules.json
 
     specs = []
-    for path in sorted(folder.glob("*.yml")):
+    for path in _rule_files(folder):
         for spec in yaml.safe_load(path.read_text(encoding="utf-8")).get("rules") or ():
             if spec.get("visible", True) is False or spec.get("confidence", "medium") == "low":
                 continue
@@ -227,8 +232,8 @@ def refresh(source: Path, target: Path = FOLDER) -> tuple[int, list[str]]:
     from training_pipeline.privacy.prefilter import RuleGate
 
     folder = source / "data" / "rules" if (source / "data" / "rules").is_dir() else source
-    if not any(folder.glob("*.yml")):
-        raise ValueError(f"no Kingfisher rule files (*.yml) in {folder}")
+    if not _rule_files(folder):
+        raise ValueError(f"no Kingfisher rule files (*.yml, *.yaml) in {folder}")
     specs = rules_from_yaml(folder)
     rules = [_rule(spec) for spec in specs]
     unmatched: list[str] = []
