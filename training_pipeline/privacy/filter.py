@@ -234,7 +234,8 @@ class PrivacyFilter:
                 container[key], secrets = self._redacted(text)
                 found.update(secrets)
             if found:
-                if self.profile == "strict" and not walked:  # no rule had anything there, a secret may
+                if self.profile == "strict" and not walked:
+                    # the gate named no rule in the other strings, but a secret found here may be there
                     self._everything_else(trajectory, calls, slots)
                 self._redact_found_everywhere(found, slots)
         return self.stats.redaction_count - before
