@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from tests.helpers import REPO
-from training_pipeline.privacy import kingfisher
+from training_pipeline.privacy import gitleaks, kingfisher
 from training_pipeline.privacy.filter import PrivacyFilter
 from training_pipeline.privacy.kingfisher import RULES_FOLDER, refresh, rules_from_yaml, to_python_pattern
 from training_pipeline.privacy.scan import SecretScanner
@@ -224,3 +226,18 @@ def test_every_keyword_of_the_detector_holds_a_hint_the_scanner_looks_for_first(
     from training_pipeline.privacy.scan import KEYWORD_HINTS
 
     assert all(KEYWORD_HINTS.search(word.replace("_?", "_")) for word in DENYLIST)
+
+
+@pytest.mark.parametrize("module", ["gitleaks", "kingfisher"])
+def test_a_refresh_from_a_missing_source_is_one_line_and_changes_nothing(module: str, tmp_path: Path) -> None:
+    vendored = (kingfisher.RULES_FILE if module == "kingfisher" else gitleaks.RULES_FILE).read_bytes()
+    done = subprocess.run(
+        [sys.executable, "-m", f"training_pipeline.privacy.{module}", "refresh", str(tmp_path / "missing")],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert done.returncode != 0 and done.stdout == ""
+    assert done.stderr.startswith("error: ") and len(done.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in done.stderr
+    assert (kingfisher.RULES_FILE if module == "kingfisher" else gitleaks.RULES_FILE).read_bytes() == vendored

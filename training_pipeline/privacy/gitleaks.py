@@ -461,7 +461,17 @@ def refresh(source: str, target: Path = RULES_FILE) -> int:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] != ["refresh"]:
+    if sys.argv[1:2] != ["refresh"] or len(sys.argv) > 3:
         raise SystemExit("usage: python -m training_pipeline.privacy.gitleaks refresh [PATH_OR_URL]")
-    count = refresh(sys.argv[2] if len(sys.argv) > 2 else UPSTREAM)
+    import hyperscan
+
+    source = sys.argv[2] if len(sys.argv) > 2 else UPSTREAM
+    try:
+        count = refresh(source)
+    # offline or a missing file (URLError is an OSError), a broken TOML (a ValueError), a rule that
+    # does not compile here or in the gate
+    except (OSError, ValueError, KeyError, re.error, hyperscan.error) as error:
+        raise SystemExit(
+            f"error: cannot refresh from {source}: {error}; the vendored rules are unchanged"
+        ) from None
     print(f"{count} rules; now record the release and commit in {FOLDER / 'SOURCE'}")
