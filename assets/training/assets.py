@@ -12,6 +12,7 @@ from dagster import (
     AssetCheckResult,
     AssetChecksDefinition,
     AssetCheckSeverity,
+    AssetCheckSpec,
     AssetDep,
     AssetExecutionContext,
     AssetsDefinition,
@@ -25,6 +26,7 @@ from dagster import (
 )
 from pydantic import Field
 
+from assets.compat import PARTITIONED_CHECKS
 from assets.keys import Keys
 from assets.partitions import task_partitions
 from resources.backends import TrainingBackends
@@ -64,6 +66,10 @@ class TrainingAssets:
         return [self.training_run, self.tuned_model, self.optimized_prompt]
 
 
+#: the training run's check: a warning when the run was skipped, so the UI shows it as such
+NOT_SKIPPED = "not_skipped"
+
+
 def training_assets(keys: Keys, group: str, owners: list[str] | None = None) -> TrainingAssets:
     """The training assets keyed under `keys`, in `group`."""
 
@@ -77,6 +83,16 @@ def training_assets(keys: Keys, group: str, owners: list[str] | None = None) -> 
         kinds={"python"},
         description="Train the task on its latest days of data with the policy's backend; the run record "
         "says what happened and why.",
+        check_specs=[
+            AssetCheckSpec(
+                NOT_SKIPPED,
+                asset=keys.training_run,
+                description="a warning when the run trained nothing (no backend, no data, no LLM, another "
+                "run dispatching): the run record and the reason are in its metadata",
+                # per task where this Dagster records check results per partition (`assets.compat`)
+                **({"partitions_def": task_partitions} if PARTITIONED_CHECKS else {}),
+            )
+        ],
     )
     def training_run(
         context: AssetExecutionContext,
@@ -124,7 +140,14 @@ def training_assets(keys: Keys, group: str, owners: list[str] | None = None) -> 
                 f"training run {record.run_id} failed: {record.reason}",
                 metadata={"run_record": MetadataValue.path(str(path))},
             )
+        skipped = AssetCheckResult(
+            check_name=NOT_SKIPPED,
+            passed=record.status != "skipped",
+            severity=AssetCheckSeverity.WARN,  # a skip is an outcome with a reason, not a fault
+            metadata={"task": task, "status": record.status, "reason": record.reason or ""},
+        )
         return MaterializeResult(
+            check_results=[skipped],
             metadata={
                 "run_id": record.run_id,
                 "status": record.status,
@@ -149,7 +172,7 @@ def training_assets(keys: Keys, group: str, owners: list[str] | None = None) -> 
                         "tasks": {t: asdict(policy.for_task(t)) for t in TASKS},
                     }
                 ),
-            }
+            },
         )
 
     # what a training run made: partitioned like it, after it, and materialised only when the run made it

@@ -92,11 +92,42 @@ def servers(tmp_path: Path) -> Iterator[DagsterServers]:
     assert all(process.poll() is not None for process in processes)  # stopped, children included
 
 
-def _wait_for_run(servers: DagsterServers, job: str, timeout: float) -> dict:
+LAUNCH = """mutation($params: ExecutionParams!) { launchRun(executionParams: $params) {
+  __typename ... on LaunchRunSuccess { run { runId } } ... on PythonError { message } } }"""
+CHECK_EXECUTIONS = """query($key: AssetKeyInput!, $check: String!, $partition: String) {
+  assetCheckExecutions(assetKey: $key, checkName: $check, partition: $partition, limit: 1) {
+    runId status evaluation { success severity partition } } }"""
+
+
+def _launch_skipped_training(servers: DagsterServers, task: str) -> str:
+    """A training run the UI's launchpad would send, for a backend with no key: it is skipped."""
+    launched = servers.graphql(
+        LAUNCH,
+        {
+            "params": {
+                "selector": {
+                    "repositoryLocationName": "training_pipeline",
+                    "repositoryName": "__repository__",
+                    "jobName": "training_job",
+                },
+                "runConfigData": {"ops": {"training_run": {"config": {"backend": "openai"}}}},
+                "executionMetadata": {"tags": [{"key": "dagster/partition", "value": task}]},
+            }
+        },
+    )["launchRun"]
+    assert launched["__typename"] == "LaunchRunSuccess", launched
+    return launched["run"]["runId"]
+
+
+def _wait_for_run(servers: DagsterServers, job: str, timeout: float, run_id: str | None = None) -> dict:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         runs = servers.graphql(RUNS, {"job": job})["runsOrError"]["results"]
-        done = [r for r in runs if r["status"] in ("SUCCESS", "FAILURE", "CANCELED")]
+        done = [
+            r
+            for r in runs
+            if r["status"] in ("SUCCESS", "FAILURE", "CANCELED") and run_id in (None, r["runId"])
+        ]
         if done:
             return done[0]
         time.sleep(1)
@@ -187,6 +218,23 @@ def test_the_ui_end_to_end(servers: DagsterServers, screenshots: Path) -> None:
         expect(page.get_by_text("succeeded").first).to_be_visible()
         page.wait_for_timeout(500)
         page.screenshot(path=screenshots / "training_run.png")
+
+        # a training run that trains nothing (no OpenAI key) is a warning on the asset, not a plain green
+        skipped_task = next(t for t in ("media_description", "context_routing") if t != task)
+        skipped = _wait_for_run(
+            servers, "training_job", timeout=120, run_id=_launch_skipped_training(servers, skipped_task)
+        )
+        assert skipped["status"] == "SUCCESS"
+        [execution] = servers.graphql(
+            CHECK_EXECUTIONS,
+            {"key": {"path": ["training_run"]}, "check": "not_skipped", "partition": skipped_task},
+        )["assetCheckExecutions"]
+        assert (execution["runId"], execution["status"]) == (skipped["runId"], "FAILED")
+        assert execution["evaluation"]["severity"] == "WARN" and not execution["evaluation"]["success"]
+        _open(page, servers, "/assets/training_run?view=checks")
+        expect(page.get_by_text("not_skipped").first).to_be_visible()
+        page.wait_for_timeout(500)
+        page.screenshot(path=screenshots / "training_run_skipped.png")
         browser.close()
 
     # nothing planted came out: not in Dagster's storage (runs, config, tags, event log, metadata,

@@ -36,6 +36,7 @@ SNAPSHOT = {
             for task in ("media_description", "response", "should_respond")
             for check in ("counts_add_up", "no_credentials", "valid_jsonl")
         ),
+        "training_run:not_skipped",
         "trajectories:counts_add_up",
     ],
     "jobs": [

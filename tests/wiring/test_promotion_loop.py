@@ -93,8 +93,12 @@ def _train(days_ready, tmp_path: Path, candidate_is_better: bool, training: Trai
 
 
 def _check(result) -> tuple[bool, str]:
+    """The promotion gate's evaluation in the run (the training run's `not_skipped` is there too)."""
     [evaluation] = [
-        e.event_specific_data for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"
+        e.event_specific_data
+        for e in result.all_events
+        if e.event_type_value == "ASSET_CHECK_EVALUATION"
+        and e.event_specific_data.check_name == "promotion_gate"
     ]
     return evaluation.passed, evaluation.severity.value
 

@@ -6,8 +6,9 @@ import json
 import sys
 from pathlib import Path
 
-from dagster import AssetKey, DagsterInstance, materialize
+from dagster import AssetCheckSeverity, AssetKey, DagsterInstance, materialize
 
+from assets.compat import PARTITIONED_CHECKS
 from resources.backends import (
     AtroposBackend,
     NativeBackend,
@@ -218,6 +219,24 @@ def test_a_backend_failing_5xx_mid_job_fails_the_run_clearly_and_redoes_nothing_
         for task in ("response", "filtered_trajectories")
     }
     assert after == before
+
+
+def test_a_skipped_run_is_a_warning_the_ui_shows_and_a_trained_one_passes(days_ready) -> None:
+    """A skip still records its run (the materialisation), and its `not_skipped` check warns with the
+    reason, per task where this Dagster keeps check results per partition."""
+    result, record = _train(days_ready, "response", {"backend": "openai"})
+    [evaluation] = result.get_asset_check_evaluations()
+    assert (evaluation.check_name, evaluation.passed, evaluation.severity) == (
+        "not_skipped",
+        False,
+        AssetCheckSeverity.WARN,
+    )
+    assert evaluation.metadata["reason"].value == record.reason == "OPENAI_API_KEY is not set"
+    if PARTITIONED_CHECKS:
+        assert evaluation.partition == "response"
+    result, record = _train(days_ready, "response", {"dry_run": True, "backend": "atropos"})
+    [evaluation] = result.get_asset_check_evaluations()
+    assert evaluation.passed and record.status == "succeeded"
 
 
 def test_openai_without_a_key_skips(days_ready) -> None:
