@@ -7,17 +7,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 from dagster import DagsterInstance
 
 from tests.dagster_servers import DagsterServers, pipeline_free_env
-from tests.helpers import REPO
+from tests.helpers import REPO, cli
 
-CLI = Path(sys.executable).parent / "training-pipeline"
 RUN = """
 query($id: ID!) { runOrError(runId: $id) { ... on Run {
   status repositoryOrigin { repositoryLocationName } stepKeysToExecute tags { key value } } } }"""
@@ -96,13 +93,7 @@ def test_cli_runs_launched_through_the_deployment_re_execute_from_the_ui(tmp_pat
         _wait_for_daemon(home)
 
         # from the project's folder, as a user runs it
-        day = subprocess.run(
-            [str(CLI), "materialize", "--start", "2026-11-24"],
-            env=env,
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-        )
+        day = cli(env, "materialize", "--start", "2026-11-24", cwd=REPO)
         assert day.returncode == 0, day.stderr[-3000:]
         assert "ran in this process" not in day.stderr
         [line] = [json.loads(text) for text in day.stdout.splitlines() if text.startswith("{")]
@@ -112,9 +103,7 @@ def test_cli_runs_launched_through_the_deployment_re_execute_from_the_ui(tmp_pat
         again = _reexecute(servers, line["run_id"], "ALL_STEPS")
         assert again["status"] == "SUCCESS"
 
-        failed = subprocess.run(
-            [str(CLI), "task", "run", "failing"], env=env, cwd=REPO, capture_output=True, text=True
-        )
+        failed = cli(env, "task", "run", "failing", cwd=REPO)
         assert failed.returncode == 1, failed.stderr[-3000:]
         summary = json.loads(failed.stdout[failed.stdout.index("{") :])
         assert summary["status"] == "failed" and summary["failed_steps"][0]["step_id"] == "bad"
@@ -133,14 +122,7 @@ def test_a_run_left_queued_by_a_daemon_that_stopped_is_one_error_line(tmp_path: 
     with DagsterServers(home, env, tmp_path / "logs", webserver=False):
         _wait_for_daemon(home)
     # the daemon is gone; its last report is fresh
-    done = subprocess.run(
-        [str(CLI), "materialize", "--start", "2026-11-24"],
-        env=env,
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+    done = cli(env, "materialize", "--start", "2026-11-24", cwd=REPO, timeout=240)
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
     [line] = [text for text in done.stderr.splitlines() if "error" in text]

@@ -247,14 +247,8 @@ class PrivacyFilter:
         secrets = _spreadable(found)
         if not secrets:
             return
-        counts = self.stats.redactions
         for container, key, _ in slots:
-            value = container[key]
-            for secret, label in secrets:
-                if secret in value:
-                    counts[label] += value.count(secret)
-                    value = value.replace(secret, f"<REDACTED:{label}>")
-            container[key] = value
+            container[key] = _replace_found(container[key], secrets, self.stats.redactions)
 
     def _nothing_else_to_redact(
         self, trajectory: dict[str, Any], prompts: list[tuple[Any, Any, str]]
@@ -329,7 +323,7 @@ class PrivacyFilter:
         return self._redacted(text)[0]
 
     def _redacted(self, text: str) -> tuple[str, Iterable[tuple[str, str]]]:
-        """`text` with its credentials redacted, each counted, and the secrets found (secret, label).
+        """`text` with its credentials redacted, each counted, and the secrets found (`Found`).
 
         A trajectory repeats its strings in every call (model names, step kinds, the agent's name,
         its system prompt, often kilobytes) and so does the next one; under `strict` the short ones
@@ -340,18 +334,14 @@ class PrivacyFilter:
             return text, ()
         if len(text) > _MEMO_MAX_CHARS:
             found: Found = []
-            return self._redact(text, self.stats.redactions, found), [(s, label) for label, s in found]
+            return self._redact(text, self.stats.redactions, found), found
         remembered = self._memo.get(text)
         if remembered is None:
             # a plain dict: a Counter costs more to make than most texts cost to redact
             counts: dict[str, int] = {}
             found = []
             redacted = self._redact(text, counts, found)
-            remembered = (
-                None if redacted == text else redacted,
-                tuple(counts.items()),
-                tuple((secret, label) for label, secret in found),
-            )
+            remembered = (None if redacted == text else redacted, tuple(counts.items()), tuple(found))
             self._remember(text, remembered)
         changed, hits, secrets = remembered
         for label, count in hits:
@@ -381,11 +371,7 @@ class PrivacyFilter:
             text, hits = rule.redact(text, found)
             if hits:
                 counts[rule.label] = counts.get(rule.label, 0) + hits
-        for secret, label in _spreadable({secret: label for label, secret in found}) if found else ():
-            if secret in text:
-                counts[label] = counts.get(label, 0) + text.count(secret)
-                text = text.replace(secret, f"<REDACTED:{label}>")
-        return text
+        return _replace_found(text, _spreadable(dict(found)), counts) if found else text
 
     def _redact_env(
         self, text: str, data: bytes | None, counts: dict[str, int], keep_utf8: bool = False
@@ -475,6 +461,15 @@ def _spreadable(found: dict[str, str]) -> list[tuple[str, str]]:
         key=lambda item: len(item[0]),
         reverse=True,
     )
+
+
+def _replace_found(text: str, secrets: list[tuple[str, str]], counts: dict[str, int]) -> str:
+    """`text` with each of `secrets` (`_spreadable`'s) redacted wherever it holds it, each counted."""
+    for secret, label in secrets:
+        if secret in text:
+            counts[label] = counts.get(label, 0) + text.count(secret)
+            text = text.replace(secret, f"<REDACTED:{label}>")
+    return text
 
 
 def _utf8(text: str) -> bytes | None:

@@ -40,7 +40,6 @@ from training_pipeline.privacy.rule import (
     Found,
     LazyPattern,
     compiled,
-    is_placeholder,
     literal_first,
     literal_free,
     looks_fake,
@@ -233,8 +232,8 @@ class GitleaksRule(CredentialRule):
         """Remembered (`_VERDICTS`): a leaked key comes back, on the same line of the history, in every
         later call of the agent that holds it, and the global allowlist alone is a dozen regexes (half
         of a gitleaks rule's redaction of a 3 KB prompt went here)."""
-        if is_placeholder(secret) or looks_fake(secret) or "<REDACTED:" in secret:
-            return False  # a match around an earlier rule's redaction: that rule took the secret
+        if "<REDACTED:" in secret or looks_fake(secret):
+            return False  # a placeholder, or a match around one: an earlier rule took the secret
         if self.entropy and shannon_entropy(secret) <= self.entropy:
             return False
         return not any(a.allows(secret, whole, line) for a in (*GLOBAL_ALLOWLIST, *self.allowlists))

@@ -11,7 +11,7 @@ from functools import lru_cache
 from typing import Any
 
 _PLACEHOLDER = re.compile(r"<REDACTED:[a-z0-9-]+>")
-#: what a redaction found: (the rule's label, the secret it replaced), in order
+#: what a redaction found: (the secret it replaced, the rule's label), in order
 Found = list[tuple[str, str]]
 _A = re.ASCII  # JavaScript's \b and /i (without the u flag) are ASCII-only
 
@@ -152,7 +152,7 @@ class CredentialRule:
     ) -> str | tuple[str, int]:
         """The match with the secret at `span` replaced; for a rule that redacts whole tokens, with where
         the text goes on after it: past the rest of the token when the secret ends the match. `found`
-        gets (label, the secret as redacted)."""
+        gets (the secret as redacted, label)."""
         replaced = splice(match, span, placeholder)
         end = span[1]
         if not self.whole_token:
@@ -162,7 +162,7 @@ class CredentialRule:
             if span[1] == resume:
                 resume = end = token_end(text, span[0], span[1])
         if found is not None:  # a full stop that ends it may be the sentence's: not looked for elsewhere
-            found.append((self.label, text[span[0] : end].rstrip(".")))
+            found.append((text[span[0] : end].rstrip("."), self.label))
         return replaced if resume is None else (replaced, resume)
 
     def applies(self, text: str) -> bool:
