@@ -5,6 +5,10 @@
 Prints every line the filter changed, then the totals. The standard library is 12 MB of code,
 docstrings and comments, written by people and free of real credentials, so each redaction is a
 candidate false positive to read (a few are literal example passwords, which are true positives).
+
+Twice: the credential rules alone (`--personal-data none`: the figure that must stay at zero), then the
+whole strict profile, whose personal-data redactions are listed to read: most are the authors'
+email addresses in the headers, which are personal data and meant to go.
 """
 
 from __future__ import annotations
@@ -18,7 +22,12 @@ from training_pipeline.privacy.filter import PrivacyFilter
 
 
 def main(roots: list[Path]) -> None:
-    privacy = PrivacyFilter("strict")
+    for personal_data in ("none", "all"):
+        print(f"\n## strict, personal data: {personal_data}\n")
+        measure(roots, PrivacyFilter("strict", personal_data=personal_data, ner_model=""))
+
+
+def measure(roots: list[Path], privacy: PrivacyFilter) -> None:
     files = [
         p
         for root in roots

@@ -15,6 +15,14 @@ IN_TRAJECTORY = [
     "xoxb-123456789012-PLANTEDsecretAbCdEf",
 ]
 IN_ENVIRONMENT = "planted-env-secret-Zq9x8w7v"
+#: A customer's data, planted beside the credentials: none of it may be stored either (the strict
+#: profile's personal-data redaction; docs/privacy.md)
+PERSONAL = {
+    "email": "marguerite.planted@example.org",
+    "phone": "+44 20 7946 0958",
+    "card": "4539 1488 0343 6467",
+    "name": "Marguerite Okonkwo",
+}
 API_KEY = "sk-PLANTEDopenaiKeyForTheFakeServer01"
 
 
@@ -25,7 +33,9 @@ def write_planted_day(folder: Path, name: str = "2026-11-24.jsonl") -> None:
         call = {
             "systemPrompt": "You are Eliza.",
             "purpose": "response",
-            "userPrompt": f"user{n}: my credentials are {secret} and {IN_ENVIRONMENT}",
+            "userPrompt": f"user{n}: my credentials are {secret} and {IN_ENVIRONMENT}. "
+            f"My name is {PERSONAL['name']}, mail {PERSONAL['email']}, call {PERSONAL['phone']}, "
+            f"card {PERSONAL['card']}",
             "response": f"Noted, I will not share {secret}.",
         }
         rows.append(
@@ -34,7 +44,7 @@ def write_planted_day(folder: Path, name: str = "2026-11-24.jsonl") -> None:
                 "agentId": "a",
                 "startTime": 1_795_478_500_000 + n,
                 "steps": [{"llmCalls": [call]}],
-                "metadata": {"debug": f"env dump {IN_ENVIRONMENT}"},
+                "metadata": {"debug": f"env dump {IN_ENVIRONMENT}", "customer": PERSONAL["email"]},
             }
         )
     folder.mkdir(exist_ok=True)

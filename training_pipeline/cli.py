@@ -16,9 +16,17 @@ from training_pipeline.datasets.build import build_datasets
 from training_pipeline.datasets.tasks import TASKS
 from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.filter import PrivacyFilter, secret_env_values
+from training_pipeline.privacy.personal import kinds_from_setting
 from training_pipeline.samples import day_of_trajectories
 from training_pipeline.settings import settings
 from training_pipeline.training.policy import BACKENDS
+
+
+def _personal_kinds(text: str) -> frozenset[str]:
+    try:
+        return kinds_from_setting(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _build(args: argparse.Namespace) -> int:
@@ -29,7 +37,7 @@ def _build(args: argparse.Namespace) -> int:
         anonymizer = SAMPLE_ENTITIES  # the bundled sample's people, as `make demo` uses them
     directory = EntityDirectory.load(anonymizer) if anonymizer else None
     env_secrets = secret_env_values(args.privacy_profile, names=args.env_secrets)
-    privacy = PrivacyFilter(args.privacy_profile, directory, env_secrets)
+    privacy = PrivacyFilter(args.privacy_profile, directory, env_secrets, args.personal_data)
     result = build_datasets(args.input, args.out_dir, privacy, workers=args.workers)
     print(json.dumps(result.as_line(), separators=(",", ":")))
     return 0
@@ -425,6 +433,14 @@ def parser() -> argparse.ArgumentParser:
         metavar="GLOB",
         help="which environment variables may hold secrets to redact (default: all; the reference "
         "runner uses 'REFERENCE_SECRET_*')",
+    )
+    build.add_argument(
+        "--personal-data",
+        type=_personal_kinds,
+        default=None,
+        metavar="KINDS",
+        help="kinds of personal data strict redacts: all, none, or a comma-separated list such as "
+        "EMAIL_ADDRESS,PHONE_NUMBER (default: TRAINING_PIPELINE_PERSONAL_DATA, else all)",
     )
     build.add_argument(
         "--workers",

@@ -37,6 +37,18 @@ def redaction_budget_seconds() -> float:
     return max(seconds, 0.0)
 
 
+def personal_data_setting() -> str:
+    """`TRAINING_PIPELINE_PERSONAL_DATA`: the kinds of personal data `strict` redacts (`all`, the
+    default; `none`; or a comma-separated list, `privacy.personal.kinds`)."""
+    return os.environ.get("TRAINING_PIPELINE_PERSONAL_DATA", "").strip() or "all"
+
+
+def ner_model_setting() -> str | None:
+    """`TRAINING_PIPELINE_NER_MODEL`: an installed spaCy pipeline (package name or folder) that also
+    finds people's names; unset, names are found by cue and by the entity directory."""
+    return os.environ.get("TRAINING_PIPELINE_NER_MODEL", "").strip() or None
+
+
 def hide_values(values: list[str]) -> None:
     """Make `values` secret values of this process's environment, for the stored redaction to hide:
     how the scrub's confined process, which starts with a clean environment, is handed the pipeline's."""

@@ -73,6 +73,11 @@ _DATASET_CHECKS = {
         "Blocking: an independent detector (detect-secrets' plugins and the environment's secret values) "
         "finds no credential in any message.",
     ),
+    "no_personal_data": (
+        True,
+        "Blocking: the personal-data finder (Presidio's recognizers and ours) run again over every message "
+        "finds none of the kinds the filter redacts (emails, phones, cards, ids, addresses, names…).",
+    ),
     "valid_jsonl": (True, 'Every line is {"messages": [system, user, model]} with string contents.'),
     _COUNTS: (
         False,
@@ -179,6 +184,7 @@ def daily_layers(
                     datasets=tasks,
                     workers=training_pipeline_privacy.pool_size(),
                     scanner_secrets=training_pipeline_privacy.scanner_secrets() if tasks else None,
+                    personal_kinds=training_pipeline_privacy.personal_kinds(),
                 )
             except SourceUnavailable as err:
                 # the source may come back: retry this step (only this one) before failing the run
@@ -354,6 +360,7 @@ def _checks(
             training_pipeline_privacy.scanner_secrets(),
             training_pipeline_privacy.pool_size(),
             files.datasets / INSPECTION_FILE_NAME,
+            training_pipeline_privacy.personal_kinds(),
         )
     except OSError as err:
         for task in tasks:
@@ -371,8 +378,21 @@ def _checks(
                 {
                     "inspected": how,
                     "messages_scanned": scan.texts_scanned,
-                    "findings": sum(scan.findings.values()),
-                    "findings_by_type": MetadataValue.json(dict(scan.findings)),
+                    "findings": sum(scan.credentials.values()),
+                    "findings_by_type": MetadataValue.json(dict(scan.credentials)),
+                    "locations": MetadataValue.json(scan.locations),
+                },
+            ),
+            "no_personal_data": (
+                not scan.personal,
+                {
+                    "inspected": how,
+                    "messages_scanned": scan.texts_scanned,
+                    "kinds_looked_for": MetadataValue.json(
+                        sorted(training_pipeline_privacy.personal_kinds())
+                    ),
+                    "findings": sum(scan.personal.values()),
+                    "findings_by_kind": MetadataValue.json(dict(scan.personal)),
                     "locations": MetadataValue.json(scan.locations),
                 },
             ),

@@ -15,7 +15,14 @@ from pathlib import Path
 
 from tests.fake_openai import FakeOpenAI
 from tests.helpers import REPO, cli
-from tests.planted_secrets import API_KEY, IN_ENVIRONMENT, IN_TRAJECTORY, stored_text, write_planted_day
+from tests.planted_secrets import (
+    API_KEY,
+    IN_ENVIRONMENT,
+    IN_TRAJECTORY,
+    PERSONAL,
+    stored_text,
+    write_planted_day,
+)
 
 #: What the task script makes up and leaks: printed, written to its work folder, and mailed into its env.
 #: Built from halves so the script file itself (the user's input) does not hold it whole.
@@ -42,7 +49,8 @@ def test_no_planted_secret_is_stored_anywhere(tmp_path: Path) -> None:
     (home / "dagster.yaml").symlink_to(REPO / "dagster.yaml")
     write_planted_day(source)
     with (source / "2026-11-24.jsonl").open("a") as day:  # cut off mid-record: quarantined whole
-        day.write(json.dumps({"trajectoryId": "cut", "note": f"token {IN_TRAJECTORY[1]}"})[:-10] + "\n")
+        cut = {"trajectoryId": "cut", "note": f"token {IN_TRAJECTORY[1]}, reply to {PERSONAL['email']}"}
+        day.write(json.dumps(cut)[:-10] + "\n")
     (tasks / "leak.py").write_text(SCRIPT)
     steps = [
         {"id": "email", "type": "deploy_env", "env_type": "email", "env_name": "email"},
@@ -85,7 +93,7 @@ def test_no_planted_secret_is_stored_anywhere(tmp_path: Path) -> None:
         for p, text in stored.items()
         if p.suffix == ".db"
     )
-    for secret in [*IN_TRAJECTORY, IN_ENVIRONMENT, API_KEY, SCRIPT_SECRET]:
+    for secret in [*IN_TRAJECTORY, IN_ENVIRONMENT, API_KEY, SCRIPT_SECRET, *PERSONAL.values()]:
         leaks = [str(path) for path, text in stored.items() if secret in text]
         assert leaks == [], f"{secret[:12]}… found in {leaks}"
 

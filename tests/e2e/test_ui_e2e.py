@@ -161,7 +161,7 @@ def test_the_ui_end_to_end(servers: DagsterServers, screenshots: Path) -> None:
 
         # a dataset's checks, the blocking credential re-scan among them
         _open(page, servers, "/assets/should_respond?view=checks")
-        for check in ("no_credentials", "valid_jsonl", "counts_add_up"):
+        for check in ("no_credentials", "no_personal_data", "valid_jsonl", "counts_add_up"):
             expect(page.get_by_text(check).first).to_be_visible()
 
         # materialise one day from the job's page

@@ -117,8 +117,9 @@ def test_text_that_is_not_utf8_still_gets_every_rule() -> None:
 
 def test_ordinary_text_is_left_alone() -> None:
     """False positives: the strict profile changes nothing in ordinary chat and code (the full
-    measurement over the standard library is `bench/false_positives.py`)."""
-    privacy = PrivacyFilter("strict")
+    measurement over the standard library is `bench/false_positives.py`). Credentials only: the text's
+    email address and phone number are personal data, and `test_personal_data` holds those."""
+    privacy = PrivacyFilter("strict", personal_data="none")
     lines = (REPO / "tests" / "data" / "ordinary_text.txt").read_text(encoding="utf-8").splitlines()
     changed = [line for line in lines if privacy.redact(line) != line]
     assert changed == []
@@ -247,11 +248,27 @@ def test_entity_directory_errors_name_the_file(tmp_path: Path) -> None:
     ],
 )
 def test_no_catastrophic_backtracking_on_hostile_200k_texts(text: str) -> None:
-    """A guard against exponential regexes, not a speed target (those live in bench/)."""
+    """A guard against exponential regexes, not a speed target (those live in bench/). The credential
+    rules' (personal data is Presidio's per window, `test_dense_text_costs_personal_data_linear_time`)."""
     started = time.perf_counter()
-    PrivacyFilter("strict").redact(text)
+    PrivacyFilter("strict", personal_data="none").redact(text)
     PrivacyFilter("elizaos").redact(text)
     assert time.perf_counter() - started < 5
+
+
+def test_dense_text_costs_personal_data_linear_time() -> None:
+    """A text made of candidates (a table of numbers, a log) is read a window at a time: ten times the
+    text costs about ten times the time, never a whole text handed to Presidio at once."""
+    privacy = PrivacyFilter("strict", personal_data="all", ner_model="")
+    privacy.redact("warm up: call +1 415 555 0132")
+
+    def seconds(rows: int) -> float:
+        started = time.perf_counter()
+        privacy.redact("".join(f"row {n}: 12345{n:05d}:+1 415 555 {n % 10000:04d}\n" for n in range(rows)))
+        return time.perf_counter() - started
+
+    small, large = seconds(100), seconds(1000)
+    assert large < 20 * small + 1, (small, large)
 
 
 def test_a_dataset_file_is_validated_and_scanned_in_one_read(tmp_path) -> None:

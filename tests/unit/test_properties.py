@@ -195,7 +195,7 @@ def test_many_secret_values_are_redacted_as_when_each_is_searched_for(
     assert gated._secret_gate is not None
     searched = _SearchedSecrets(profile, secrets)
     ours, theirs = copy.deepcopy(trajectory), copy.deepcopy(trajectory)
-    assert gated.redact_credentials(ours) == searched.redact_credentials(theirs)
+    assert gated.redact_sensitive(ours) == searched.redact_sensitive(theirs)
     assert ours == theirs and list(gated.stats.redactions.items()) == list(searched.stats.redactions.items())
     if "\ud800" not in prompt:
         assert not any(secret in ours["steps"][0]["llmCalls"][0]["userPrompt"] for secret in _MANY_SECRETS)
@@ -470,7 +470,7 @@ def test_texts_gated_in_batches_are_redacted_as_texts_gated_alone(value: object,
     batched = PrivacyFilter(profile, env_secrets=("hunter2hunter2",))
     alone = _OneAtATime(profile, env_secrets=("hunter2hunter2",))
     ours, theirs = json.loads(json.dumps(trajectory)), json.loads(json.dumps(trajectory))
-    assert batched.redact_credentials(ours) == alone.redact_credentials(theirs)
+    assert batched.redact_sensitive(ours) == alone.redact_sensitive(theirs)
     assert ours == theirs and list(batched.stats.redactions.items()) == list(alone.stats.redactions.items())
 
 
@@ -506,7 +506,7 @@ def test_a_trajectory_whose_other_strings_are_clean_is_redacted_as_when_each_is_
     ours, theirs = copy.deepcopy(trajectory), copy.deepcopy(trajectory)
     shortcut = PrivacyFilter("strict", env_secrets=("hunter2hunter2",))
     walked = _EveryString("strict", env_secrets=("hunter2hunter2",))
-    assert shortcut.redact_credentials(ours) == walked.redact_credentials(theirs)
+    assert shortcut.redact_sensitive(ours) == walked.redact_sensitive(theirs)
     assert ours == theirs and list(shortcut.stats.redactions.items()) == list(walked.stats.redactions.items())
 
 
@@ -528,7 +528,7 @@ def test_the_shortcut_sees_each_string_whole_as_an_anchored_rule_does(pattern: s
     privacy = PrivacyFilter("strict")
     privacy.rules = RuleSet(lambda: (CredentialRule("anchored", re.compile(pattern)),))
     trajectory = {"trajectoryId": "t", "metadata": {"k": "tok_abcdefgh"}}
-    assert privacy.redact_credentials(trajectory) == 1
+    assert privacy.redact_sensitive(trajectory) == 1
     assert trajectory["metadata"]["k"] == "<REDACTED:anchored>"
 
 
@@ -561,7 +561,7 @@ def test_a_credential_among_many_clean_short_texts_is_redacted() -> None:
         "metadata": {"log": [*neighbours[:20], "ghp_C3J27XDCG2LmlZGEONYlgCtjfIZ4SOcMz9CP", *neighbours[20:]]},
     }
     privacy = PrivacyFilter("strict")
-    assert privacy.redact_credentials(trajectory) == 1
+    assert privacy.redact_sensitive(trajectory) == 1
     assert trajectory["metadata"]["log"][20] == "<REDACTED:github-token>"
     assert trajectory["metadata"]["log"][:20] == neighbours[:20]
 

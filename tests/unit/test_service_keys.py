@@ -202,7 +202,7 @@ def test_a_secret_found_once_is_redacted_everywhere_in_the_trajectory() -> None:
             }
         ],
     }
-    privacy.redact_credentials(trajectory)
+    privacy.redact_sensitive(trajectory)
     assert secret not in json.dumps(trajectory)
     assert "Calling the API with <REDACTED:airbrake-user-key> now." in json.dumps(trajectory)
     # within one text too, and a short secret (a URL's password) is not looked for elsewhere

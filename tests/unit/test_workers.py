@@ -464,7 +464,7 @@ def test_a_share_whose_first_anonymised_trajectory_comes_late_keeps_every_row_be
     assert batch_of(done.stored).num_rows == 5
 
 
-def test_a_filter_that_changes_only_credentials_copies_the_stored_day(
+def test_a_filter_that_only_redacts_copies_the_stored_day(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With no entity directory the filter changes nothing the stored day has not had redacted, so the

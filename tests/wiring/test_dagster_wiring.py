@@ -60,7 +60,8 @@ def test_definitions_load_with_the_expected_graph() -> None:
     assert graph.get(AssetKey("should_respond")).parent_keys == {AssetKey("filtered_trajectories")}
     assert graph.get(AssetKey("filtered_trajectories")).parent_keys == {AssetKey("trajectories")}
     checks = {f"{k.asset_key.to_user_string()}.{k.name}" for k in graph.asset_check_keys}
-    assert {f"{t}.{c}" for t in TASKS for c in ("no_credentials", "valid_jsonl", "counts_add_up")} <= checks
+    names = ("no_credentials", "no_personal_data", "valid_jsonl", "counts_add_up")
+    assert {f"{t}.{c}" for t in TASKS for c in names} <= checks
     job = defs.resolve_job_def("datasets_job")
     assert job.partitions_def.get_partition_keys()[0] == "2025-01-01"
 
@@ -87,12 +88,12 @@ def test_a_day_materialises_with_counts_that_add_up(tmp_path: Path) -> None:
     result = _run(resources)
     assert result.success
     assert all(e.passed for e in result.get_asset_check_evaluations())
-    assert len(result.get_asset_check_evaluations()) == 17
+    assert len(result.get_asset_check_evaluations()) == 22
     # the datasets were inspected as the day's pass wrote them; the checks only hashed the files
     assert {
         e.metadata["inspected"].value
         for e in result.get_asset_check_evaluations()
-        if e.check_name in ("no_credentials", "valid_jsonl")
+        if e.check_name in ("no_credentials", "no_personal_data", "valid_jsonl")
     } == {"while exporting; the file's SHA-256 matches"}
 
     raw = asset_metadata(result, "trajectories")
@@ -191,7 +192,7 @@ def test_a_range_of_days_is_one_run_with_each_days_own_metadata_and_checks(tmp_p
         assert by_day[("response", day)]["dagster/uri"].endswith(f"{day}/{TASK_FILE_NAMES['response']}")
     evaluations = result.get_asset_check_evaluations()
     assert {e.partition for e in evaluations} == set(days) and all(e.passed for e in evaluations)
-    assert len(evaluations) == 17 * len(days)
+    assert len(evaluations) == 22 * len(days)
 
 
 def test_rematerialising_replaces_the_partition_it_never_appends(tmp_path: Path) -> None:
@@ -379,3 +380,45 @@ def test_an_unreachable_database_retries_the_step_then_fails_clearly(tmp_path: P
     [failure] = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
     text = str(failure.event_specific_data.error.to_string())
     assert "is unavailable" in text and "hunter2secret" not in text
+
+
+def test_blocking_personal_data_check_fails_a_file_with_personal_data_planted_after_the_write(
+    tmp_path: Path,
+) -> None:
+    """The day's pass inspects each line as it writes it; a file changed since (its SHA-256 differs) is
+    read again by the checks, and a customer's email and phone planted in it fail the blocking check,
+    which names kinds and lines, never the values."""
+    from dagster import AssetCheckKey, Definitions
+
+    resources = default_resources(load_settings({"TRAINING_PIPELINE_DATA": str(tmp_path)}))
+    instance = DagsterInstance.ephemeral()
+    assert _run(resources, instance=instance).success
+    path = tmp_path / "datasets" / DAY / TASK_FILE_NAMES["response"]
+    planted = {
+        "messages": [
+            {"role": "system", "content": "You are Eliza."},
+            {"role": "user", "content": "reach me at dana.whitfield@example.org or +44 20 7946 0958"},
+            {"role": "model", "content": "Noted."},
+        ]
+    }
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(planted) + "\n")
+    # the checks alone, as the UI runs them from an asset's checks tab
+    job = Definitions(assets=DATASET_ASSETS, resources=resources).resolve_implicit_global_asset_job_def()
+    checks = job.get_subset(
+        asset_selection=set(),
+        asset_check_selection={
+            AssetCheckKey(AssetKey("response"), "no_personal_data"),
+            AssetCheckKey(AssetKey("response"), "no_credentials"),
+        },
+    )
+    result = checks.execute_in_process(partition_key=DAY, instance=instance, raise_on_error=False)
+    evaluations = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    assert evaluations["no_credentials"].passed
+    failed = evaluations["no_personal_data"]
+    assert not failed.passed and failed.metadata["inspected"].value == "now"
+    assert failed.metadata["findings_by_kind"].value == {"EMAIL_ADDRESS": 1, "PHONE_NUMBER": 1}
+    lines = len(path.read_text(encoding="utf-8").splitlines())
+    assert failed.metadata["locations"].value == [f"line {lines} (user)"]
+    events = json.dumps([str(e) for e in result.all_events], default=str)
+    assert "dana.whitfield" not in events and "7946" not in events

@@ -27,14 +27,14 @@ SNAPSHOT = {
         *(
             f"{task}:{check}"
             for task in ("action_planner", "context_routing")
-            for check in ("counts_add_up", "no_credentials", "valid_jsonl")
+            for check in ("counts_add_up", "no_credentials", "no_personal_data", "valid_jsonl")
         ),
         "filtered_trajectories:counts_add_up",
         "optimized_prompt:promotion_gate",
         *(
             f"{task}:{check}"
             for task in ("media_description", "response", "should_respond")
-            for check in ("counts_add_up", "no_credentials", "valid_jsonl")
+            for check in ("counts_add_up", "no_credentials", "no_personal_data", "valid_jsonl")
         ),
         "training_run:not_skipped",
         "trajectories:counts_add_up",

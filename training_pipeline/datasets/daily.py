@@ -69,14 +69,16 @@ def build_day(
     datasets: Collection[Task] = TASKS,
     workers: int = 1,
     scanner_secrets: tuple[str, ...] | None = None,
+    personal_kinds: frozenset[str] = frozenset(),
     preview_rows: int = 3,
 ) -> DayBuilt:
     """The layers asked for: the stored day when `records` is given (read from `source`), the
     filtered day when `filtered`, the `datasets` named (all five are built, only those are published,
     with the summary). `privacy` makes a fresh filter (its counts are per pass). With `workers` > 1 the
     pass runs on that many processes. With `scanner_secrets`, each example is inspected as the dataset
-    checks' scanner (with those secret values) inspects it, where it is made, and the inspections are
-    written beside the datasets (`validate.INSPECTION_FILE_NAME`): a cache of the checks' scan."""
+    checks' scanner (with those secret values, looking for `personal_kinds`) inspects it, where it is
+    made, and the inspections are written beside the datasets (`validate.INSPECTION_FILE_NAME`): a cache
+    of the checks' scan."""
     manifest = report = None
     writer: DatasetWriter | None = None
     if records is not None:
@@ -91,7 +93,7 @@ def build_day(
                 source,
                 privacy(),
                 files.filtered if filtered else None,
-                DailyExamples(scanner_secrets) if fused_export else None,
+                DailyExamples(scanner_secrets, personal_kinds) if fused_export else None,
                 writer.add_batch if writer is not None else None,
                 workers,
             )
@@ -113,7 +115,11 @@ def build_day(
         _require(files.filtered.store, "filtered_trajectories")
         writer = export_store(files.filtered.store, files.datasets, preview_rows, publish=datasets)
     else:
-        inspected_by = scanner_for(scanner_secrets).fingerprint() if scanner_secrets is not None else None
+        inspected_by = (
+            scanner_for(scanner_secrets, personal_kinds).fingerprint()
+            if scanner_secrets is not None
+            else None
+        )
         writer.close(inspected_by, publish=datasets)
     return DayBuilt(manifest, report, writer.last_summary, writer.previews)
 

@@ -144,6 +144,8 @@ class DailyExamples:
     #: the secret values the checks' scanner looks for (crosses to the workers as the filter's do);
     #: None: the lines are not inspected
     scanner_secrets: tuple[str, ...] | None
+    #: the kinds of personal data the scanner looks for (`SecretScanner.find_personal`)
+    personal_kinds: frozenset[str] = frozenset()
     #: what the pool's fork server imports for the workers' scanners
     preload: ClassVar[tuple[str, ...]] = SCANNER_MODULES
 
@@ -151,7 +153,7 @@ class DailyExamples:
         prepared, examples = _prepared(trajectory)
         if self.scanner_secrets is None:
             return prepared, None
-        scanner = scanner_for(self.scanner_secrets)
+        scanner = scanner_for(self.scanner_secrets, self.personal_kinds)
         # each line inspected from the object it was made from (`inspect_record`): what reading it gives
         return prepared, [inspect_record(example, scanner) for _, example in examples]
 

@@ -58,8 +58,9 @@ def inspect_record(record: object, scanner: SecretScanner) -> LineInspection:
         if isinstance(content, str):
             texts += 1
             found = scanner.find(content)
-            if found:
-                hits.append((str(message.get("role")), tuple(kind for kind, _ in found)))
+            personal = scanner.find_personal(content)
+            if found or personal:
+                hits.append((str(message.get("role")), (*(kind for kind, _ in found), *personal)))
     return texts, _record_problem(record), tuple(hits)
 
 
@@ -151,22 +152,23 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-_scanners: dict[tuple[str, ...], SecretScanner] = {}
+_scanners: dict[tuple[tuple[str, ...], frozenset[str]], SecretScanner] = {}
 
 
-def scanner_for(env_secrets: tuple[str, ...]) -> SecretScanner:
-    """This process's scanner for these secret values, built once (its plugins, its gate and its
-    per-line cache serve every file and every share after)."""
-    scanner = _scanners.get(env_secrets)
+def scanner_for(env_secrets: tuple[str, ...], personal_kinds: frozenset[str] = frozenset()) -> SecretScanner:
+    """This process's scanner for these secret values and kinds of personal data, built once (its
+    plugins, its gate and its per-line cache serve every file and every share after)."""
+    key = (env_secrets, personal_kinds)
+    scanner = _scanners.get(key)
     if scanner is None:
         _scanners.clear()  # one set of secret values at a time
-        scanner = _scanners[env_secrets] = SecretScanner(env_secrets)
+        scanner = _scanners[key] = SecretScanner(env_secrets, personal_kinds)
     return scanner
 
 
-def _inspect_in_worker(share: tuple[Path, tuple[str, ...]]) -> Inspected:
-    path, env_secrets = share
-    return inspect_dataset_file(path, scanner_for(env_secrets))
+def _inspect_in_worker(share: tuple[Path, tuple[str, ...], frozenset[str]]) -> Inspected:
+    path, env_secrets, personal_kinds = share
+    return inspect_dataset_file(path, scanner_for(env_secrets, personal_kinds))
 
 
 def _nothing_to_start() -> None:
@@ -174,7 +176,11 @@ def _nothing_to_start() -> None:
 
 
 def inspect_dataset_files(
-    paths: Sequence[Path], env_secrets: tuple[str, ...], workers: int, record: Path | None = None
+    paths: Sequence[Path],
+    env_secrets: tuple[str, ...],
+    workers: int,
+    record: Path | None = None,
+    personal_kinds: frozenset[str] = frozenset(),
 ) -> list[tuple[Inspected, bool]]:
     """`inspect_dataset_file` of each path, in order, and whether it was read from `record` (the
     inspection made as the file was written, `inspection_record`) instead: a file still byte for byte
@@ -185,7 +191,7 @@ def inspect_dataset_files(
     The others are inspected here with one scanner (its per-line cache shared by the files), or one
     file per worker of the bounded pool at a time (the largest first, so the others share the remaining
     workers while it runs; here while the workers start)."""
-    scanner = scanner_for(env_secrets)
+    scanner = scanner_for(env_secrets, personal_kinds)
     largest_first = sorted(range(len(paths)), key=lambda i: -paths[i].stat().st_size)
     recorded: dict[int, Inspected] = {}
     if record is not None and record.is_file():
@@ -196,7 +202,7 @@ def inspect_dataset_files(
             recorded = {i: done for i, done in zip(largest_first, found, strict=True) if done is not None}
     left = [i for i in largest_first if i not in recorded]
     done = ordered_map(
-        [(paths[i], env_secrets) for i in left],
+        [(paths[i], env_secrets, personal_kinds) for i in left],
         lambda share: inspect_dataset_file(share[0], scanner),
         min(workers, len(left)),
         _inspect_in_worker,

@@ -82,7 +82,7 @@ def ingest_records(
     already redacted as that profile redacts them (nothing is kept in clear that the datasets would not
     show). With `filtered` too, the same pass applies the rest of the filter (handles, private people)
     and writes the filtered day and its report (a copy of the stored day when the filter changes
-    nothing more: `PrivacyFilter.changes_only_credentials`); `derive` makes something of each
+    nothing more: `PrivacyFilter.only_redacts`); `derive` makes something of each
     trajectory the filter keeps (its examples), gathered per share and handed to `each_derived` (the
     datasets' export).
 
@@ -99,7 +99,7 @@ def ingest_records(
         bad = stack.enter_context(QuarantineWriter(quarantine))
         # a filter that changes only credentials (redacted before the day is stored) makes the filtered
         # day the stored day: copied once it is written, not encoded and compressed a second time
-        copied = fused and privacy.changes_only_credentials  # type: ignore[union-attr]
+        copied = fused and privacy.only_redacts  # type: ignore[union-attr]
         kept = (
             stack.enter_context(TrajectoryParquetWriter(filtered.store))  # type: ignore[union-attr]
             if fused and not copied

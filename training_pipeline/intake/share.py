@@ -115,7 +115,7 @@ def ingest_share(privacy: PrivacyFilter | None, share: Share, seen: dict[str, st
             continue
         if privacy is not None:
             try:
-                if privacy.redact_credentials(trajectory):
+                if privacy.redact_sensitive(trajectory):
                     text = None  # stored as re-serialised, not as it came
             except OverBudget as err:
                 quarantined.append(over_budget(origin, text, err))  # counted where it was read

@@ -1,10 +1,12 @@
-"""The privacy filter: redact credentials, anonymise handles, drop trajectories of private people.
+"""The privacy filter: redact credentials and personal data, anonymise handles, drop trajectories of
+private people.
 
 The `elizaos` profile reproduces elizaOS app-training's filter exactly (its five patterns, then the
 environment's secret values, on `systemPrompt`, `userPrompt` and `response`). The `strict` profile, the
 default, adds every credential family in `rules.strict_rules`, redacts secret values first (so they get
-their precise label), and also redacts credentials in every other string of the trajectory, since the
-filtered trajectories are stored and shared too.
+their precise label), then the personal data it is set to (`personal`: emails, phones, cards, ids,
+addresses, names…) as typed placeholders numbered per trajectory, and does both in every other string of
+the trajectory too, since the filtered trajectories are stored and shared as well.
 """
 
 from __future__ import annotations
@@ -20,10 +22,17 @@ from typing import Any, Literal
 import hyperscan
 import orjson
 
-from training_pipeline.environment import process_environment, redaction_budget_seconds
+from training_pipeline.environment import (
+    ner_model_setting,
+    personal_data_setting,
+    process_environment,
+    redaction_budget_seconds,
+)
 from training_pipeline.jscompat import utf16_len
 from training_pipeline.privacy.budget import budget
 from training_pipeline.privacy.entities import EntityDirectory
+from training_pipeline.privacy.personal import PersonalDataFinder, Pseudonyms, Span, kinds_from_setting
+from training_pipeline.privacy.personal.finder import finder_digest
 from training_pipeline.privacy.prefilter import Scanner
 from training_pipeline.privacy.rule import Found, is_placeholder
 from training_pipeline.privacy.rules import (
@@ -119,10 +128,32 @@ class PrivacyFilter:
         profile: Profile = "strict",
         directory: EntityDirectory | None = None,
         env_secrets: tuple[str, ...] = (),
+        personal_data: str | frozenset[str] | None = None,
+        ner_model: str | None = None,
     ) -> None:
+        """`personal_data`: the kinds `strict` redacts (`kinds.kinds_from_setting`: `all`, `none` or a
+        list; None: `TRAINING_PIPELINE_PERSONAL_DATA`, else all); `ner_model`: a spaCy pipeline that also
+        finds names (None: `TRAINING_PIPELINE_NER_MODEL`, else none). `elizaos` redacts no personal data."""
         if profile not in PROFILES:
             raise ValueError(f"unknown privacy profile {profile!r}; choose one of {sorted(PROFILES)}")
         self.profile = profile
+        kinds = (
+            frozenset()
+            if profile == "elizaos"
+            else (
+                personal_data
+                if isinstance(personal_data, frozenset)
+                else kinds_from_setting(
+                    personal_data if personal_data is not None else personal_data_setting()
+                )
+            )
+        )
+        #: what finds personal data (None: nothing is looked for)
+        self.personal = (
+            PersonalDataFinder(kinds, ner_model if ner_model is not None else ner_model_setting())
+            if kinds
+            else None
+        )
         self.rules: RuleSet = PROFILES[profile]
         self.directory = directory
         self.env_secrets = env_secrets
@@ -152,10 +183,17 @@ class PrivacyFilter:
         #: text -> (its redaction, or None when unchanged; the counts by rule; the secrets found)
         self._memo: dict[str, _Remembered] = {}
         self._memo_chars = 0
+        #: text (credentials redacted) -> where its personal data is
+        self._spans: dict[str, list[Span]] = {}
+        self._spans_chars = 0
 
-    def recipe(self) -> tuple[Profile, EntityDirectory | None, tuple[str, ...]]:
+    def recipe(
+        self,
+    ) -> tuple[Profile, EntityDirectory | None, tuple[str, ...], frozenset[str], str | None]:
         """What a worker process needs to build the same filter (`start_worker_filter`)."""
-        return self.profile, self.directory, self.env_secrets
+        personal = self.personal
+        kinds = personal.kinds if personal is not None else frozenset()
+        return self.profile, self.directory, self.env_secrets, kinds, personal.ner_model if personal else None
 
     @property
     def preload(self) -> tuple[str, ...]:
@@ -175,11 +213,14 @@ class PrivacyFilter:
             digest.update(repr(self.directory.platforms).encode())
         for secret in self.env_secrets:
             digest.update(b"\1" + hashlib.sha256(secret.encode("utf-8", "surrogatepass")).digest())
+        if self.personal is not None:
+            digest.update(b"\3" + repr((sorted(self.personal.kinds), self.personal.ner_model)).encode())
+            digest.update(finder_digest().encode())
         return digest.hexdigest()
 
     @property
-    def changes_only_credentials(self) -> bool:
-        """Whether `apply` after `redact_credentials` leaves every trajectory as it is and keeps it: with
+    def only_redacts(self) -> bool:
+        """Whether `apply` after `redact_sensitive` leaves every trajectory as it is and keeps it: with
         no entity directory there is no handle to anonymise and nobody to drop."""
         return self.directory is None
 
@@ -188,7 +229,7 @@ class PrivacyFilter:
         `redacted`: this filter has already redacted its credentials (the ingest's fused pass)."""
         stats = self.stats
         if not redacted:
-            self.redact_credentials(trajectory)  # may raise OverBudget: then the record is not counted in
+            self.redact_sensitive(trajectory)  # may raise OverBudget: then the record is not counted in
         stats.trajectories_in += 1
         entities: set[str] = set()
         if self.directory is not None:
@@ -210,11 +251,12 @@ class PrivacyFilter:
         stats.kept += 1
         return True
 
-    def redact_credentials(self, trajectory: dict[str, Any]) -> int:
-        """The credential half of `apply`, in place: the prompt fields, and under `strict` every other
-        string. Idempotent, so a trajectory stored redacted (`ingest`) and filtered again counts each
-        credential once. Returns how many it redacted; raises `OverBudget` when the redaction ran past
-        `budget_seconds` (the caller quarantines the record: it is then partly redacted)."""
+    def redact_sensitive(self, trajectory: dict[str, Any]) -> int:
+        """The redacting half of `apply`, in place: credentials, then personal data, in the prompt
+        fields, and under `strict` every other string. Idempotent, so a trajectory stored redacted
+        (`ingest`) and filtered again counts each once. Returns how many it redacted; raises `OverBudget`
+        when the redaction ran past `budget_seconds` (the caller quarantines the record: it is then
+        partly redacted)."""
         before = self.stats.redaction_count
         calls: set[int] = set()
         slots: list[tuple[Any, Any, str]] = []  # (container, key, text), in the order they are redacted
@@ -237,8 +279,42 @@ class PrivacyFilter:
                 if self.profile == "strict" and not walked:
                     # the gate named no rule in the other strings, but a secret found here may be there
                     self._everything_else(trajectory, calls, slots)
+                    walked = True
                 self._redact_found_everywhere(found, slots)
+            if self.personal is not None:
+                self._redact_personal(slots)
         return self.stats.redaction_count - before
+
+    def _redact_personal(self, slots: list[tuple[Any, Any, str]]) -> None:
+        """Personal data in every slot, as placeholders numbered across the trajectory; then each value
+        found is redacted wherever else the trajectory holds it (`Pseudonyms.spread`)."""
+        pseudonyms = Pseudonyms()
+        counts: dict[str, int] = {}
+        for container, key, _ in slots:
+            text = container[key]
+            spans = self._personal_spans(text)
+            if spans:
+                container[key] = pseudonyms.replace(text, spans, counts)
+        if pseudonyms.found_any:
+            for container, key, _ in slots:
+                container[key] = pseudonyms.spread(container[key], counts)
+        self.stats.redactions.update(counts)
+
+    def _personal_spans(self, text: str) -> list[Span]:
+        """Where `text` holds personal data, remembered as `_redacted` remembers (texts repeat)."""
+        if len(text) < 5 or self.personal is None:
+            return []
+        if len(text) > _MEMO_MAX_CHARS:
+            return self.personal.spans(text)
+        spans = self._spans.get(text)
+        if spans is None:
+            spans = self.personal.spans(text)
+            if len(self._spans) >= _MEMO_MAX_ENTRIES or self._spans_chars + len(text) > _MEMO_BUDGET_CHARS:
+                self._spans.clear()
+                self._spans_chars = 0
+            self._spans[text] = spans
+            self._spans_chars += len(text)
+        return spans
 
     def _redact_found_everywhere(self, found: dict[str, str], slots: list[tuple[Any, Any, str]]) -> None:
         """A secret found once is redacted wherever else the trajectory holds it: a rule that knows a
@@ -273,6 +349,8 @@ class PrivacyFilter:
             for call, name, text in prompts:
                 call[name] = text
         if b"\\" in rest or self._holds_secret(rest):
+            return False
+        if self.personal is not None and self.personal.could_hold_any(rest):
             return False
         return not self.rules.any_candidate_in_lines(rest.replace(b'"', b"\n"))
 
@@ -319,8 +397,16 @@ class PrivacyFilter:
         return any(secret in data for secret in self._secret_bytes)
 
     def redact(self, text: str) -> str:
-        """`text` with its credentials redacted, each counted (`_redacted`)."""
-        return self._redacted(text)[0]
+        """`text` with its credentials redacted, then its personal data (numbered within the text), each
+        counted (`_redacted`)."""
+        text = self._redacted(text)[0]
+        spans = self._personal_spans(text)
+        if not spans:
+            return text
+        counts: dict[str, int] = {}
+        text = Pseudonyms().replace(text, spans, counts)
+        self.stats.redactions.update(counts)
+        return text
 
     def _redacted(self, text: str) -> tuple[str, Iterable[tuple[str, str]]]:
         """`text` with its credentials redacted, each counted, and the secrets found (`Found`).
@@ -487,6 +573,8 @@ def start_worker_filter(
     profile: Profile,
     directory: EntityDirectory | None,
     env_secrets: tuple[str, ...],
+    personal_data: frozenset[str],
+    ner_model: str | None,
     trajectory_schema: Any = None,
 ) -> None:
     """A pool's initializer: this worker's filter (its rules' gate loads once, from the cache), and the
@@ -495,7 +583,7 @@ def start_worker_filter(
     global _worker_filter
     if trajectory_schema is not None:
         use_schema(trajectory_schema)
-    _worker_filter = PrivacyFilter(profile, directory, env_secrets)
+    _worker_filter = PrivacyFilter(profile, directory, env_secrets, personal_data, ner_model)
 
 
 def worker_filter() -> PrivacyFilter:

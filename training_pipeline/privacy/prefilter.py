@@ -300,6 +300,16 @@ class Scanner:
         self._database.scan(data, match_event_handler=_collect, context=found, scratch=scratch)
         return found
 
+    def matches(self, data: bytes) -> list[tuple[int, int, int]]:
+        """(expression id, start, end) in bytes of every match in `data`, in order of end (the start is
+        the leftmost where the expressions were compiled with `HS_FLAG_SOM_LEFTMOST`, else 0)."""
+        scratch = getattr(self._local, "scratch", None)
+        if scratch is None:
+            scratch = self._local.scratch = hyperscan.Scratch(self._database)
+        found: list[tuple[int, int, int]] = []
+        self._database.scan(data, match_event_handler=_collect_match, context=found, scratch=scratch)
+        return found
+
 
 def _database_key(expressions: list[bytes], flags: list[int], literal: bool = False) -> str:
     compiled = (hyperscan.__version__, expressions, flags, *(("literal",) if literal else ()))
@@ -343,3 +353,7 @@ def _compiled(expressions: list[bytes], flags: list[int], literal: bool = False)
 
 def _collect(index: int, start: int, end: int, flags: int, found: set[int]) -> None:
     found.add(index)
+
+
+def _collect_match(index: int, start: int, end: int, flags: int, found: list[tuple[int, int, int]]) -> None:
+    found.append((index, start, end))

@@ -35,6 +35,8 @@ import hyperscan
 
 from training_pipeline.environment import cache_dir
 from training_pipeline.privacy import prefilter
+from training_pipeline.privacy.personal import PersonalDataFinder
+from training_pipeline.privacy.personal.finder import finder_digest
 from training_pipeline.privacy.prefilter import LineGate
 
 if TYPE_CHECKING:
@@ -146,20 +148,38 @@ def plugin_gate(plugins: Sequence[BasePlugin]) -> LineGate | None:
         return None
 
 
+#: how a finding of personal data is counted among a report's findings (`PII:EMAIL_ADDRESS`)
+PERSONAL_PREFIX = "PII:"
+
+
 @dataclass
 class ScanReport:
     texts_scanned: int = 0
+    #: credential types and, prefixed `PII:`, kinds of personal data, with how often each was found
     findings: Counter[str] = field(default_factory=Counter)
     #: Where each finding was, e.g. "line 12"; never the secret itself.
     locations: list[str] = field(default_factory=list)
 
     @property
+    def credentials(self) -> Counter[str]:
+        return Counter({k: n for k, n in self.findings.items() if not k.startswith(PERSONAL_PREFIX)})
+
+    @property
+    def personal(self) -> Counter[str]:
+        return Counter(
+            {k[len(PERSONAL_PREFIX) :]: n for k, n in self.findings.items() if k.startswith(PERSONAL_PREFIX)}
+        )
+
+    @property
     def clean(self) -> bool:
-        return not self.findings
+        """No credential found (personal data is the `no_personal_data` check's: `personal`)."""
+        return not self.credentials
 
 
 class SecretScanner:
-    def __init__(self, env_secrets: Iterable[str] = ()) -> None:
+    def __init__(self, env_secrets: Iterable[str] = (), personal_kinds: frozenset[str] = frozenset()) -> None:
+        """`personal_kinds`: the kinds of personal data `find_personal` looks for (the filter's, so the
+        check fails a dataset holding what the filter should have redacted)."""
         gated = gated_plugins()
         self.gate = gated.gate
         self._plugins_digest = gated.plugins
@@ -168,6 +188,9 @@ class SecretScanner:
         self._line = lru_cache(maxsize=200_000)(self._scan_line)
         # an LLM call's prompts come back in each of its examples (up to five), one after another
         self._text = lru_cache(maxsize=256)(self._scan_text)
+        self.personal_kinds = personal_kinds
+        self._personal = PersonalDataFinder(personal_kinds) if personal_kinds else None
+        self._personal_text = lru_cache(maxsize=256)(self._find_personal)
 
     @cached_property
     def _plugins(self) -> list[BasePlugin]:
@@ -210,7 +233,20 @@ class SecretScanner:
         digest = hashlib.sha256(self._plugins_digest.encode() + b"\0KeywordDetector")
         for secret in self._env_secrets:
             digest.update(b"\2" + hashlib.sha256(secret.encode("utf-8", "surrogatepass")).digest())
+        if self._personal is not None:
+            digest.update(b"\3" + repr(sorted(self.personal_kinds)).encode() + finder_digest().encode())
         return digest.hexdigest()
+
+    def find_personal(self, text: str) -> tuple[str, ...]:
+        """The kinds of personal data in `text`, one entry per finding (placeholders the filter left
+        are not findings); never the values."""
+        if self._personal is None:
+            return ()
+        return self._personal_text(text)
+
+    def _find_personal(self, text: str) -> tuple[str, ...]:
+        assert self._personal is not None
+        return tuple(PERSONAL_PREFIX + kind for _, _, kind in self._personal.spans(text))
 
     def find(self, text: str) -> tuple[tuple[str, str], ...]:
         """(secret type, matched value) pairs in `text`, line by line as detect-secrets scans (the

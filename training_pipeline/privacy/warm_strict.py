@@ -11,3 +11,8 @@ from training_pipeline.privacy.rules import PROFILES
 # instead, on its first share, where the pass reports it
 with contextlib.suppress(Exception):
     PROFILES["strict"].build()
+
+with contextlib.suppress(Exception):
+    from training_pipeline.privacy.personal.finder import warm_gate
+
+    warm_gate()

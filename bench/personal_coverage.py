@@ -1,0 +1,125 @@
+"""How much personal data the strict profile redacts, per kind and context, and how much it over-redacts.
+
+    python bench/personal_coverage.py [--write] [--show-leaks N]
+
+Reads `bench/data/personal_corpus.jsonl` (`build_personal_corpus.py`): a record leaks when any of its
+values is still in the text after `PrivacyFilter("strict").redact`, and a near miss is over-redacted
+when any of the strings it must keep was changed. `--write` puts the table in bench/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import re
+import time
+from collections import Counter
+from pathlib import Path
+
+from training_pipeline.privacy.filter import PrivacyFilter
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT / "bench" / "data" / "personal_corpus.jsonl"
+README = ROOT / "bench" / "README.md"
+BEGIN, END = "<!-- personal_coverage:begin -->", "<!-- personal_coverage:end -->"
+
+
+def measure(corpus: Path = CORPUS) -> dict[str, object]:
+    """Leaks (record kind, context, locale, text) and counts per kind and context."""
+    privacy = PrivacyFilter("strict", None, (), personal_data="all", ner_model="")
+    totals: Counter[tuple[str, str]] = Counter()
+    caught: Counter[tuple[str, str]] = Counter()
+    leaks: list[dict[str, object]] = []
+    near_total: Counter[str] = Counter()
+    near_over: Counter[str] = Counter()
+    over: list[dict[str, object]] = []
+    started = time.perf_counter()
+    for line in corpus.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        out = privacy.redact(record["text"])
+        kind = record["kind"]
+        if kind.startswith("near-miss:"):
+            name = kind.split(":", 1)[1]
+            near_total[name] += 1
+            if any(keep not in out for keep in record["keep"]):
+                near_over[name] += 1
+                over.append({**record, "out": out})
+            continue
+        key = (kind, record["context"])
+        totals[key] += 1
+        if any(value in out for value in record["values"]):
+            leaks.append({**record, "out": out})
+        else:
+            caught[key] += 1
+    return {
+        "totals": totals,
+        "caught": caught,
+        "leaks": leaks,
+        "near_total": near_total,
+        "near_over": near_over,
+        "over": over,
+        "seconds": time.perf_counter() - started,
+    }
+
+
+def table(result: dict[str, object]) -> str:
+    totals: Counter = result["totals"]  # type: ignore[assignment]
+    caught: Counter = result["caught"]  # type: ignore[assignment]
+    contexts = sorted({context for _, context in totals})
+    kinds = sorted({kind for kind, _ in totals})
+    lines = [
+        "| kind | " + " | ".join(contexts) + " | all |",
+        "|---|" + "---|" * (len(contexts) + 1),
+    ]
+    for kind in kinds:
+        cells = [f"{caught[(kind, c)]}/{totals[(kind, c)]}" if totals[(kind, c)] else "" for c in contexts]
+        got = sum(caught[(kind, c)] for c in contexts)
+        total = sum(totals[(kind, c)] for c in contexts)
+        lines.append(f"| {kind} | " + " | ".join(cells) + f" | **{got}/{total}** |")
+    near_total: Counter = result["near_total"]  # type: ignore[assignment]
+    near_over: Counter = result["near_over"]  # type: ignore[assignment]
+    all_near = sum(near_total.values())
+    all_over = sum(near_over.values())
+    lines.append("")
+    lines.append("| near miss | over-redacted |")
+    lines.append("|---|---|")
+    for name in sorted(near_total):
+        lines.append(f"| {name} | {near_over[name]}/{near_total[name]} |")
+    lines.append(f"| **all** | **{all_over}/{all_near} ({100 * all_over / max(all_near, 1):.1f}%)** |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--write", action="store_true", help="put the table in bench/README.md")
+    parser.add_argument("--show-leaks", type=int, default=0, metavar="N")
+    args = parser.parse_args()
+    result = measure()
+    body = table(result)
+    leaks: list = result["leaks"]  # type: ignore[assignment]
+    over: list = result["over"]  # type: ignore[assignment]
+    total = sum(result["totals"].values())  # type: ignore[union-attr]
+    summary = (
+        f"{total - len(leaks)}/{total} records with personal data fully redacted ({len(leaks)} leaks); "
+        f"near misses over-redacted: {len(over)}; {result['seconds']:.1f} s on {platform.machine()}, "
+        f"Python {platform.python_version()}, {time.strftime('%Y-%m-%d')}."
+    )
+    print(body)
+    print(summary)
+    for leak in leaks[: args.show_leaks]:
+        print("LEAK", leak["kind"], leak["context"], leak["locale"], repr(leak["out"])[:300])
+    for miss in over[: args.show_leaks]:
+        print("OVER", miss["kind"], repr(miss["out"])[:300])
+    if args.write:
+        text = README.read_text(encoding="utf-8")
+        block = f"{BEGIN}\n{summary}\n\n{body}\n{END}"
+        if BEGIN in text:
+            text = re.sub(re.escape(BEGIN) + r".*?" + re.escape(END), lambda _: block, text, flags=re.S)
+        else:
+            raise SystemExit(f"bench/README.md has no {BEGIN} … {END} block to write into")
+        README.write_text(text, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

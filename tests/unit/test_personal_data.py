@@ -1,0 +1,199 @@
+"""Personal data: found by Presidio (and our recognizers), redacted as typed placeholders numbered per
+trajectory, configurable, with a names model when one is installed, and the corpus held to zero leaks."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import REPO
+from training_pipeline.privacy.filter import PrivacyFilter
+from training_pipeline.privacy.personal import PLACEHOLDER, PersonalDataFinder, kinds_from_setting
+
+ISSUE_MESSAGE = (
+    "Hi, I'm Jane Doe. Mail me at jane.doe@example.com or call +1 415-555-0132; my SSN is 078-05-1120, "
+    "card 4111 1111 1111 1111, I live at 12 Baker Street. key sk-proj-9zUoCXbJpZDGLpxpUpZEtbB6LSgm"
+)
+ISSUE_VALUES = (
+    "Jane Doe",
+    "jane.doe@example.com",
+    "415-555-0132",
+    "078-05-1120",
+    "4111 1111 1111 1111",
+    "12 Baker Street",
+    "sk-proj-9zUoCXbJpZDGLpxpUpZEtbB6LSgm",
+)
+
+
+def _strict(kinds: str = "all") -> PrivacyFilter:
+    return PrivacyFilter("strict", None, (), personal_data=kinds, ner_model="")
+
+
+def test_the_issues_message_comes_out_with_every_value_replaced_by_its_kind() -> None:
+    out = _strict().redact(ISSUE_MESSAGE)
+    assert [v for v in ISSUE_VALUES if v in out] == []
+    assert out == (
+        "Hi, I'm <PII:PERSON:1>. Mail me at <PII:EMAIL_ADDRESS:1> or call <PII:PHONE_NUMBER:1>; "
+        "my SSN is <PII:US_SSN:1>, card <PII:CREDIT_CARD:1>, I live at <PII:STREET_ADDRESS:1>. "
+        "key <REDACTED:openai-key>"
+    )
+
+
+def _trajectory(*messages: tuple[str, str]) -> dict:
+    calls = [
+        {"systemPrompt": "You are Eliza.", "userPrompt": user, "response": reply, "purpose": "response"}
+        for user, reply in messages
+    ]
+    return {"trajectoryId": "t1", "agentId": "a", "startTime": 1, "steps": [{"llmCalls": calls}]}
+
+
+def test_a_value_is_one_placeholder_throughout_a_trajectory_and_another_gets_the_next_number() -> None:
+    trajectory = _trajectory(
+        ("My name is Jane Doe, mail me at jane.doe@example.com", "Noted, Jane Doe."),
+        (
+            "Also cc my colleague at bob.smith@example.org please",
+            "Sure, I will mail jane.doe@example.com too.",
+        ),
+    )
+    trajectory["metadata"] = {"contact": "JANE.DOE@example.com"}
+    privacy = _strict()
+    assert privacy.apply(trajectory)
+    first, second = trajectory["steps"][0]["llmCalls"]
+    assert first["userPrompt"] == "My name is <PII:PERSON:1>, mail me at <PII:EMAIL_ADDRESS:1>"
+    assert first["response"] == "Noted, <PII:PERSON:1>."  # found once by its cue, the name is spread
+    assert second["userPrompt"] == "Also cc my colleague at <PII:EMAIL_ADDRESS:2> please"
+    assert second["response"] == "Sure, I will mail <PII:EMAIL_ADDRESS:1> too."
+    assert trajectory["metadata"] == {"contact": "<PII:EMAIL_ADDRESS:1>"}  # one address, however written
+    assert privacy.stats.redactions["PII:EMAIL_ADDRESS"] == 4
+    assert privacy.stats.redactions["PII:PERSON"] == 2
+
+
+def test_numbers_are_per_trajectory_never_carried_to_the_next() -> None:
+    privacy = _strict()
+    one = _trajectory(("write to a@example.com and b@example.com", "ok"))
+    two = _trajectory(("write to b@example.com", "ok"))
+    privacy.apply(one)
+    privacy.apply(two)
+    first = one["steps"][0]["llmCalls"][0]["userPrompt"]
+    assert first == "write to <PII:EMAIL_ADDRESS:1> and <PII:EMAIL_ADDRESS:2>"
+    assert two["steps"][0]["llmCalls"][0]["userPrompt"] == "write to <PII:EMAIL_ADDRESS:1>"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "upgraded to v2.14.1 (build 4.2.0.1187); version 1.2.3.4 fixed it",
+        "order 112-4823954-2243981 shipped; see ticket #48213994 and JIRA-4411",
+        '{"created_at": "2026-11-03T12:04:55Z", "ts": 1733308800, "ts_ms": 1733308800123}',
+        "request 123e4567-e89b-12d3-a456-426614174000 failed; "
+        "commit 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b",
+        "the plan costs $1,299.00 a year, or 1.149,90 € in Europe; p99 latency 34288 ms, 4716341 tokens",
+        "for i in range(926034380):\n    total += i * 439249939 % 1000000007",
+        "Set EMAIL=<your-email> and use 192.0.2.10, 10.0.0.12 or 2001:db8::1 for the test network",
+        "Dear Customer, your request has been received. Hi Team, the deploy is done.",
+        "I'm sorry, I'm not sure. This is Great.",
+    ],
+)
+def test_text_that_only_looks_like_personal_data_is_left_alone(text: str) -> None:
+    assert _strict().redact(text) == text
+
+
+def test_the_kinds_are_a_setting_and_an_unknown_kind_is_an_error_naming_the_known_ones() -> None:
+    assert _strict("none").redact(ISSUE_MESSAGE).count("<PII:") == 0
+    only_email = _strict("EMAIL_ADDRESS").redact(ISSUE_MESSAGE)
+    assert PLACEHOLDER.findall(only_email) == [("EMAIL_ADDRESS", "1")]
+    with pytest.raises(ValueError, match="unknown personal-data kind EMAIL: use all, none, or some of"):
+        kinds_from_setting("EMAIL")
+    assert PrivacyFilter("elizaos").personal is None  # the reference's filter, byte for byte
+
+
+def test_the_environment_setting_reaches_the_filter(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRAINING_PIPELINE_PERSONAL_DATA", "PHONE_NUMBER, CREDIT_CARD")
+    assert PrivacyFilter("strict").personal.kinds == {"PHONE_NUMBER", "CREDIT_CARD"}  # type: ignore[union-attr]
+    monkeypatch.setenv("TRAINING_PIPELINE_PERSONAL_DATA", "none")
+    assert PrivacyFilter("strict").personal is None
+
+
+def test_a_changed_setting_changes_the_filters_fingerprint() -> None:
+    prints = {_strict(kinds).fingerprint() for kinds in ("all", "EMAIL_ADDRESS", "none")}
+    assert len(prints) == 3
+
+
+def _names_pipeline(folder: Path) -> Path:
+    """A real spaCy pipeline on disk that tags two people by name, as an installed NER model would."""
+    import spacy
+
+    nlp = spacy.blank("en")
+    ruler = nlp.add_pipe("entity_ruler")
+    ruler.add_patterns(  # type: ignore[attr-defined]
+        [
+            {"label": "PERSON", "pattern": [{"TEXT": "Ada"}, {"TEXT": "Lovelace"}]},
+            {"label": "PERSON", "pattern": [{"TEXT": "Grace"}, {"TEXT": "Hopper"}]},
+        ]
+    )
+    nlp.to_disk(folder)
+    return folder
+
+
+def test_a_configured_ner_model_finds_names_no_cue_introduces(tmp_path: Path) -> None:
+    text = "Yesterday Ada Lovelace called about the invoice; Grace Hopper will follow up."
+    assert PersonalDataFinder(frozenset({"PERSON"})).spans(text) == []  # no cue, no model: not found
+    model = str(_names_pipeline(tmp_path / "names"))
+    out = PrivacyFilter("strict", None, (), personal_data="PERSON", ner_model=model).redact(text)
+    assert out == "Yesterday <PII:PERSON:1> called about the invoice; <PII:PERSON:2> will follow up."
+
+
+def test_a_ner_model_that_is_not_installed_is_an_error_never_a_download(tmp_path: Path) -> None:
+    finder = PersonalDataFinder(frozenset({"PERSON"}), ner_model="en_core_web_lg_missing")
+    with pytest.raises(ValueError, match="neither an installed spaCy pipeline nor a folder"):
+        finder.spans("Ada Lovelace")
+
+
+def test_the_cli_redacts_personal_data_and_an_unknown_kind_is_one_line(tmp_path: Path) -> None:
+    source = tmp_path / "day.jsonl"
+    source.write_text(json.dumps(_trajectory((ISSUE_MESSAGE, "Thanks Jane Doe!"))) + "\n")
+    run = [sys.executable, "-m", "training_pipeline", "build-datasets", str(source)]
+    done = subprocess.run([*run, str(tmp_path / "out")], capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 0, done.stderr[-2000:]
+    written = (tmp_path / "out" / "response_trajectories.jsonl").read_text()
+    assert [v for v in ISSUE_VALUES if v in written] == []
+    assert "Thanks <PII:PERSON:1>!" in written
+    wrong = subprocess.run(
+        [*run, str(tmp_path / "out2"), "--personal-data", "EMAILS"], capture_output=True, text=True, cwd=REPO
+    )
+    assert wrong.returncode == 2 and "Traceback" not in wrong.stderr
+    [error] = [line for line in wrong.stderr.splitlines() if "error" in line]
+    assert "unknown personal-data kind EMAILS: use all, none, or some of" in error
+
+
+def test_the_corpus_leaks_nothing_and_over_redacts_at_most_five_percent() -> None:
+    """`bench/data/personal_corpus.jsonl` (`bench/build_personal_corpus.py`): Faker's people in eleven
+    locales, each value in a chat line, a JSON payload, a signature and a support ticket, and near
+    misses that are nobody's data."""
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        from personal_coverage import measure
+    finally:
+        sys.path.remove(str(REPO / "bench"))
+    result = measure()
+    leaks = [(leak["kind"], leak["context"], leak["locale"], leak["out"]) for leak in result["leaks"]]
+    assert leaks == []
+    near = sum(result["near_total"].values())
+    assert near >= 400 and len(result["over"]) <= 0.05 * near, result["over"][:5]
+    assert {kind for kind, _ in result["totals"]} >= {
+        "EMAIL_ADDRESS",
+        "PHONE_NUMBER",
+        "CREDIT_CARD",
+        "IBAN_CODE",
+        "NATIONAL_ID",
+        "IP_ADDRESS",
+        "STREET_ADDRESS",
+        "DATE_OF_BIRTH",
+        "PASSPORT",
+        "CRYPTO",
+        "PERSON",
+    }

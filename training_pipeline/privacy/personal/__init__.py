@@ -1,0 +1,9 @@
+"""Personal data in trajectories: found by Presidio's analyzer (and recognizers of our own where it has
+none), gated so Presidio reads only the few places that could hold any, and replaced by typed
+placeholders numbered per trajectory. See docs/privacy.md."""
+
+from training_pipeline.privacy.personal.finder import PersonalDataFinder, Span
+from training_pipeline.privacy.personal.kinds import DEFAULT_KINDS, PLACEHOLDER, kinds_from_setting
+from training_pipeline.privacy.personal.pseudonyms import Pseudonyms
+
+__all__ = ["DEFAULT_KINDS", "PLACEHOLDER", "PersonalDataFinder", "Pseudonyms", "Span", "kinds_from_setting"]

@@ -1,0 +1,190 @@
+r"""The words and shapes our own recognizers look for (`recognizers`), apart from Presidio: the finder's
+gate (`finder`) is made of them too, and a process that finds nothing to look at never imports Presidio.
+
+Expressions are in the syntax both the `regex` module and Hyperscan read (PCRE's: `\p{Lu}` is a capital
+in any script).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ADDRESS_CUE",
+    "ADDRESS_GATE",
+    "ADDRESS_JOIN",
+    "BIRTH_CUE",
+    "CLOSING",
+    "DATE",
+    "FIELD",
+    "GERMANIC_STREETS",
+    "GREETING",
+    "HONORIFIC",
+    "HOUSE",
+    "INTRO",
+    "INTRO_TWO",
+    "LABELLED_VALUES",
+    "LABELS",
+    "LABEL_JOIN",
+    "LOWER_TITLE",
+    "MONTH",
+    "NAME",
+    "NAME_FIELD",
+    "NAME_TWO",
+    "NOT_NAMES",
+    "STREET_NAME_WORD",
+    "STREET_WORDS_EN",
+    "STREET_WORDS_OTHER",
+]
+
+#: a name's word: a capital, then letters (accents included), an inner hyphen or apostrophe allowed
+#: (one capital: `UniqueAddressHeader` is an identifier, `McDonald`, `O'Brien` and `DeLuca` are names)
+_WORD = r"(?:Mc|Mac|O['’]|D['’]|De|Di|Le|La)?\p{Lu}\p{Ll}+(?:['’]\p{Ll}+)?(?:-\p{Lu}\p{Ll}+)?"
+_PARTICLE = r"(?:van|von|der|de|da|del|della|di|du|la|le|dos|das|bin|al|ten|ter)"
+#: titles written in lower case before a name (`pan Adam Jonik`)
+LOWER_TITLE = r"(?:pan|pani|dhr|mevr|sig|don|doña)"
+_TITLE = (
+    rf"(?:(?:Dr|Prof|Ing|Mag|Dipl|Mr|Mrs|Ms|Mx|Sr|Sra|Dott|Univ|{LOWER_TITLE})\.?"
+    r"(?:-\p{Lu}\p{Ll}+\.?)?[ \t]+)"
+)
+_DEGREE = r"(?:,?[ \t]+(?:MBA|PhD|MSc|BSc|B\.Sc|M\.Sc|MD|Jr|Sr|II|III|IV|B\.A|M\.A|B\.Eng|M\.Eng|LL\.M)\.?)"
+#: one to four words of a name on one line, with the particles between them, after a title and before
+#: a degree ("Ing. Domenico Speer MBA.", "Roland de la Bazin")
+NAME = rf"{_TITLE}{{0,2}}{_WORD}(?:[ \t]+(?:{_PARTICLE}[ \t]+){{0,2}}{_WORD}){{0,3}}{_DEGREE}{{0,2}}"
+#: a name of two words or more
+NAME_TWO = rf"{_TITLE}{{0,2}}{_WORD}(?:[ \t]+(?:{_PARTICLE}[ \t]+){{0,2}}{_WORD}){{1,3}}{_DEGREE}{{0,2}}"
+#: capitalised words that follow a cue without being a name ("I'm Sorry", "Hi Team,", "Dear Customer")
+_NOT_NAME_WORDS = """
+    sorry happy glad not here just looking going still so really also back new sure afraid fine good
+    great ok okay trying writing calling reaching having working interested available unable able
+    the a an this that your our my his her their all everyone everybody team there folks guys friends
+    friend sir madam madame customer customers client support sales admin user users hello hi hey dear
+    thanks thank regards best cheers sincerely yours morning afternoon evening monday tuesday wednesday
+    thursday friday saturday sunday january february march april may june july august september
+    october november december mr mrs ms dr prof assistant agent bot eliza human system model
+    none true false null nil self cls default unknown anonymous test example string object
+"""
+NOT_NAMES = frozenset(_NOT_NAME_WORDS.split())
+
+#: what introduces a name (`my name is Dana`); `INTRO_TWO` introduces many other things too ("this is
+#: Python's", "I am Happy"), so a name after it needs two words
+INTRO = (
+    r"(?i:my\s+name\s+is|my\s+name's|name's|call\s+me|me\s+llamo|mi\s+chiamo|ich\s+heiße|"
+    r"nazywam\s+się|mijn\s+naam\s+is|jag\s+heter|je\s+m'appelle)"
+)
+INTRO_TWO = r"(?i:this\s+is|i\s+am|i'm|i’m|ich\s+bin|je\s+suis|sono|eu\s+sou|soy)"
+GREETING = (
+    r"(?i:dear|hi|hello|hey|good\s+(?:morning|afternoon|evening)|liebe[r]?|hallo|bonjour|cher|chère|"
+    r"hola|estimad[oa]|ciao|caro|cara|gentile|witaj|drog[ia]|beste|olá|hej)"
+)
+#: a title before a family name (`Frau Müller`, `Mr. Smith`): capitalised, as written before a name
+HONORIFIC = (
+    r"\b(?:Mr|Mrs|Ms|Miss|Mx|Dr|Prof|Herr|Frau|Mme|Mlle|Monsieur|Madame|Sr|Sra|Srta|Señor|Señora|"
+    r"Sig|Sig\.ra|Signor|Signora|Dott|Pan|Pani|Dhr|Mevr|Sr\.a)\.?"
+)
+CLOSING = (
+    r"(?i:regards|best\s+regards|kind\s+regards|warm\s+regards|best|many\s+thanks|thanks|thank\s+you|"
+    r"cheers|sincerely|yours(?:\s+(?:truly|sincerely))?|mit\s+freundlichen\s+grüßen|viele\s+grüße|"
+    r"cordialement|bien\s+à\s+vous|saludos|atentamente|cordiali\s+saluti|distinti\s+saluti|pozdrawiam|"
+    r"z\s+poważaniem|met\s+vriendelijke\s+groet|groeten|atenciosamente|abraços|"
+    r"med\s+vänliga\s+hälsningar|hälsningar)"
+)
+FIELD = (
+    r"(?i:full[_ ]?name|first[_ ]?name|last[_ ]?name|given[_ ]?name|family[_ ]?name|sur[_ ]?name|"
+    r"customer[_ ]?name|contact[_ ]?name|client[_ ]?name|patient[_ ]?name|holder[_ ]?name|"
+    r"card[_ ]?holder|account[_ ]?holder|passenger|recipient|customer|client|contact|patient|guest|"
+    r"employee|applicant|member|attendee|signed|from|to|cc|nombre|nom|nome|imię|nazwisko|naam)"
+)
+#: a field only called `name`: a tool's, a product's or a person's; a person's has two words or more
+NAME_FIELD = r"(?i:name)"
+
+STREET_WORDS_EN = (
+    "Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Place|Pl|Square|Sq|Terrace|"
+    "Way|Parkway|Pkwy|Highway|Hwy|Circle|Cir|Crescent|Close|Grove|Gardens|Row|Walk|Trail|Alley|Mews|"
+    "Plaza|Park|Ridge|Route|Pike|Loop|Heights|Hollow|Junction|Landing|Meadows|Mill|Mission|Port|Ports|"
+    "Point|Pines|Springs|Station|Summit|Stravenue|Turnpike|Valley|Views|Village|Ville|Vista|Wells|Crossing"
+)
+STREET_WORDS_OTHER = (
+    "rue|avenue|boulevard|bd|allée|chemin|impasse|place|quai|route|cours|via|viale|piazza|piazzale|"
+    "corso|largo|vicolo|contrada|borgo|strada|calle|avenida|av|paseo|plaza|pasaje|camino|ronda|"
+    "carrer|rambla|travesía|rua|travessa|alameda|praça|estrada|ul|ulica|al|aleja|osiedle|plac|pl|"
+    "vägen|gatan"
+)
+HOUSE = r"\d{1,5}[ \t]?[a-zA-Z]?(?:[-/]\d{1,4})?"
+#: a word of a street's name: capitalised, or one of the small words inside one ("de la", "of the")
+STREET_NAME_WORD = r"(?:\p{Lu}[\p{L}'’.-]*|de|del|la|las|los|le|les|di|da|do|dos|das|du|des|of|the|y|e)"
+
+
+GERMANIC_STREETS = (
+    r"straße|strasse|str\.|weg|gasse|platz|allee|damm|ring|ufer|chaussee|straat|laan|gracht|plein|singel|"
+    r"kade|dijk|vägen|gatan|gränd|torget"
+)
+ADDRESS_CUE = (
+    r"(?i:\bi\s+live\s+at|\blive\s+at|\baddress(?:\s+is)?\s*[:=]?|\bship(?:ping)?\s+to|\bdeliver\s+to|"
+    r"\breside\s+at|\bmail\s+it\s+to|\bwohne\s+in|\bj'habite\s+au|\bvivo\s+en|\babito\s+in)"
+)
+
+
+#: what every address form below needs (`finder`'s gate): a street word beside a capitalised word or
+#: a house number, or a cue before a number
+ADDRESS_GATE = (
+    rf"\d[ \t]+(?:\p{{Lu}}[\p{{L}}'’.-]*[ \t]+){{1,4}}(?:{STREET_WORDS_EN})\b|"
+    rf"(?i:{GERMANIC_STREETS})[ \t]+\d|"
+    rf"(?i:\b(?:{STREET_WORDS_OTHER}))\.?[ \t]+(?:\p{{Lu}}|\p{{Ll}}{{1,3}}[ \t]+\p{{Lu}})|"
+    rf"{ADDRESS_CUE}[ \t]*[\"']?\d"
+)
+
+MONTH = (
+    r"(?i:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|jun(?:e)?|jul(?:y)?|aug(?:ust)?|"
+    r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?|januar|februar|märz|mai|juni|juli|"
+    r"oktober|dezember|janvier|février|mars|avril|juin|juillet|août|septembre|octobre|novembre|"
+    r"décembre|enero|febrero|marzo|abril|mayo|junio|julio|agosto|septiembre|octubre|noviembre|"
+    r"diciembre|gennaio|febbraio|aprile|maggio|giugno|luglio|settembre|ottobre|dicembre)"
+)
+DATE = (
+    rf"(?:\d{{4}}[./-]\d{{1,2}}[./-]\d{{1,2}}|\d{{1,2}}[./-]\d{{1,2}}[./-]\d{{2,4}}|"
+    rf"\d{{1,2}}(?:st|nd|rd|th|er|º)?\.?[ \t]+(?:of[ \t]+|de[ \t]+)?{MONTH}\.?,?[ \t]+(?:de[ \t]+)?\d{{4}}|"
+    rf"{MONTH}\.?[ \t]+\d{{1,2}}(?:st|nd|rd|th)?,?[ \t]+\d{{4}})"
+)
+
+
+BIRTH_CUE = (
+    r"(?i:date[\s_-]+of[\s_-]+birth|birth[\s_-]*date|birthdate|birthday|born(?:\s+on)?|\bdob\b|d\.o\.b\.?|"
+    r"geburtsdatum|geboren(?:\s+am)?|date\s+de\s+naissance|né(?:e)?\s+le|fecha\s+de\s+nacimiento|"
+    r"nacid[oa]\s+el|data\s+di\s+nascita|nat[oa]\s+il|data\s+urodzenia|urodzon[ya]|"
+    r"geboortedatum|data\s+de\s+nascimento|födelsedatum|födelsedag)"
+)
+
+#: what people call a value when they give it (`my IBAN is …`, `"phone": "…"`, `Card: …`), by kind; the
+#: value's shape follows (`LABELLED_VALUES`)
+_JOIN = r"[\s_-]*"
+LABELS = {
+    "PHONE_NUMBER": r"phone|telephone|tel|mobile|cell(?:phone)?|whatsapp|fax|telefon|téléphone|teléfono|"
+    r"telefone|telefono|telefoon|numer[\s_-]+telefonu|handy|portable|móvil|celular|cellulare",
+    "CREDIT_CARD": rf"(?:credit|debit){_JOIN}card|card|cc|visa|mastercard|amex|kreditkarte|karte|carte|"
+    r"tarjeta|carta|cartão|kaart|karta|kort",
+    "IBAN_CODE": r"iban|bank[\s_-]*account|account[\s_-]*number|konto(?:nummer)?|compte|cuenta|conto|conta|"
+    r"rekening",
+    "NATIONAL_ID": r"ssn|social[\s_-]+security(?:[\s_-]+number)?|national[\s_-]+(?:id|insurance)"
+    r"(?:[\s_-]+number)?|id[\s_-]+(?:number|card)|identity[\s_-]+(?:number|card)|personal[\s_-]+id|tax[\s_-]+id|dni|nie|nif|"
+    r"pesel|personnummer|aadhaar|aadhar|pan|codice[\s_-]+fiscale|nino|tfn|sin|bsn|cpf|steuer[\s_-]*id|"
+    r"steueridentifikationsnummer|nir|hetu|henkilötunnus|personalausweis",
+    "STREET_ADDRESS": r"(?:home|street|postal|mailing|shipping|billing|delivery)?[\s_-]*address|adresse|"
+    r"dirección|direccion|indirizzo|endereço|adres|anschrift",
+}
+#: between a label and its value: an optional `number`/`no.`, quotes, then `is`, `:`, `=` or `to`
+#: (an address's label must be followed by `:`, `is` or `to`: `address = self…` is code)
+ADDRESS_JOIN = r"[\"']?[ \t]*(?::|\bis\b|\bto\b|\bist\b|\best\b|\bes\b|\bè\b|\bé\b)[ \t]*[\"']?"
+LABEL_JOIN = (
+    r"(?:[\s_-]+(?:number|no\.?|nr\.?|#|nummer|numéro|número|numero|numer))?[\"']?[ \t]*"
+    r"(?:[:=]|\bis\b|\bto\b|\bwas\b|\bist\b|\best\b|\bes\b|\bè\b|\bé\b)?[ \t]*[\"']?"
+)
+#: each labelled kind's value: what follows the label must look like one, whatever its checksum
+LABELLED_VALUES = {
+    "PHONE_NUMBER": r"\+?\(?\d[\d \t().\-/]{5,20}\d(?:[ \t]*(?:x|ext\.?)[ \t]*\d{1,6})?",
+    "CREDIT_CARD": r"\d(?:[ -]?\d){12,18}",
+    "IBAN_CODE": r"[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]){10,32}",
+    "NATIONAL_ID": r"(?=[A-Z0-9 .\-/]*\d{4})[A-Z0-9](?:[ .\-/]?[A-Z0-9]){5,19}",
+    # words, numbers and the punctuation of an address; no code (`(`, `=`, `_`, `[`)
+    # (a full stop ends it where a sentence ends: `. ` is not inside an address, but after an
+    # abbreviation, `pl.`, `H.No.`, it is)
+    "STREET_ADDRESS": r"[\p{L}\d#](?:[\p{L}\d \t,'’/#-]|\.(?![ \t\n])|(?<=\b\p{L}{1,3})\.){2,78}[\p{L}\d]",
+}

@@ -1,0 +1,166 @@
+"""Presidio's analyzer as the privacy filter uses it: which recognizers, which NLP engine.
+
+Without a model (the default) the analyzer tokenises with a blank spaCy pipeline, whose lemmas are the
+tokens' lower-case forms: enough for Presidio's context words ("card", "phone", "passport") to raise a
+weak match, with nothing to download. Names then come from `NameCueRecognizer` and the entity directory.
+
+With `TRAINING_PIPELINE_NER_MODEL` set (an installed spaCy pipeline's package name, or the folder of
+one) the model also finds `PERSON` anywhere in a text. A model is never fetched at run time: one that is
+not installed is an error saying so (Presidio itself would download it).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from pathlib import Path
+
+import spacy
+from presidio_analyzer import AnalyzerEngine, EntityRecognizer, RecognizerRegistry
+from presidio_analyzer import predefined_recognizers as presidio
+from presidio_analyzer.nlp_engine import SpacyNlpEngine
+from spacy.language import Language
+
+from training_pipeline.privacy.personal.recognizers import own_recognizers
+
+__all__ = ["LANGUAGE", "SCORE_THRESHOLD", "analyzer", "ner_analyzer"]
+
+#: the language every text is analysed as: recognizers of other countries are registered for it too,
+#: each with its own context words (a German text is analysed for German ids all the same)
+LANGUAGE = "en"
+#: the least score a finding needs: Presidio's weak patterns (a bare nine-digit number as a passport,
+#: 0.05) need a context word, validated ones (a card by Luhn, an IBAN by checksum) pass alone
+SCORE_THRESHOLD = 0.4
+#: the regions phone numbers are read for (as written in those countries, or with a + prefix anywhere)
+PHONE_REGIONS = (
+    "US",
+    "GB",
+    "DE",
+    "FR",
+    "ES",
+    "IT",
+    "NL",
+    "PL",
+    "SE",
+    "PT",
+    "BR",
+    "IN",
+    "AU",
+    "CA",
+    "MX",
+    "JP",
+)
+
+#: Presidio's recognizers of people's data the filter uses (business, vehicle and postal codes, URLs,
+#: dates and UUIDs are not a person's and are left out: `kinds.NATIONAL_IDS`)
+_PRESIDIO = (
+    "CreditCardRecognizer",
+    "CryptoRecognizer",
+    "IbanRecognizer",
+    "UsBankRecognizer",
+    "UsSsnRecognizer",
+    "UsItinRecognizer",
+    "UsPassportRecognizer",
+    "UsLicenseRecognizer",
+    "NhsRecognizer",
+    "UkNinoRecognizer",
+    "UkPassportRecognizer",
+    "EsNifRecognizer",
+    "EsNieRecognizer",
+    "EsPassportRecognizer",
+    "ItFiscalCodeRecognizer",
+    "ItIdentityCardRecognizer",
+    "ItPassportRecognizer",
+    "PlPeselRecognizer",
+    "FiPersonalIdentityCodeRecognizer",
+    "SePersonnummerRecognizer",
+    "DeTaxIdRecognizer",
+    "DeIdCardRecognizer",
+    "DePassportRecognizer",
+    "InAadhaarRecognizer",
+    "InPanRecognizer",
+    "InPassportRecognizer",
+    "InVoterRecognizer",
+    "SgFinRecognizer",
+    "AuTfnRecognizer",
+    "AuMedicareRecognizer",
+    "CaSinRecognizer",
+    "KrRrnRecognizer",
+    "KrPassportRecognizer",
+    "ThTninRecognizer",
+    "TrNationalIdRecognizer",
+    "NgNinRecognizer",
+    "ZaIdNumberRecognizer",
+    "ZaPassportRecognizer",
+    "PhUmidRecognizer",
+    "PhPassportRecognizer",
+)
+
+# Presidio logs every recognizer it registers and every language it skips, at INFO and WARNING
+logging.getLogger("presidio-analyzer").setLevel(logging.ERROR)
+
+
+@Language.component("training_pipeline_lower_lemma")
+def _lower_lemma(doc):  # type: ignore[no-untyped-def]
+    """A blank pipeline has no lemmatiser: the lower-case form stands in, so context words match."""
+    for token in doc:
+        token.lemma_ = token.lower_
+    return doc
+
+
+class BlankSpacyNlpEngine(SpacyNlpEngine):
+    """Presidio's spaCy engine over a blank pipeline: tokens and lower-case lemmas, no model, no NER."""
+
+    def load(self) -> None:
+        nlp = spacy.blank(LANGUAGE)
+        nlp.add_pipe("training_pipeline_lower_lemma")
+        self.nlp = {LANGUAGE: nlp}
+
+
+def _presidio_recognizers(kinds: Iterable[str]) -> list[EntityRecognizer]:
+    wanted = set(kinds)
+    made: list[EntityRecognizer] = []
+    for name in _PRESIDIO:
+        cls = getattr(presidio, name)
+        recognizer = cls(supported_language=LANGUAGE)
+        if wanted & set(recognizer.supported_entities):
+            made.append(recognizer)
+    return made
+
+
+def analyzer(kinds: frozenset[str]) -> AnalyzerEngine:
+    """An analyzer for `kinds` without a model: Presidio's recognizers and ours."""
+    engine = BlankSpacyNlpEngine(models=[{"lang_code": LANGUAGE, "model_name": "blank"}])
+    engine.load()
+    registry = RecognizerRegistry(supported_languages=[LANGUAGE])
+    for recognizer in [*_presidio_recognizers(kinds), *own_recognizers(PHONE_REGIONS)]:
+        if kinds & set(recognizer.supported_entities):
+            registry.add_recognizer(recognizer)
+    return AnalyzerEngine(
+        nlp_engine=engine,
+        registry=registry,
+        supported_languages=[LANGUAGE],
+        default_score_threshold=SCORE_THRESHOLD,
+    )
+
+
+def ner_analyzer(model: str) -> AnalyzerEngine:
+    """An analyzer of `PERSON` by the spaCy pipeline `model` (installed package or folder), which must be
+    on this machine: it is never downloaded."""
+    if not (spacy.util.is_package(model) or Path(model).is_dir()):
+        raise ValueError(
+            f"TRAINING_PIPELINE_NER_MODEL={model!r} is neither an installed spaCy pipeline nor a folder "
+            "holding one; install it (pip install …) or unset the variable (names are then found by cue)"
+        )
+    engine = SpacyNlpEngine(models=[{"lang_code": LANGUAGE, "model_name": model}])
+    engine.load()
+    registry = RecognizerRegistry(supported_languages=[LANGUAGE])
+    registry.add_recognizer(
+        presidio.SpacyRecognizer(supported_language=LANGUAGE, supported_entities=["PERSON"])
+    )
+    return AnalyzerEngine(
+        nlp_engine=engine,
+        registry=registry,
+        supported_languages=[LANGUAGE],
+        default_score_threshold=SCORE_THRESHOLD,
+    )

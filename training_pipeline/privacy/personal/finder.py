@@ -1,0 +1,370 @@
+"""Where a text holds personal data: Presidio's analyzer, run only where something could be.
+
+Presidio runs each of some sixty recognizers' expressions over the whole text it is given, and
+tokenises it first: milliseconds a text, where a day holds hundreds of thousands of texts and nearly
+all of their characters are nobody's. One pass of a cheap expression (`_GATE`) finds what every
+recognizer's finding needs (a digit run, an `@`, a street word, a cue word); Presidio is given only
+the windows around those places, with room before each for its context words. A recognizer can only
+match where its gate matched, so the windows find what the whole text would, save a context word more
+than a window away.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from functools import cache, cached_property
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import hyperscan
+
+from training_pipeline.privacy.personal import cues
+from training_pipeline.privacy.personal.kinds import DEFAULT_KINDS, NUMBERS
+from training_pipeline.privacy.prefilter import Scanner
+
+if TYPE_CHECKING:
+    from presidio_analyzer import AnalyzerEngine
+
+__all__ = ["PersonalDataFinder", "Span", "finder_digest"]
+
+#: (start, end, kind) of one finding in a text
+Span = tuple[int, int, str]
+
+#: what a family of recognizers' findings needs, and the kinds it finds: (expression, kinds). A text
+#: with none of these holds nothing of theirs, and each recognizer is run only on the windows around
+#: its family's matches. (Hyperscan's syntax: PCRE's, `\p{Lu}` a capital in any script.)
+_UPPER = r"\p{Lu}"
+_FAMILIES: tuple[tuple[str, tuple[str, ...], int], ...] = (
+    (r"[\w.+-]@[\w-]", ("EMAIL_ADDRESS",), 64),
+    # phone numbers: seven digits or more, in groups (`_looks_dialled` reads each before Presidio does)
+    (r"[+(]?\d(?:[ \t().\-/]{0,2}\d){6,14}", ("PHONE_NUMBER",), 2),
+    # card, account and id numbers, numeric birth dates: eight digits or more (shorter ids hold
+    # letters too, and are the next family's)
+    (
+        r"\d(?:[ \t./-]{0,3}\d){7,}",
+        tuple(k for k in (*NUMBERS, "DATE_OF_BIRTH") if k != "PHONE_NUMBER"),
+        8,
+    ),
+    (r"\b\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}\b|\b[0-9a-fA-F]{1,4}:[0-9a-fA-F]{0,4}:", ("IP_ADDRESS",), 40),
+    # ids of capitals and digits with fewer digits in a row (IN_PAN, IT_FISCAL_CODE, passports)
+    (r"\b[A-Z][A-Z0-9]{4,}\d", tuple(k for k in NUMBERS if k != "PHONE_NUMBER"), 16),
+    (r"\b(?:bc1|[13])[a-zA-HJ-NP-Z0-9]{25}|\b0x[0-9a-fA-F]{40}", ("CRYPTO",), 64),
+    # a cue, then a capitalised word: names (`NameCueRecognizer`)
+    (
+        rf"(?:{cues.INTRO}|{cues.INTRO_TWO}|{cues.GREETING}|{cues.HONORIFIC}|"
+        rf"(?:{cues.FIELD}|{cues.NAME_FIELD})[\"']?[ \t]*:)[ \t]*[\"']?"
+        rf"(?:{cues.LOWER_TITLE}\.?[ \t]+)?{_UPPER}",
+        ("PERSON",),
+        80,
+    ),
+    (
+        rf"{cues.CLOSING}[ \t]*[,!.]?[ \t]*\n[ \t]*[-–—]*[ \t]*(?:{cues.LOWER_TITLE}\.?[ \t]+)?{_UPPER}",
+        ("PERSON",),
+        80,
+    ),
+    # a street word beside a capitalised word or a number: addresses (`StreetAddressRecognizer`)
+    (cues.ADDRESS_GATE, ("STREET_ADDRESS",), 96),
+    # a value given as a kind's: `my IBAN is`, `"address": "`, `Card:` (`LabelledValueRecognizer`)
+    (
+        rf"(?i:{'|'.join(cues.LABELS.values())})",
+        tuple(cues.LABELS),
+        96,
+    ),
+    # written-out birth dates (numeric ones are in the numbers' family)
+    (rf"{cues.BIRTH_CUE}[^\n]{{0,24}}?\d", ("DATE_OF_BIRTH",), 40),
+)
+
+
+#: the families whose matches' starts Hyperscan reports (the cue families' automata are too large for
+#: it: their windows start `_CUE_LENGTH` before the match's end)
+_WITH_START = 6
+#: the wallets' family: their addresses are long hexadecimal or base-58 runs, as hashes and ids are
+_CRYPTO = 5
+_CUE_LENGTH = 64
+
+
+def finder_digest() -> str:
+    """What decides the findings besides the settings: this package's code and Presidio's version (a
+    filtered day made by another stands for this one only when they agree)."""
+    return _finder_digest()
+
+
+@cache
+def _finder_digest() -> str:
+    digest = hashlib.sha256(metadata.version("presidio-analyzer").encode())
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def warm_gate() -> None:
+    """The gate's Hyperscan database loaded now (a pool's fork server, for its workers)."""
+    _gate()
+
+
+@cache
+def _gate() -> Scanner:
+    flags = [
+        hyperscan.HS_FLAG_UTF8 | (hyperscan.HS_FLAG_SOM_LEFTMOST if index < _WITH_START else 0)
+        for index in range(len(_FAMILIES))
+    ]
+    return Scanner([expression.encode() for expression, _, _ in _FAMILIES], flags)
+
+
+#: room before a gate's match for Presidio's context words (five tokens) and a cue; after it, each
+#: family says how much (the value a cue introduces)
+_BEFORE = 48
+#: the widest a window grows by merging: a text made of candidates (`1234567890:` over and over) is
+#: read a window at a time, not handed to Presidio whole
+_WIDEST = 512
+#: how far a window's edge moves to reach a space
+_WORD_REACH = 48
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+#: what the filter leaves where it redacted: nothing inside one is anyone's data
+_LEFT_BY_A_REDACTION = re.compile(r"<(?:REDACTED|PII|entity|MASKED):[^<>]*>")
+
+
+@dataclass(frozen=True)
+class PersonalDataFinder:
+    """Finds the `kinds` of personal data in texts; names anywhere too when `ner_model` is set."""
+
+    kinds: frozenset[str] = DEFAULT_KINDS
+    ner_model: str | None = None
+
+    @cached_property
+    def _analyzer(self) -> AnalyzerEngine:
+        from training_pipeline.privacy.personal.engine import analyzer
+
+        return analyzer(self.kinds)
+
+    @cached_property
+    def _ner(self) -> AnalyzerEngine | None:
+        if not self._ner_wanted:
+            return None
+        from training_pipeline.privacy.personal.engine import ner_analyzer
+
+        return ner_analyzer(self.ner_model)
+
+    @cached_property
+    def _family_kinds(self) -> list[frozenset[str]]:
+        return [self.kinds & frozenset(kinds) for _, kinds, _ in _FAMILIES]
+
+    def load(self) -> None:
+        """Build the analyzers now (a pool's fork server, before it forks the workers)."""
+        if self.kinds:
+            _ = self._analyzer, self._ner
+
+    def could_hold_any(self, data: bytes) -> bool:
+        """Whether UTF-8 `data` (a trajectory's other strings, serialised) could hold a kind this finder
+        looks for: one scan of the gate. With an NER model every text could."""
+        if self._ner_wanted:
+            return True
+        family_kinds = self._family_kinds
+        return any(family_kinds[family] for family in _gate().matching(data))
+
+    @property
+    def _ner_wanted(self) -> bool:
+        return bool(self.ner_model) and "PERSON" in self.kinds
+
+    def spans(self, text: str) -> list[Span]:
+        """The findings in `text`, in order, none overlapping another or a redaction already there."""
+        if not self.kinds or len(text) < 5:
+            return []
+        # a lone surrogate (JSON allows `\ud800`) is no character to spaCy or Hyperscan: it is read as
+        # U+FFFD, one character for one, so every offset holds in the text itself
+        text = _LONE_SURROGATE.sub("\ufffd", text)
+        found: list[tuple[int, int, str, float]] = []
+        for start, end, kinds in self._windows(text):
+            window = text[start:end]
+            for result in self._analyzer.analyze(window, language="en", entities=sorted(kinds)):
+                found.append((start + result.start, start + result.end, result.entity_type, result.score))
+        if self._ner is not None:
+            for result in self._ner.analyze(text, language="en", entities=["PERSON"]):
+                found.append((result.start, result.end, result.entity_type, result.score))
+        if not found:
+            return []
+        taken = [(m.start(), m.end()) for m in _LEFT_BY_A_REDACTION.finditer(text)]
+        chosen: list[Span] = []
+        # the widest first, then the surest: a card number is not also three phone numbers
+        for start, end, kind, score in sorted(found, key=lambda f: (f[0] - f[1], -f[3], f[0])):
+            if start >= end or any(start < t_end and t_start < end for t_start, t_end in taken):
+                continue
+            if kind in _TOKEN_KINDS and not _stands_alone(text, start, end):
+                continue
+            if kind in _NUMBER_KINDS and (_glued(text, start, end) or _a_reference_or_code(text, start, end)):
+                continue
+            if kind == "PHONE_NUMBER" and not _dialled(text, start, end, score):
+                continue
+            taken.append((start, end))
+            chosen.append((start, end, kind))
+        return sorted(chosen)
+
+    def _windows(self, text: str) -> list[tuple[int, int, frozenset[str]]]:
+        """The windows around the gate's matches, each widened to whole words, with the kinds its
+        family finds; a family's overlapping windows merged."""
+        data = text.encode("utf-8")
+        matches = _gate().matches(data)
+        if not matches:
+            return []
+        ascii_only = len(data) == len(text)
+        by_family: dict[int, list[tuple[int, int]]] = {}
+        family_kinds = self._family_kinds
+        # Hyperscan reports each longer match from one start too: the longest is the candidate
+        longest: dict[tuple[int, int], int] = {}
+        for family, byte_start, byte_end in matches:
+            if family_kinds[family]:
+                if family >= _WITH_START:
+                    byte_start = max(0, byte_end - _CUE_LENGTH)
+                key = (family, byte_start)
+                longest[key] = max(byte_end, longest.get(key, 0))
+        reached: dict[int, int] = {}  # family -> where its last candidate ended (bytes)
+        for (family, byte_start), byte_end in sorted(longest.items(), key=lambda item: item[0][1]):
+            if byte_start < reached.get(family, -1):
+                continue  # a later start inside the same run: the earliest start's candidate holds it
+            reached[family] = byte_end
+            if ascii_only:
+                start, end = byte_start, byte_end
+            else:
+                start = len(data[:byte_start].decode("utf-8", "ignore"))
+                end = start + len(data[byte_start:byte_end].decode("utf-8", "ignore"))
+            if family < _CRYPTO and not _stands_alone(text, start, end):
+                continue
+            if family == _PHONES and not _looks_dialled(text, start, end):
+                continue
+            start = max(0, start - _BEFORE)
+            end = min(len(text), end + _FAMILIES[family][2])
+            # to whole words, as far as a word goes (a text with no space is cut where it is)
+            floor, ceiling = max(0, start - _WORD_REACH), min(len(text), end + _WORD_REACH)
+            while start > floor and not text[start - 1].isspace():
+                start -= 1
+            while end < ceiling and not text[end].isspace():
+                end += 1
+            spans = by_family.setdefault(family, [])
+            if spans and start <= spans[-1][1] and end - spans[-1][0] <= _WIDEST:
+                spans[-1] = (min(start, spans[-1][0]), max(end, spans[-1][1]))
+            else:
+                spans.append((start, end))
+        return [
+            (start, end, family_kinds[family]) for family, spans in by_family.items() for start, end in spans
+        ]
+
+
+#: a whole token a finding may not be part of: a UUID, a hash or hexadecimal id
+_NOT_A_VALUE_TOKEN = re.compile(r"(?=[0-9a-fA-F]*[a-fA-F])(?=[0-9a-fA-F]*\d)[0-9a-fA-F]{16,}")
+#: inside a token, what makes it no one's data: a UUID, a URL or path, an identifier glued with `-` or `_`
+_NOT_A_VALUE_INSIDE = re.compile(
+    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+    r"|\w+://\S+|(?:^|/)[\w.-]+/\S+|[A-Za-z]{2,}[-_]\w*\d|\d\w*[-_][A-Za-z]{2,}"
+)
+#: the characters of one token in a text (not spaces, quotes, brackets or punctuation)
+_TOKEN = re.compile(r"[^\s\"'`()\[\]{}<>,;]*")
+#: how far a token is followed to either side
+_TOKEN_REACH = 256
+
+
+def _stands_alone(text: str, start: int, end: int) -> bool:
+    """Whether a finding is a value of its own and not a piece of an id, hash, URL or path around it."""
+    # the token's part before the finding, read backwards (a search for `…*$` would retry every start)
+    before = _TOKEN.match(text[max(0, start - _TOKEN_REACH) : start][::-1])
+    after = _TOKEN.match(text, end, end + _TOKEN_REACH)
+    left = start - (before.end() if before else 0)
+    right = after.end() if after else end
+    if (left, right) == (start, end):
+        return True
+    token = text[left:right].rstrip("?!.:")
+    if "@" in token or _valid_iban(token):
+        return True
+    return _NOT_A_VALUE_TOKEN.fullmatch(token) is None and _NOT_A_VALUE_INSIDE.search(token) is None
+
+
+def _valid_iban(token: str) -> bool:
+    """An IBAN by its ISO 13616 check digits (hexadecimal-looking ones, `DE72…`, are not hashes)."""
+    if not (15 <= len(token) <= 34 and token[:2].isalpha() and token[2:4].isdigit() and token.isalnum()):
+        return False
+    moved = token[4:] + token[:4]
+    return int("".join(str(int(c, 36)) for c in moved.upper())) % 97 == 1
+
+
+_NUMBER_KINDS = frozenset(NUMBERS)
+_COUNTING = "01234567890123456789 98765432109876543210"
+#: the kinds that are one token, which a longer id, hash, URL or path may hold by chance
+_TOKEN_KINDS = _NUMBER_KINDS | {"EMAIL_ADDRESS", "IP_ADDRESS"}
+#: a number given as an order's, a ticket's, an invoice's, or a count, a size, a time (by its key)
+_REFERENCE = re.compile(
+    r"(?:(?i:order|ticket|invoice|case|ref(?:erence)?|tracking|build|job|run|pr|issue|request|txn|"
+    r"transaction|shipment|booking|confirmation|sku|item|version|release)(?:[ \t]*(?i:no\.?|number|id))?"
+    r"|#|(?i:(?<![A-Za-z])(?:ts|time|timestamp|created|updated|epoch|ms|seq|offset|count|total|size|bytes|tokens|"
+    r"duration|latency|elapsed|id|uid|pid))[\"']?[ \t]*[:=]?)[ \t:#=\"']{0,4}$"
+)
+#: code around a number: a call's argument, an index, an operand
+_CODE_BEFORE = re.compile(r"(?:\w\(|\[|[*%/^]\s*|\s[+-]\s)$")
+_CODE_AFTER = re.compile(
+    r"^(?:\)|\]|\s*[*%/^]|\s[+-]\s|\s?(?:ms|s|sec|MB|GB|KB|kB|MiB|GiB|TB|tokens|bytes|px|km|kg|rows)\b)"
+)
+
+
+def _glued(text: str, start: int, end: int) -> bool:
+    """A piece of a longer run of digits or letters (eleven digits of a thirteen-digit timestamp), of a
+    decimal number (`1.38435736E+12`), or a counting run (`"0123456789"`)."""
+    if (start > 0 and text[start - 1].isalnum()) or (end < len(text) and text[end].isalnum()):
+        return True
+    if start > 1 and text[start - 1] in ".," and text[start - 2].isdigit():
+        return True
+    if start > 1 and text[start - 1] in "._/" and text[start - 2].isalnum():
+        return True  # a part of a name: `sr_CS.CP1251`
+    digits = "".join(c for c in text[start:end] if c.isdigit())
+    return digits in _COUNTING or len(set(digits)) == 1
+
+
+def _a_reference_or_code(text: str, start: int, end: int) -> bool:
+    """A number said to be a reference, a count or a time, or one in code, is nobody's data."""
+    return (
+        _REFERENCE.search(text, max(0, start - 32), start) is not None
+        or _CODE_BEFORE.search(text, max(0, start - 8), start) is not None
+        or _CODE_AFTER.match(text[end : end + 8]) is not None
+    )
+
+
+_PHONES = 1
+#: what a phone number's digits and separators also write: a decimal, a span of years, a date
+_NOT_A_PHONE = re.compile(
+    r"[-+]?\d+\.\d+|(?:19|20)\d\d[ \t]?[-–/][ \t]?(?:19|20)\d\d"
+    r"|\d{4}[-/.]\d\d[-/.]\d\d|\d\d[-/.]\d\d[-/.]\d{4}"
+    # an IP address or network, a version (`3.5.2`): dotted groups a phone number never writes
+    r"|\d{1,3}(?:\.\d{1,3}){3}(?:/\d+)?|.*\d\.\d\..*|.*\.\d\b.*"
+)
+#: words that say a number is a phone's, as Presidio's phone recognizer's context words and our labels
+_PHONE_WORD = re.compile(rf"(?i:{cues.LABELS['PHONE_NUMBER']}|call|ring|text|sms|dial|number|contact)")
+#: a date or a time, which a run of digits in groups also is
+_DATE_OR_TIME = re.compile(r"\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}:\d{2}")
+
+
+def _looks_dialled(text: str, start: int, end: int) -> bool:
+    """Whether a run of digits could be a phone number, before Presidio reads it (its matcher tries
+    every region's formats: the slowest of the recognizers): a number of its own, not a date or a time,
+    not given as a reference."""
+    value = text[start:end]
+    if value.isdigit() and _PHONE_WORD.search(text, max(0, start - 32), start) is None:
+        return False  # bare digits are a phone number only where the text says so (`_dialled`)
+    return (
+        _stands_alone(text, start, end)
+        and _DATE_OR_TIME.search(value) is None
+        and not _a_reference_or_code(text, start, end)
+    )
+
+
+def _dialled(text: str, start: int, end: int, score: float) -> bool:
+    """A phone number is said to be one (its context raised its score), dialled with its `+`, or written
+    in a phone number's groups; never a decimal, a span of years, a date, an address or a version."""
+    value = text[start:end]
+    if _NOT_A_PHONE.fullmatch(value):
+        return False
+    if score > 0.4 or value.startswith("+"):
+        return True  # said to be a phone's, or dialled with its country code
+    # else written as one: three groups or more, none of one digit but the first (`1 415 555 0132`,
+    # `06 56 31 70 66`); `854-1987` and `1 2 3 13 14 15` are not
+    groups = re.findall(r"\d+", value)
+    return len(groups) >= 3 and all(len(group) > 1 for group in groups[1:])

@@ -1,0 +1,350 @@
+"""Recognizers of our own, only where Presidio ships none or one that misses what agents' users write.
+
+- `NameCueRecognizer` (`PERSON`): Presidio finds names only through an NER model. Without one, the cues
+  people actually write: "my name is …", "I'm …", a greeting ("Dear …", "Hi …,"), a signature after
+  "Regards," and a name field (`"full_name": "…"`, `Name: …`).
+- `StreetAddressRecognizer` (`STREET_ADDRESS`): Presidio has no street-address recognizer (its NER gives
+  `LOCATION`, which is cities and countries as much as homes). A house number beside a street word in
+  the languages of the bundled locales, or a number and words after "I live at", "address:", "ship to".
+- `DateOfBirthRecognizer` (`DATE_OF_BIRTH`): Presidio's `DATE_TIME` is every date; a date is personal
+  data when it is said to be a birth date ("born on", "DOB:", "Geburtsdatum").
+- `PassportRecognizer` (`PASSPORT`): Presidio's passport recognizers are per country and weak without
+  context; a number given as a passport's ("passport no. X1234567") is one whatever the country.
+- `LabelledSsnRecognizer` (`US_SSN`): Presidio rejects the published example numbers (078-05-1120);
+  a number someone calls their SSN is redacted all the same.
+- `EthereumRecognizer` (`CRYPTO`): Presidio's crypto recognizer knows Bitcoin's address forms only.
+- `PublicIpRecognizer` (`IP_ADDRESS`): Presidio's, keeping global addresses only: loopback, private,
+  link-local and the documentation networks identify nobody, and `v1.2.3.4` is a version.
+- `PhoneRecognizer` (`PHONE_NUMBER`): libphonenumber per phone-shaped run and region (see the class).
+- `OfflineEmailRecognizer` (`EMAIL_ADDRESS`): Presidio's, with the public-suffix list read from the
+  copy tldextract ships instead of fetched from the network on first use.
+
+Each returns a span with a score Presidio's analyzer weighs as it weighs its own.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+
+import regex
+import tldextract
+from presidio_analyzer import AnalysisExplanation, LocalRecognizer, RecognizerResult
+from presidio_analyzer.predefined_recognizers import EmailRecognizer, IpRecognizer
+
+from training_pipeline.privacy.personal.cues import (
+    ADDRESS_CUE,
+    ADDRESS_JOIN,
+    BIRTH_CUE,
+    CLOSING,
+    DATE,
+    FIELD,
+    GERMANIC_STREETS,
+    GREETING,
+    HONORIFIC,
+    HOUSE,
+    INTRO,
+    INTRO_TWO,
+    LABEL_JOIN,
+    LABELLED_VALUES,
+    LABELS,
+    NAME,
+    NAME_FIELD,
+    NAME_TWO,
+    NOT_NAMES,
+    STREET_NAME_WORD,
+    STREET_WORDS_EN,
+    STREET_WORDS_OTHER,
+)
+
+__all__ = [
+    "DateOfBirthRecognizer",
+    "EthereumRecognizer",
+    "LabelledSsnRecognizer",
+    "LabelledValueRecognizer",
+    "NameCueRecognizer",
+    "OfflineEmailRecognizer",
+    "PassportRecognizer",
+    "PhoneRecognizer",
+    "PublicIpRecognizer",
+    "StreetAddressRecognizer",
+    "own_recognizers",
+]
+
+_FLAGS = regex.VERSION1 | regex.MULTILINE
+
+
+_STREET_WORD = regex.compile(
+    rf"\b(?:{STREET_WORDS_EN})\b|(?i:\b(?:{STREET_WORDS_OTHER})\b)|\p{{Lu}}\p{{L}}*(?i:{GERMANIC_STREETS})",
+    _FLAGS,
+)
+
+
+#: a house number standing alone (`IPv4` holds a digit, not a number)
+_HOUSE_NUMBER = regex.compile(r"(?<![\p{L}\d.])\d{1,5}[a-zA-Z]?(?![\d.])", _FLAGS)
+
+
+def _is_name(value: str) -> bool:
+    return bool(value) and value.split()[0].lower() not in NOT_NAMES
+
+
+def _result(recognizer: LocalRecognizer, entity: str, start: int, end: int, score: float) -> RecognizerResult:
+    """A finding with the explanation Presidio's context enhancer writes its context word into."""
+    explanation = AnalysisExplanation(recognizer=recognizer.name, original_score=score)
+    return RecognizerResult(entity, start, end, score, analysis_explanation=explanation)
+
+
+class _Recognizer(LocalRecognizer):
+    """A recognizer of spans found by expressions with one group each: (pattern, entity, score)."""
+
+    PATTERNS: tuple[tuple[str, str, float], ...] = ()
+
+    def __init__(self) -> None:
+        entities = sorted({entity for _, entity, _ in self.PATTERNS})
+        super().__init__(supported_entities=entities, supported_language="en")
+
+    def load(self) -> None:
+        self._compiled = [(regex.compile(p, _FLAGS), entity, score) for p, entity, score in self.PATTERNS]
+
+    def accept(self, value: str, entity: str) -> bool:
+        return True
+
+    def result(self, entity: str, start: int, end: int, score: float) -> RecognizerResult:
+        return _result(self, entity, start, end, score)
+
+    def analyze(self, text: str, entities: list[str], nlp_artifacts: Any = None) -> list[RecognizerResult]:
+        results = []
+        for pattern, entity, score in self._compiled:
+            if entities and entity not in entities:
+                continue
+            for match in pattern.finditer(text, overlapped=False):
+                start, end = match.span(1)
+                value = text[start:end].rstrip(" \t.,;:")
+                if value and self.accept(value, entity):
+                    results.append(self.result(entity, start, start + len(value), score))
+        return results
+
+
+class NameCueRecognizer(_Recognizer):
+    """People's names where they are said to be names; with an NER model configured, `SpacyRecognizer`
+    finds the rest."""
+
+    PATTERNS = (
+        (rf"{INTRO}[ \t]+({NAME})", "PERSON", 0.6),
+        (rf"{INTRO_TWO}[ \t]+({NAME_TWO})", "PERSON", 0.6),
+        (rf"(?:^|[.!?][ \t]+)[ \t]*{GREETING}[ \t]+({NAME})[ \t]*[,!:\n]", "PERSON", 0.6),
+        (rf"{HONORIFIC}[ \t]+({NAME})", "PERSON", 0.6),
+        (
+            rf"(?:^|[.!?][ \t]+)[ \t]*{CLOSING}[ \t]*[,!.]?[ \t]*\n[ \t]*[-–—]*[ \t]*({NAME})[ \t]*$",
+            "PERSON",
+            0.7,
+        ),
+        (
+            rf"[\"']?\b{FIELD}[\"']?[ \t]*:[ \t]*[\"']?({NAME})(?=[\"'<,;\n]|[ \t]*$|[ \t]+<)",
+            "PERSON",
+            0.7,
+        ),
+        (
+            rf"[\"']?\b{NAME_FIELD}[\"']?[ \t]*:[ \t]*[\"']?({NAME_TWO})(?=[\"'<,;\n]|[ \t]*$|[ \t]+<)",
+            "PERSON",
+            0.7,
+        ),
+    )
+
+    def accept(self, value: str, entity: str) -> bool:
+        return _is_name(value)
+
+
+class StreetAddressRecognizer(_Recognizer):
+    PATTERNS = (
+        # 12 Baker Street, 1600 Amphitheatre Pkwy Apt. 4
+        (
+            rf"\b({HOUSE}[ \t]+(?:{STREET_NAME_WORD}[ \t]+){{1,4}}(?:{STREET_WORDS_EN})\b\.?"
+            r"(?:,?[ \t]+(?:Apt|Suite|Ste|Unit|Flat|Floor|#)\.?[ \t]*#?\w+)?)",
+            "STREET_ADDRESS",
+            0.6,
+        ),
+        # Hauptstraße 5, Kerkstraat 12a, Långgatan 3, Bahnhofstr. 7
+        (
+            rf"\b(\p{{Lu}}[\p{{L}}-]*(?:{GERMANIC_STREETS})[ \t]+{HOUSE})\b",
+            "STREET_ADDRESS",
+            0.6,
+        ),
+        # Via Roma 10, Calle Mayor 5, ul. Długa 12, Rua das Flores 40, rue Victor Hugo 3
+        (
+            rf"(?i:\b)((?i:{STREET_WORDS_OTHER})\.?[ \t]+(?:{STREET_NAME_WORD}[ \t]+){{0,4}}"
+            rf"\p{{Lu}}[\p{{L}}'’.-]*,?[ \t]+(?:n[º°o.]?[ \t]*)?{HOUSE})\b",
+            "STREET_ADDRESS",
+            0.6,
+        ),
+        # 12, rue de Martin; 8 avenue des Champs
+        (
+            rf"\b({HOUSE},?[ \t]+(?i:{STREET_WORDS_OTHER})\.?[ \t]+(?:{STREET_NAME_WORD}[ \t]+){{0,4}}"
+            r"\p{Lu}[\p{L}'’-]*)",
+            "STREET_ADDRESS",
+            0.6,
+        ),
+        # after a cue, a house number and the words of the line up to a comma or its end
+        (
+            rf"{ADDRESS_CUE}[ \t]*[\"']?({HOUSE}[ \t]+(?:[\p{{L}}'’-]+[ \t]+){{0,4}}[\p{{L}}'’-]+)",
+            "STREET_ADDRESS",
+            0.6,
+        ),
+    )
+
+
+class DateOfBirthRecognizer(_Recognizer):
+    PATTERNS = (
+        (
+            rf"{BIRTH_CUE}[\"']?[ \t]*(?:is|was|to|:|=|-)?[ \t]*[\"']?({DATE})",
+            "DATE_OF_BIRTH",
+            0.85,
+        ),
+    )
+
+
+class PassportRecognizer(_Recognizer):
+    PATTERNS = (
+        (
+            r"(?i:passport|reisepass|pass(?:nummer)?|passeport|pasaporte|passaporto|paszport|paspoort|"
+            r"passaporte)(?i:[ \t]*(?:no\.?|number|num\.?|nr\.?|n[º°o]\.?|#|numéro|número|numero|"
+            r"numer|nummer))?[\"']?[ \t]*(?:is|:|=|-)?[ \t]*[\"']?"
+            r"((?=[A-Z0-9]*\d)[A-Z0-9]{6,10})\b",
+            "PASSPORT",
+            0.85,
+        ),
+    )
+
+
+class LabelledSsnRecognizer(_Recognizer):
+    PATTERNS = (
+        (
+            r"(?i:\bssn|social\s+security(?:\s+number|\s+no\.?|\s+#)?)[\"']?[ \t]*(?:is|:|=|#)?[ \t]*"
+            r"[\"']?(\d{3}[- ]?\d{2}[- ]?\d{4})\b",
+            "US_SSN",
+            0.85,
+        ),
+    )
+
+
+class LabelledValueRecognizer(_Recognizer):
+    """A value given as a kind's ("my IBAN is …", `"phone": "…"`, "Card: …") when it has the kind's shape,
+    whether or not its checksum holds: a mistyped card number is still someone's."""
+
+    PATTERNS = tuple(
+        (
+            rf"(?i:(?<![\p{{L}}\d])(?:{LABELS[kind]})(?![\p{{L}}\d]))"
+            rf"(?-i:{ADDRESS_JOIN if kind == 'STREET_ADDRESS' else LABEL_JOIN})"
+            rf"({LABELLED_VALUES[kind]})(?![\p{{L}}\d])",
+            kind,
+            0.8,
+        )
+        for kind in LABELS
+    )
+
+    def accept(self, value: str, entity: str) -> bool:
+        # an address given as one has a house number or a street word: "the address is unspecified" has
+        # neither, and `address: 10.0.0.1` is no home
+        if entity != "STREET_ADDRESS":
+            return True
+        first = value[0]
+        if not (first.isdigit() or first.isupper() or _STREET_WORD.match(value)):
+            return False  # "the address is reserved per RFC 4291", "… is a loopback"
+        return any(c.isalpha() for c in value.replace("0x", "")) and (
+            _HOUSE_NUMBER.search(value) is not None or _STREET_WORD.search(value) is not None
+        )
+
+
+class PhoneRecognizer(LocalRecognizer):
+    """Phone numbers read by `phonenumbers` (Google's libphonenumber, which Presidio's own recognizer
+    also uses): each phone-shaped run is parsed as it is written, with its `+` country code, or as a
+    number of each region in turn, and counts when one region finds it valid. Presidio's recognizer
+    runs libphonenumber's matcher over the whole text once per region instead: the slowest part of a
+    day's redaction, on texts full of numbers (a table of cards took it seconds)."""
+
+    CONTEXT = ("phone", "telephone", "tel", "cell", "cellphone", "mobile", "call", "number", "contact")
+    _SHAPE = regex.compile(r"(?<![\w+])\+?\(?\d[\d \t().\-/]{5,20}\d(?![\w])")
+
+    def __init__(self, regions: tuple[str, ...]) -> None:
+        self.regions = regions
+        super().__init__(
+            supported_entities=["PHONE_NUMBER"], supported_language="en", context=list(self.CONTEXT)
+        )
+
+    def load(self) -> None:
+        import phonenumbers
+
+        self._phonenumbers = phonenumbers
+
+    def analyze(self, text: str, entities: list[str], nlp_artifacts: Any = None) -> list[RecognizerResult]:
+        phonenumbers = self._phonenumbers
+        results = []
+        for match in self._SHAPE.finditer(text):
+            value = match.group()
+            digits = sum(c.isdigit() for c in value)
+            if not 7 <= digits <= 15:
+                continue
+            regions = (None,) if value.startswith("+") else self.regions
+            for region in regions:
+                try:
+                    number = phonenumbers.parse(value, region)
+                except phonenumbers.NumberParseException:
+                    continue
+                if phonenumbers.is_valid_number(number):
+                    results.append(_result(self, "PHONE_NUMBER", match.start(), match.end(), 0.4))
+                    break
+        return results
+
+
+class EthereumRecognizer(_Recognizer):
+    PATTERNS = ((r"\b(0x[0-9a-fA-F]{40})\b", "CRYPTO", 0.6),)
+
+
+class PublicIpRecognizer(IpRecognizer):
+    """Presidio's IP recognizer, for addresses on the public internet only."""
+
+    _VERSION = regex.compile(r"(?i:v|ver\.?|version|release|build|rev\.?)[ \t]*$")
+
+    def invalidate_result(self, pattern_text: str) -> bool:
+        if super().invalidate_result(pattern_text) or "/" in pattern_text:
+            return True  # a network (`F000::/5`, `10.0.0.0/8`) is nobody's address
+        try:
+            address = ipaddress.ip_address(pattern_text.strip())
+        except ValueError:
+            return True
+        if address.version == 4 and all(int(part) < 10 for part in str(address).split(".")):
+            return True  # `3.1.1.6`, `2.7.2.2`: a version or a section number, written as one
+        if address.version == 6 and len([g for g in pattern_text.split(":") if g]) < 4:
+            return True  # `[4-1::-1]`, `1::`: a slice, or an address too short to be a host's
+        return not address.is_global or str(address).count("ffff") >= 4
+
+    def analyze(self, text: str, entities: list[str], nlp_artifacts: Any = None, regex_flags: Any = None):
+        return [
+            result
+            for result in super().analyze(text, entities, nlp_artifacts, regex_flags)
+            if not self._VERSION.search(text, max(0, result.start - 12), result.start)
+        ]
+
+
+#: the public-suffix list tldextract ships, never fetched (no network at run time, nothing cached)
+_SUFFIXES = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
+
+
+class OfflineEmailRecognizer(EmailRecognizer):
+    def validate_result(self, pattern_text: str) -> bool:
+        return _SUFFIXES(pattern_text.rsplit("@", 1)[-1]).fqdn != ""
+
+
+def own_recognizers(phone_regions: tuple[str, ...]) -> list[LocalRecognizer]:
+    return [
+        PhoneRecognizer(phone_regions),
+        NameCueRecognizer(),
+        StreetAddressRecognizer(),
+        DateOfBirthRecognizer(),
+        PassportRecognizer(),
+        LabelledSsnRecognizer(),
+        LabelledValueRecognizer(),
+        EthereumRecognizer(),
+        PublicIpRecognizer(),
+        OfflineEmailRecognizer(),
+    ]
