@@ -225,9 +225,14 @@ class RuleGate:
         texts, as the separator is what a text's edge is to every construct (a non-word character for
         `\\b` and lookarounds; a line's end and start for `^` and `$`, the expressions compiled
         multi-line). Matches across a separator can only add to the answer."""
+        return bool(self.candidates_in_lines(lines))
+
+    def candidates_in_lines(self, lines: bytes) -> set[int]:
+        """The patterns that may match one of some texts given joined as `any_candidate_in_lines`
+        takes them (a superset, as that is)."""
         if self._joined is None:
             self._joined = self._scanner_for(joined=True)
-        return bool(self._joined.matching(lines))
+        return self._joined.matching(lines)
 
     def _scanner_for(self, joined: bool) -> Scanner:
         remembered = (

@@ -145,8 +145,15 @@ class ProximityRule(CredentialRule):
         )
 
     def applies(self, text: str) -> bool:
-        """Where the gate names it: the rule redacts only a token after one of its words."""
-        return compiled(self.gate()).search(text) is not None
+        """Whether the rule would redact something in `text`: asked where Hyperscan named the rule for
+        many texts at once (`RuleSet.any_candidate_in_lines`), whose prefilter mode takes the gate's
+        word-then-token far wider than it is (a service's name anywhere before any id). Each token is
+        tested as `redact` tests it; the first that would go answers."""
+        for match in compiled(self.pattern).finditer(text):
+            token = match.group().rstrip(".")
+            if credential_shaped(token) and self._named_before(text, match.start(), token):
+                return True
+        return False
 
     def redact(self, text: str, found: Found | None = None) -> tuple[str, int]:
         placeholder = f"<REDACTED:{self.label}>"

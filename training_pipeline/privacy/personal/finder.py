@@ -69,7 +69,7 @@ _FAMILIES: tuple[tuple[str, tuple[str, ...], int], ...] = (
     (cues.ADDRESS_GATE, ("STREET_ADDRESS",), 96),
     # a value given as a kind's: `my IBAN is`, `"address": "`, `Card:` (`LabelledValueRecognizer`)
     (
-        rf"(?i:{'|'.join(cues.LABELS.values())})",
+        rf"(?:^|[^A-Za-z0-9])(?i:{'|'.join(cues.LABELS.values())})(?:[^A-Za-z0-9]|$)",
         tuple(cues.LABELS),
         96,
     ),
@@ -122,6 +122,8 @@ _BEFORE = 48
 _WIDEST = 512
 #: how far a window's edge moves to reach a space
 _WORD_REACH = 48
+#: a number in JSON (`"startTime":1795478500000`), which is no string of the trajectory
+_JSON_NUMBER = re.compile(rb"(?<=[:,\[])-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?=[,\]}])")
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 #: what the filter leaves where it redacted: nothing inside one is anyone's data
 _LEFT_BY_A_REDACTION = re.compile(r"<(?:REDACTED|PII|entity|MASKED):[^<>]*>")
@@ -157,13 +159,18 @@ class PersonalDataFinder:
         if self.kinds:
             _ = self._analyzer, self._ner
 
-    def could_hold_any(self, data: bytes) -> bool:
-        """Whether UTF-8 `data` (a trajectory's other strings, serialised) could hold a kind this finder
-        looks for: one scan of the gate. With an NER model every text could."""
+    def could_hold_any(self, serialised: bytes) -> bool:
+        """Whether a trajectory's other strings, serialised as JSON, could hold a kind this finder looks
+        for: a window the gate and its filters leave (ids, timestamps and other numbers are not
+        strings, and are set aside). With an NER model every text could."""
         if self._ner_wanted:
             return True
-        family_kinds = self._family_kinds
-        return any(family_kinds[family] for family in _gate().matching(data))
+        if not any(
+            family_kinds for family_kinds in (self._family_kinds[f] for f in _gate().matching(serialised))
+        ):
+            return False
+        strings = _JSON_NUMBER.sub(b"0", serialised).decode("utf-8", "replace")
+        return bool(self._windows(strings))
 
     @property
     def _ner_wanted(self) -> bool:
