@@ -197,3 +197,40 @@ def test_the_corpus_leaks_nothing_and_over_redacts_at_most_five_percent() -> Non
         "CRYPTO",
         "PERSON",
     }
+
+
+def test_a_day_with_personal_data_gives_the_same_datasets_on_one_process_and_on_the_pool(
+    tmp_path: Path,
+) -> None:
+    """Placeholders are numbered per trajectory, so how the day is split across workers (small shares
+    here) changes nothing: the files are byte for byte those of one process."""
+    from training_pipeline.datasets.build import build_datasets
+
+    people = [("Jane Doe", "jane.doe@example.com"), ("Rui Costa", "rui.costa@example.pt")]
+    lines = []
+    for n in range(40):
+        name, email = people[n % 2]
+        trajectory = _trajectory(
+            (f"My name is {name}, mail me at {email} or call +1 415 555 01{n:02d}", f"Thanks {name}!"),
+            (f"also cc {people[(n + 1) % 2][1]}", f"Done, {email} and the other are on it."),
+        )
+        trajectory["trajectoryId"] = f"t{n}"
+        lines.append(json.dumps(trajectory))
+    source = tmp_path / "day.jsonl"
+    source.write_text("\n".join(lines) + "\n")
+    one, pool = tmp_path / "one", tmp_path / "pool"
+    build_datasets(source, one, _strict(), workers=1)
+    build_datasets(source, pool, _strict(), workers=2, span_bytes=2048)
+    files = sorted(p.name for p in one.iterdir())
+    assert files == sorted(p.name for p in pool.iterdir())
+    for name in files:
+        if name == "trajectory_dataset_summary.json":  # says when it was made
+            made = [json.loads((folder / name).read_text()) for folder in (one, pool)]
+            assert [{k: v for k, v in m.items() if k != "generatedAt"} for m in made] == [
+                {k: v for k, v in made[0].items() if k != "generatedAt"}
+            ] * 2
+            continue
+        assert (one / name).read_bytes() == (pool / name).read_bytes(), name
+    written = (one / "response_trajectories.jsonl").read_text()
+    assert "jane.doe" not in written and "Rui Costa" not in written
+    assert "<PII:EMAIL_ADDRESS:2>" in written  # the colleague's address, second in each trajectory
