@@ -234,3 +234,23 @@ def test_a_day_with_personal_data_gives_the_same_datasets_on_one_process_and_on_
     written = (one / "response_trajectories.jsonl").read_text()
     assert "jane.doe" not in written and "Rui Costa" not in written
     assert "<PII:EMAIL_ADDRESS:2>" in written  # the colleague's address, second in each trajectory
+
+
+def test_a_log_line_of_dates_ids_and_counts_never_brings_presidio_into_the_process() -> None:
+    """Every stored text goes through the strict filter (`stored.safe_text`): a Dagster run's log lines
+    hold days, run ids, paths and counts, and importing Presidio and spaCy for them would cost every
+    run process seconds. Only a place that could hold someone's data is given to Presidio."""
+    script = (
+        "import sys\n"
+        "from training_pipeline.privacy.stored import safe_text\n"
+        "for line in [\n"
+        "    'materialised 2026-11-24: 1,204 records in var/data/datasets/2026-11-24/response.jsonl',\n"
+        "    'run 6f1c2a9e-4b7d-4e8a-9c3f-2d5b7a1e0c44 took 1733308800123 ms (step 12 of 40)',\n"
+        "    'partition 2026-11-24 backfill 20261124-0001 at 2026-11-24T12:00:01Z, 98.4% done',\n"
+        "]:\n"
+        "    assert safe_text(line) == line, line\n"
+        "print('presidio_analyzer' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "False"

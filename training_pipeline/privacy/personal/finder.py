@@ -41,11 +41,11 @@ _FAMILIES: tuple[tuple[str, tuple[str, ...], int], ...] = (
     (r"[\w.+-]@[\w-]", ("EMAIL_ADDRESS",), 64),
     # phone numbers: seven digits or more, in groups (`_looks_dialled` reads each before Presidio does)
     (r"[+(]?\d(?:[ \t().\-/]{0,2}\d){6,14}", ("PHONE_NUMBER",), 2),
-    # card, account and id numbers, numeric birth dates: eight digits or more (shorter ids hold
-    # letters too, and are the next family's)
+    # card, account and id numbers: eight digits or more (shorter ids hold letters too, and are the
+    # next family's; a birth date is said to be one, and is the birth cue's family's)
     (
         r"\d(?:[ \t./-]{0,3}\d){7,}",
-        tuple(k for k in (*NUMBERS, "DATE_OF_BIRTH") if k != "PHONE_NUMBER"),
+        tuple(k for k in NUMBERS if k != "PHONE_NUMBER"),
         8,
     ),
     (r"\b\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}\b|\b[0-9a-fA-F]{1,4}:[0-9a-fA-F]{0,4}:", ("IP_ADDRESS",), 40),
@@ -241,6 +241,8 @@ class PersonalDataFinder:
                 continue
             if family == _PHONES and not _looks_dialled(text, start, end):
                 continue
+            if family == _NUMBERS and not _could_be_a_number_of_someone(text, start, end):
+                continue
             start = max(0, start - _BEFORE)
             end = min(len(text), end + _FAMILIES[family][2])
             # to whole words, as far as a word goes (a text with no space is cut where it is)
@@ -302,7 +304,8 @@ _TOKEN_KINDS = _NUMBER_KINDS | {"EMAIL_ADDRESS", "IP_ADDRESS"}
 #: a number given as an order's, a ticket's, an invoice's, or a count, a size, a time (by its key)
 _REFERENCE = re.compile(
     r"(?:(?i:order|ticket|invoice|case|ref(?:erence)?|tracking|build|job|run|pr|issue|request|txn|"
-    r"transaction|shipment|booking|confirmation|sku|item|version|release)(?:[ \t]*(?i:no\.?|number|id))?"
+    r"transaction|shipment|booking|confirmation|sku|item|version|release|backfill|partition|batch|"
+    r"chunk|attempt|page|step)(?:[ \t]*(?i:no\.?|number|id))?"
     r"|#|(?i:(?<![A-Za-z])(?:ts|time|timestamp|created|updated|epoch|ms|seq|offset|count|total|size|bytes|tokens|"
     r"duration|latency|elapsed|id|uid|pid))[\"']?[ \t]*[:=]?)[ \t:#=\"']{0,4}$"
 )
@@ -336,6 +339,7 @@ def _a_reference_or_code(text: str, start: int, end: int) -> bool:
 
 
 _PHONES = 1
+_NUMBERS = 2
 #: what a phone number's digits and separators also write: a decimal, a span of years, a date
 _NOT_A_PHONE = re.compile(
     r"[-+]?\d+\.\d+|(?:19|20)\d\d[ \t]?[-–/][ \t]?(?:19|20)\d\d"
@@ -346,7 +350,22 @@ _NOT_A_PHONE = re.compile(
 #: words that say a number is a phone's, as Presidio's phone recognizer's context words and our labels
 _PHONE_WORD = re.compile(rf"(?i:{cues.LABELS['PHONE_NUMBER']}|call|ring|text|sms|dial|number|contact)")
 #: a date or a time, which a run of digits in groups also is
-_DATE_OR_TIME = re.compile(r"\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}:\d{2}")
+_DATE_OR_TIME = re.compile(
+    r"\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}:\d{2}"
+    # a compact day heading a run (`20261124-0001`, a backfill's, a build's)
+    r"|(?<!\d)(?:19|20)\d\d(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])(?=[-_T]|$)"
+)
+
+
+def _could_be_a_number_of_someone(text: str, start: int, end: int) -> bool:
+    """Whether a run of eight digits or more could be a card's, an account's or an id, before Presidio
+    reads it: not a date or a time (a log line's `2026-11-24` would otherwise bring Presidio into every
+    process that logs), not a piece of a longer run, a reference, a count or code."""
+    return (
+        _DATE_OR_TIME.search(text, start, end) is None
+        and not _glued(text, start, end)
+        and not _a_reference_or_code(text, start, end)
+    )
 
 
 def _looks_dialled(text: str, start: int, end: int) -> bool:
