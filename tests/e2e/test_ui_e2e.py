@@ -25,7 +25,7 @@ from playwright.sync_api import Page, expect, sync_playwright
 
 from tests.dagster_servers import DagsterServers, pipeline_free_env
 from tests.helpers import REPO
-from tests.planted_secrets import IN_ENVIRONMENT, IN_TRAJECTORY, stored_text, write_planted_day
+from tests.planted_secrets import IN_ENVIRONMENT, IN_TRAJECTORY, PERSONAL, stored_text, write_planted_day
 from training_pipeline import SAMPLE_ENTITIES, SAMPLE_TRAJECTORIES
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -237,7 +237,8 @@ def test_the_ui_end_to_end(servers: DagsterServers, screenshots: Path) -> None:
         page.screenshot(path=screenshots / "training_run_skipped.png")
         browser.close()
 
-    # nothing planted came out: not in Dagster's storage (runs, config, tags, event log, metadata,
+    # nothing planted came out (credentials, nor the customer's name, email, phone and card): not in
+    # Dagster's storage (runs, config, tags, event log, metadata,
     # compute logs), the raw store, quarantine, datasets, reports and run records, nor what the training
     # backend was given
     data = Path(servers.env["TRAINING_PIPELINE_DATA"])
@@ -246,6 +247,6 @@ def test_the_ui_end_to_end(servers: DagsterServers, screenshots: Path) -> None:
     assert any(p.suffix == ".db" for p in stored) and any(
         p.parent.name == "compute_logs" or "compute_logs" in str(p) for p in stored
     )
-    for secret in [*IN_TRAJECTORY, IN_ENVIRONMENT]:
+    for secret in [*IN_TRAJECTORY, IN_ENVIRONMENT, *PERSONAL.values()]:
         leaks = [str(path) for path, text in stored.items() if secret in text]
         assert leaks == [], f"{secret[:12]}… found in {leaks}"
