@@ -189,11 +189,13 @@ class PrivacyFilter:
 
     def recipe(
         self,
-    ) -> tuple[Profile, EntityDirectory | None, tuple[str, ...], frozenset[str], str | None]:
+    ) -> tuple[Profile, EntityDirectory | None, tuple[str, ...], frozenset[str], str]:
         """What a worker process needs to build the same filter (`start_worker_filter`)."""
         personal = self.personal
-        kinds = personal.kinds if personal is not None else frozenset()
-        return self.profile, self.directory, self.env_secrets, kinds, personal.ner_model if personal else None
+        if personal is None:
+            return self.profile, self.directory, self.env_secrets, frozenset(), ""
+        # "" (no model), not None: a worker reads no setting of its own
+        return self.profile, self.directory, self.env_secrets, personal.kinds, personal.ner_model or ""
 
     @property
     def preload(self) -> tuple[str, ...]:
@@ -574,7 +576,7 @@ def start_worker_filter(
     directory: EntityDirectory | None,
     env_secrets: tuple[str, ...],
     personal_data: frozenset[str],
-    ner_model: str | None,
+    ner_model: str,
     trajectory_schema: Any = None,
 ) -> None:
     """A pool's initializer: this worker's filter (its rules' gate loads once, from the cache), and the

@@ -2,11 +2,13 @@
 
 Presidio runs each of some sixty recognizers' expressions over the whole text it is given, and
 tokenises it first: milliseconds a text, where a day holds hundreds of thousands of texts and nearly
-all of their characters are nobody's. One pass of a cheap expression (`_GATE`) finds what every
-recognizer's finding needs (a digit run, an `@`, a street word, a cue word); Presidio is given only
-the windows around those places, with room before each for its context words. A recognizer can only
-match where its gate matched, so the windows find what the whole text would, save a context word more
-than a window away.
+all of their characters are nobody's. One Hyperscan scan (`_gate`) finds what every recognizer's
+finding needs (a digit run, an `@`, a street word, a cue or a label); candidates that are plainly
+nobody's (a date, a piece of an id, hash, URL or longer number, a reference, a count, code) are set
+aside, and Presidio is given only the windows around the rest, with room before each for its context
+words, at most `_WIDEST` characters each. A recognizer can only match where its family's expression
+matched, so the windows find what the whole text would, save a context word more than a window away and
+what was set aside. A process imports Presidio (seconds) only when a text first leaves a window.
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ __all__ = ["PersonalDataFinder", "Span", "finder_digest"]
 #: (start, end, kind) of one finding in a text
 Span = tuple[int, int, str]
 
-#: what a family of recognizers' findings needs, and the kinds it finds: (expression, kinds). A text
+#: what a family of recognizers' findings needs, the kinds it finds, and the room a window leaves after a
+#: match (the value a cue introduces): (expression, kinds, room). A text
 #: with none of these holds nothing of theirs, and each recognizer is run only on the windows around
 #: its family's matches. (Hyperscan's syntax: PCRE's, `\p{Lu}` a capital in any script.)
 _UPPER = r"\p{Lu}"

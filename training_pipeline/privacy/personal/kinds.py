@@ -86,11 +86,11 @@ def kinds_from_setting(value: str | Iterable[str] | None) -> frozenset[str]:
     list of kinds. An unknown kind is an error naming the known ones, not a kind silently ignored."""
     if value is None:
         return DEFAULT_KINDS
-    names = [part.strip() for part in value.split(",")] if isinstance(value, str) else list(value)
-    names = [name for name in names if name]
-    if names in (["all"], []) and isinstance(value, str) and value.strip() in ("all", ""):
+    written = isinstance(value, str)
+    names = [name for name in (part.strip() for part in (value.split(",") if written else value)) if name]
+    if names == ["all"] or (written and not names):  # an empty setting is one not made
         return DEFAULT_KINDS
-    if names == ["none"]:
+    if names == ["none"] or not names:
         return frozenset()
     unknown = sorted(set(names) - DEFAULT_KINDS)
     if unknown:
