@@ -69,7 +69,10 @@ def shared_resources(settings: Settings) -> dict[str, Any]:
     return {
         "training_pipeline_source": source,
         "training_pipeline_privacy": PrivacySettings(
-            profile=settings.privacy_profile, entity_directory=entities, workers=settings.workers
+            profile=settings.privacy_profile,
+            entity_directory=entities,
+            workers=settings.workers,
+            personal_data=settings.personal_data,
         ),
         "training_pipeline_store": store,
         LAYERS_IO_MANAGER: LayersIOManager(store=store),

@@ -71,6 +71,10 @@ class Settings(BaseModel):
     #: the entity directory (default: the sample's, with the sample data)
     entities: str | None = Field(None, alias="TRAINING_PIPELINE_ENTITIES")
     privacy_profile: Literal["strict", "elizaos"] = Field("strict", alias="TRAINING_PIPELINE_PRIVACY_PROFILE")
+    #: the kinds of personal data `strict` redacts: all, none, or a comma-separated list
+    personal_data: str = Field("all", alias="TRAINING_PIPELINE_PERSONAL_DATA")
+    #: an installed spaCy pipeline that also finds names (read where a filter is built: `environment`)
+    ner_model: str | None = Field(None, alias="TRAINING_PIPELINE_NER_MODEL")
     #: processes that redact, filter and export a day (0: one per core)
     workers: int = Field(0, alias="TRAINING_PIPELINE_WORKERS", ge=0)
     #: an fsspec URL the day's datasets and the run records are copied to (may hold a password)
@@ -111,6 +115,15 @@ class Settings(BaseModel):
         unknown = [name.strip() for name in (value or "").split(",") if name.strip() not in (*BACKENDS, "")]
         if unknown:
             raise ValueError(f"unknown backend {', '.join(map(repr, unknown))}; known: {', '.join(BACKENDS)}")
+        return value
+
+    @field_validator("personal_data")
+    @classmethod
+    def _known_kinds(cls, value: str) -> str:
+        """A misspelt kind (`EMAIL`) is an error when the settings load, naming the known ones."""
+        from training_pipeline.privacy.personal.kinds import kinds_from_setting
+
+        kinds_from_setting(value)
         return value
 
     def backend_list(self) -> list[str] | None:

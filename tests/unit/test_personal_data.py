@@ -111,6 +111,14 @@ def test_the_kinds_are_a_setting_and_an_unknown_kind_is_an_error_naming_the_know
     assert PrivacyFilter("elizaos").personal is None  # the reference's filter, byte for byte
 
 
+def test_a_misspelt_kind_fails_the_settings_with_the_variables_name() -> None:
+    from training_pipeline.settings import SettingsError, load_settings
+
+    with pytest.raises(SettingsError, match="TRAINING_PIPELINE_PERSONAL_DATA"):
+        load_settings({"TRAINING_PIPELINE_PERSONAL_DATA": "EMAIL"})
+    assert load_settings({"TRAINING_PIPELINE_PERSONAL_DATA": "none"}).personal_data == "none"
+
+
 def test_the_environment_setting_reaches_the_filter(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TRAINING_PIPELINE_PERSONAL_DATA", "PHONE_NUMBER, CREDIT_CARD")
     assert PrivacyFilter("strict").personal.kinds == {"PHONE_NUMBER", "CREDIT_CARD"}  # type: ignore[union-attr]
