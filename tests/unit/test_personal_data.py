@@ -72,6 +72,14 @@ def test_a_value_is_one_placeholder_throughout_a_trajectory_and_another_gets_the
     assert privacy.stats.redactions["PII:PERSON"] == 2
 
 
+def test_a_name_found_in_a_prompt_is_redacted_in_metadata_no_gate_would_walk() -> None:
+    trajectory = _trajectory(("My name is Dana Whitfield, please help", "Sure."))
+    trajectory["metadata"] = {"assignee": "Dana Whitfield", "queue": "billing"}
+    privacy = _strict()
+    privacy.apply(trajectory)
+    assert trajectory["metadata"] == {"assignee": "<PII:PERSON:1>", "queue": "billing"}
+
+
 def test_numbers_are_per_trajectory_never_carried_to_the_next() -> None:
     privacy = _strict()
     one = _trajectory(("write to a@example.com and b@example.com", "ok"))

@@ -15,7 +15,7 @@ import fnmatch
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -284,12 +284,18 @@ class PrivacyFilter:
                     walked = True
                 self._redact_found_everywhere(found, slots)
             if self.personal is not None:
-                self._redact_personal(slots)
+                rest = None
+                if self.profile == "strict" and not walked:
+                    # the gate left the other strings alone, but a value found here may be there
+                    rest = lambda: self._everything_else(trajectory, calls, slots)  # noqa: E731
+                self._redact_personal(slots, rest)
         return self.stats.redaction_count - before
 
-    def _redact_personal(self, slots: list[tuple[Any, Any, str]]) -> None:
+    def _redact_personal(self, slots: list[tuple[Any, Any, str]], rest: Callable[[], None] | None) -> None:
         """Personal data in every slot, as placeholders numbered across the trajectory; then each value
-        found is redacted wherever else the trajectory holds it (`Pseudonyms.spread`)."""
+        found is redacted wherever else the trajectory holds it (`Pseudonyms.spread`), in the strings
+        `rest` adds to `slots` too (the ones the gate left unwalked: a name said with a cue in a prompt
+        is the same person in the metadata's `"assignee": "Jane Doe"`)."""
         pseudonyms = Pseudonyms()
         counts: dict[str, int] = {}
         for container, key, _ in slots:
@@ -298,6 +304,8 @@ class PrivacyFilter:
             if spans:
                 container[key] = pseudonyms.replace(text, spans, counts)
         if pseudonyms.found_any:
+            if rest is not None:
+                rest()
             for container, key, _ in slots:
                 container[key] = pseudonyms.spread(container[key], counts)
         self.stats.redactions.update(counts)
