@@ -393,7 +393,7 @@ def _checks(
                     ),
                     "findings": sum(scan.personal.values()),
                     "findings_by_kind": MetadataValue.json(dict(scan.personal)),
-                    "locations": MetadataValue.json(scan.locations),
+                    "locations": MetadataValue.json(scan.personal_locations),
                 },
             ),
             "valid_jsonl": (

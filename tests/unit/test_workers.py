@@ -250,6 +250,7 @@ def test_what_the_pass_records_of_each_file_is_what_reading_it_finds(
                 "texts_scanned": scan.texts_scanned,
                 "findings": dict(scan.findings),
                 "locations": scan.locations,
+                "personal_locations": scan.personal_locations,
             }, (workers, task)
         findings = record[TASK_FILE_NAMES["should_respond"]]
         assert findings["findings"]["Stripe Access Key"] == 7  # the sample plants others elizaos leaves

@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from training_pipeline.privacy.scan import SCANNER_MODULES, ScanReport, SecretScanner
+from training_pipeline.privacy.scan import PERSONAL_PREFIX, SCANNER_MODULES, ScanReport, SecretScanner
 from training_pipeline.workers import ordered_map
 
 EXPECTED_ROLES = ["system", "user", "model"]
@@ -85,8 +85,14 @@ class FileInspection:
                 self.validation.errors.append(f"line {number}: {problem}")
             for role, kinds in hits:
                 self.scan.findings.update(kinds)
-                if len(self.scan.locations) < 50:
-                    self.scan.locations.append(f"line {number} ({role})")
+                place = f"line {number} ({role})"
+                if (
+                    any(k.startswith(PERSONAL_PREFIX) for k in kinds)
+                    and len(self.scan.personal_locations) < 50
+                ):
+                    self.scan.personal_locations.append(place)
+                if any(not k.startswith(PERSONAL_PREFIX) for k in kinds) and len(self.scan.locations) < 50:
+                    self.scan.locations.append(place)
         self.validation.lines += lines
         self.scan.texts_scanned += texts
 
@@ -97,13 +103,19 @@ class FileInspection:
             "texts_scanned": self.scan.texts_scanned,
             "findings": dict(self.scan.findings),
             "locations": self.scan.locations,
+            "personal_locations": self.scan.personal_locations,
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Inspected:
         return (
             ValidationResult(data["lines"], list(data["errors"])),
-            ScanReport(data["texts_scanned"], Counter(data["findings"]), list(data["locations"])),
+            ScanReport(
+                data["texts_scanned"],
+                Counter(data["findings"]),
+                list(data["locations"]),
+                list(data["personal_locations"]),
+            ),
         )
 
 

@@ -157,8 +157,10 @@ class ScanReport:
     texts_scanned: int = 0
     #: credential types and, prefixed `PII:`, kinds of personal data, with how often each was found
     findings: Counter[str] = field(default_factory=Counter)
-    #: Where each finding was, e.g. "line 12"; never the secret itself.
+    #: Where each credential was, e.g. "line 12"; never the secret itself.
     locations: list[str] = field(default_factory=list)
+    #: Where each finding of personal data was (the `no_personal_data` check's; never the value)
+    personal_locations: list[str] = field(default_factory=list)
 
     @property
     def credentials(self) -> Counter[str]:
