@@ -57,10 +57,20 @@ class ToolServer:
         ready: Future[None] = Future()
         self._done = asyncio.run_coroutine_threadsafe(self._serve(ready), self._loop)
         try:
-            ready.result(timeout=self.timeout_seconds)
+            # the timeout is the coroutine's (so the MCP client's shielded clean-up stops the process);
+            # this wait only needs to outlast it and that clean-up
+            ready.result(timeout=self.timeout_seconds + 30)
+        except TimeoutError as err:
+            self.close()
+            raise ToolServerError(
+                f"tool server {self.name!r} did not answer MCP's initialize within {self.timeout_seconds:g} s"
+                f" (a slow start: raise the step's timeout_seconds); its stderr is in {self.errlog}"
+            ) from err
         except Exception as err:
             self.close()
-            raise ToolServerError(f"tool server {self.name!r} did not start: {err}") from err
+            raise ToolServerError(
+                f"tool server {self.name!r} did not start: {err}; its stderr is in {self.errlog}"
+            ) from err
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -69,6 +79,7 @@ class ToolServer:
     async def _serve(self, ready: Future[None]) -> None:
         # here, not at the top: the `mcp` package costs every process that loads the code location
         # (each run's among them) most of a second, and only a task with a tool server needs it
+        import anyio
         from mcp import ClientSession, StdioServerParameters
         from mcp.client.stdio import stdio_client
 
@@ -85,8 +96,9 @@ class ToolServer:
                 stdio_client(parameters, errlog=errlog) as (read, write),
                 ClientSession(read, write) as session,
             ):
-                await session.initialize()
-                listed = await session.list_tools()
+                with anyio.fail_after(self.timeout_seconds):
+                    await session.initialize()
+                    listed = await session.list_tools()
                 self._tools = [
                     {
                         "type": "function",
@@ -103,7 +115,7 @@ class ToolServer:
                 await self._stop.wait()
         except BaseException as err:
             if not ready.done():
-                ready.set_exception(err)
+                ready.set_exception(_first_cause(err))
             raise
         finally:
             self._session = None
@@ -143,3 +155,10 @@ class ToolServer:
         self._thread.join(timeout=10)
         if not self._thread.is_alive():
             self._loop.close()
+
+
+def _first_cause(err: BaseException) -> BaseException:
+    """What went wrong, out of the task groups the MCP client wraps it in."""
+    while isinstance(err, BaseExceptionGroup) and err.exceptions:
+        err = err.exceptions[0]
+    return err
