@@ -21,7 +21,8 @@ from training_pipeline.datasets.validate import inspect_line, inspect_record
 from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.filter import PrivacyFilter
 from training_pipeline.privacy.prefilter import _STAND_IN, LineGate, RuleGate, stand_in_bytes
-from training_pipeline.privacy.rule import CredentialRule
+from training_pipeline.privacy.proximity import KEYWORD_PROXIMITY
+from training_pipeline.privacy.rule import CredentialRule, compiled
 from training_pipeline.privacy.rules import ELIZAOS_RULES, PROFILES, RuleSet, gate_inputs, literal_first
 from training_pipeline.privacy.scan import SecretScanner
 from training_pipeline.trajectories.records import RawRecord, parse_record
@@ -298,6 +299,22 @@ def test_the_prefilter_never_skips_a_rule_that_matches(text: str, profile: str) 
     chosen = rules.applicable(text)
     missed = [r.label for r in rules.rules if r.applies(text) and r.pattern.search(text) and r not in chosen]
     assert missed == []
+
+
+_token_texts = st.lists(
+    _pieces | _noise | st.text(alphabet="aZ09_+-/.~=", min_size=10, max_size=40), max_size=8
+).map("".join)
+
+
+@settings(max_examples=400)
+@given(_token_texts, st.integers(0, 200))
+def test_the_proximity_rule_finds_the_tokens_re_finds(text: str, position: int) -> None:
+    """Its search by runs of token characters (`ProximityRule.searcher`) is `re`'s search."""
+    pattern = compiled(KEYWORD_PROXIMITY.pattern)
+    ours = KEYWORD_PROXIMITY.searcher(text)(position)
+    theirs = pattern.search(text, position)
+    assert (ours and ours.span()) == (theirs and theirs.span())
+    assert [m.span() for m in KEYWORD_PROXIMITY.finditer(text)] == [m.span() for m in pattern.finditer(text)]
 
 
 _KEYWORD_RULES = [rule for rule in PROFILES["strict"].rules if getattr(rule, "keywords", ())]

@@ -21,11 +21,13 @@ more entropy. A key the text assigns it to decides where its words say it names 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
 from training_pipeline.privacy.gitleaks import shannon_entropy
 from training_pipeline.privacy.keyed import WORDS_ONLY, is_reference, names_something_else
+from training_pipeline.privacy.prefilter import stand_in_bytes
 from training_pipeline.privacy.rule import (
     CredentialRule,
     Found,
@@ -65,6 +67,14 @@ _TOKEN = LazyPattern(
     rf"(?![{_TOKEN_CHARS}=])",
     re.ASCII,
 )
+#: a text's characters as `a` where a token may hold them and a space elsewhere, one byte each (from
+#: `prefilter.stand_in_bytes`): where `_TOKEN` can start is found by `bytes.find`, not tried by `re` at
+#: every position of a long prompt
+_TOKEN_MARKS = bytes(
+    ord("a") if chr(byte) in "+/.~-_" or (chr(byte).isascii() and chr(byte).isalnum()) else ord(" ")
+    for byte in range(256)
+)
+_LONG_RUN = b"a" * 16
 #: the key a token is assigned to, where the text before it ends with one (`credentialsId: '`,
 #: `"kms_key_id": "`, `<UserSecretsId>`)
 _KEY_BEFORE = re.compile(
@@ -144,12 +154,32 @@ class ProximityRule(CredentialRule):
             re.ASCII | re.IGNORECASE,
         )
 
+    def searcher(self, text: str) -> Callable[[int], re.Match[str] | None]:
+        """`_TOKEN`'s first match at or after a position, as `re`'s search finds it. A match starts where
+        16 token characters follow a character that is not one (or the text's start): so only the first
+        place of each such run (at or after the position) is tried, and a run where the pattern fails
+        there holds no match."""
+        pattern = compiled(self.pattern)
+        marks = stand_in_bytes(text).translate(_TOKEN_MARKS)
+
+        def next_match(position: int) -> re.Match[str] | None:
+            while (start := marks.find(_LONG_RUN, position)) != -1:
+                match = pattern.match(text, start)
+                if match is not None:
+                    return match
+                position = marks.find(b" ", start)
+                if position == -1:
+                    return None
+            return None
+
+        return next_match
+
     def applies(self, text: str) -> bool:
         """Whether the rule would redact something in `text`: asked where Hyperscan named the rule for
         many texts at once (`RuleSet.any_candidate_in_lines`), whose prefilter mode takes the gate's
         word-then-token far wider than it is (a service's name anywhere before any id). Each token is
         tested as `redact` tests it; the first that would go answers."""
-        for match in compiled(self.pattern).finditer(text):
+        for match in self.finditer(text):
             token = match.group().rstrip(".")
             if credential_shaped(token) and self._named_before(text, match.start(), token):
                 return True
