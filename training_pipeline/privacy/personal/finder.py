@@ -104,8 +104,9 @@ def _finder_digest() -> str:
 
 
 def warm_gate() -> None:
-    """The gate's Hyperscan database loaded now (a pool's fork server, for its workers)."""
+    """The gates' Hyperscan databases loaded now (a pool's fork server, for its workers)."""
     _gate()
+    _families_gate()
 
 
 @cache
@@ -114,6 +115,14 @@ def _gate() -> Scanner:
         hyperscan.HS_FLAG_UTF8 | (hyperscan.HS_FLAG_SOM_LEFTMOST if index < _WITH_START else 0)
         for index in range(len(_FAMILIES))
     ]
+    return Scanner([expression.encode() for expression, _, _ in _FAMILIES], flags)
+
+
+@cache
+def _families_gate() -> Scanner:
+    """Which families match at all: each reported once (a trajectory's digits are otherwise a call
+    from Hyperscan for every place a number's match could end)."""
+    flags = [hyperscan.HS_FLAG_UTF8 | hyperscan.HS_FLAG_SINGLEMATCH] * len(_FAMILIES)
     return Scanner([expression.encode() for expression, _, _ in _FAMILIES], flags)
 
 
@@ -169,7 +178,8 @@ class PersonalDataFinder:
         if self._ner_wanted:
             return True
         if not any(
-            family_kinds for family_kinds in (self._family_kinds[f] for f in _gate().matching(serialised))
+            family_kinds
+            for family_kinds in (self._family_kinds[f] for f in _families_gate().matching(serialised))
         ):
             return False
         strings = _JSON_NUMBER.sub(b"0", serialised).decode("utf-8", "replace")
