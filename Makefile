@@ -57,7 +57,7 @@ system-packages:
 	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 			echo "installing:$$missing"; apt-get update -qq && \
-			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 		else \
 			echo "missing system packages:$$missing (sudo apt-get install$$missing)"; exit 1; \
 		fi; \
