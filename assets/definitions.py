@@ -2,7 +2,7 @@
 (the Component, `training_pipeline.component`).
 
 Each domain builds its own `Definitions` from the settings; this merges them with the resources every
-domain shares. Every asset, check, job, sensor and schedule is named under `keys` (a user's prefix),
+domain shares. Every asset, check, job and sensor is named under `keys` (a user's prefix),
 every resource key starts with `training_pipeline_`, and nothing is set on the user's Definitions that
 is theirs to choose (the executor, an IO manager).
 """
@@ -44,7 +44,7 @@ def build_definitions(
     """The parts in `include`, named under `keys` in asset group `group`. `own_executor`: set the
     settings' executor on the Definitions (this repository's code location does; a user's project keeps
     its own). `sensors_running`: the evaluation sensor starts running when the location loads (the
-    threshold sensor and the schedule are always off until turned on)."""
+    threshold sensor and the nightly automation are always off until turned on)."""
     if "training" in include and "datasets" not in include:
         raise ValueError("training reads the datasets: include `datasets` with `training`")
     shared = shared_resources(settings)

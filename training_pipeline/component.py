@@ -9,7 +9,7 @@ database URL, API keys and tokens are read from their environment variables when
 resolve to the value itself and put it in the run config; that is why there is none for them.
 
 What it leaves to the project: the executor, the IO managers and the run queue are the project's; the
-evaluation sensor, the threshold sensor and the nightly schedule are off until someone turns them on.
+evaluation sensor, the threshold sensor and the nightly automation are off until someone turns them on.
 """
 
 from __future__ import annotations

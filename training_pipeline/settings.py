@@ -1,7 +1,7 @@
 """The deployment's settings: every environment variable that shapes the code location and its
 resources, read in one place into one typed model.
 
-`definitions.py` loads them once (`load_settings()`) and hands them to the partitions, schedules,
+`definitions.py` loads them once (`load_settings()`) and hands them to the partitions, the automation,
 sensors, executors and resources it builds; nothing reads the environment at import. A typo fails
 with the variable's name. Secrets are kept as `SecretStr` only to know that they are set: resources
 get them as Dagster `EnvVar`s (resolved when a run starts), so run config shows a name, never a value.
@@ -45,7 +45,7 @@ class Settings(BaseModel):
     start_date: str = Field(
         "2025-01-01", alias="TRAINING_PIPELINE_START_DATE", pattern=r"^\d{4}-\d{2}-\d{2}$"
     )
-    #: when the nightly schedule runs (UTC)
+    #: when the nightly automation builds yesterday (UTC)
     nightly_cron: str = Field("0 2 * * *", alias="TRAINING_PIPELINE_NIGHTLY_CRON")
     #: how often the daemon evaluates the training threshold sensor
     sensor_interval_seconds: int = Field(60, alias="TRAINING_PIPELINE_SENSOR_INTERVAL_SECONDS", ge=1)

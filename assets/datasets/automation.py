@@ -1,18 +1,18 @@
-"""The daily job and the nightly schedule that launches it for yesterday."""
+"""The daily job, and the nightly automation that builds yesterday: declarative automation, as Dagster
+has it. The layers carry `AutomationCondition.on_cron` (the latest day, once each cron tick has passed;
+the three layers asked for together, so one run and one pass), the shared copy `eager` after them; one
+automation sensor evaluates them, off until turned on."""
 
 from __future__ import annotations
 
-from datetime import UTC, timedelta
 from typing import Any
 
 from dagster import (
     AssetsDefinition,
-    DefaultScheduleStatus,
-    RunRequest,
-    ScheduleDefinition,
-    ScheduleEvaluationContext,
+    AutomationCondition,
+    AutomationConditionSensorDefinition,
+    DefaultSensorStatus,
     define_asset_job,
-    schedule,
 )
 
 from assets.keys import UNPREFIXED, Keys
@@ -33,20 +33,21 @@ def datasets_job(assets: list[AssetsDefinition], keys: Keys = UNPREFIXED) -> Unr
     )
 
 
-def yesterday(context: ScheduleEvaluationContext) -> RunRequest:
-    """Yesterday's partition (UTC) of the dataset graph; the day is the run key, so a tick runs once."""
-    day = (context.scheduled_execution_time.astimezone(UTC) - timedelta(days=1)).date().isoformat()
-    return RunRequest(run_key=day, partition_key=day, tags={SOURCE_TAG: "schedule"})
+def nightly(cron: str) -> AutomationCondition:
+    """Yesterday's day (UTC) once the cron tick (`TRAINING_PIPELINE_NIGHTLY_CRON`, UTC) has passed; a
+    tick is handled once."""
+    return AutomationCondition.on_cron(cron, "UTC")
 
 
-def nightly_schedule(
-    job: UnresolvedAssetJobDefinition, cron: str, keys: Keys = UNPREFIXED
-) -> ScheduleDefinition:
-    """`yesterday`, at `cron` (UTC; `TRAINING_PIPELINE_NIGHTLY_CRON`); off until turned on."""
-    return schedule(
-        name=keys.name("nightly_datasets_schedule"),
-        job=job,
-        cron_schedule=cron,
-        execution_timezone="UTC",
-        default_status=DefaultScheduleStatus.STOPPED,
-    )(yesterday)
+def nightly_automation(
+    assets: list[AssetsDefinition], keys: Keys = UNPREFIXED
+) -> AutomationConditionSensorDefinition:
+    """The sensor that evaluates the daily graph's conditions; its runs are tagged as scheduled."""
+    return AutomationConditionSensorDefinition(
+        keys.name("nightly_datasets_automation"),
+        target=assets,
+        run_tags={SOURCE_TAG: "schedule"},
+        default_status=DefaultSensorStatus.STOPPED,
+        description="Builds yesterday's day at TRAINING_PIPELINE_NIGHTLY_CRON (UTC), and copies it to shared "
+        "storage where one is configured.",
+    )

@@ -29,6 +29,7 @@ from dagster import (
     AssetExecutionContext,
     AssetsDefinition,
     AssetSpec,
+    AutomationCondition,
     BackfillPolicy,
     Failure,
     MaterializeResult,
@@ -88,15 +89,22 @@ _DATASET_CHECKS = {
 
 
 def daily_layers(
-    partitions: PartitionsDefinition, keys: Keys, group: str, owners: list[str] | None = None
+    partitions: PartitionsDefinition,
+    keys: Keys,
+    group: str,
+    owners: list[str] | None = None,
+    automation_condition: AutomationCondition | None = None,
 ) -> AssetsDefinition:
-    """The day's three layers and their checks on the deployment's days, keyed under `keys`."""
+    """The day's three layers and their checks on the deployment's days, keyed under `keys`;
+    `automation_condition` on each layer (the same on all three, so they are asked for together: one
+    run, one pass)."""
     layers = [
         AssetSpec(
             keys.trajectories,
             group_name=group,
             kinds={"parquet"},
             owners=owners,
+            automation_condition=automation_condition,
             description="The day's trajectories that parse and validate, stored with their credentials "
             "already redacted (by the privacy profile); the rest go to a quarantine file with the reason "
             "and where they came from.",
@@ -107,6 +115,7 @@ def daily_layers(
             group_name=group,
             kinds={"parquet"},
             owners=owners,
+            automation_condition=automation_condition,
             description="Trajectories after the privacy filter: credentials redacted, handles anonymised, "
             "trajectories of private people dropped.",
         ),
@@ -117,6 +126,7 @@ def daily_layers(
                 group_name=group,
                 kinds={"jsonl"},
                 owners=owners,
+                automation_condition=automation_condition,
                 description=_DESCRIPTIONS[task],
             )
             for task in TASKS

@@ -1,11 +1,11 @@
-"""The daily datasets domain: its assets, checks, job and schedule in one `Definitions`."""
+"""The daily datasets domain: its assets, checks, job and automation in one `Definitions`."""
 
 from __future__ import annotations
 
 from dagster import AssetsDefinition, Definitions
 
 from assets.code_references import with_code_references
-from assets.datasets.automation import datasets_job, nightly_schedule
+from assets.datasets.automation import datasets_job, nightly, nightly_automation
 from assets.datasets.daily import daily_layers
 from assets.datasets.shared import shared_datasets
 from assets.keys import UNPREFIXED, Keys
@@ -19,7 +19,7 @@ def daily_graph(
     """The day's layers (one multi-asset, its checks in it), and the day's copy on shared storage
     where one is configured: what `materialize()` and the job take."""
     partitions = daily_partitions(settings)
-    layers = daily_layers(partitions, keys, group, owners)
+    layers = daily_layers(partitions, keys, group, owners, nightly(settings.nightly_cron))
     return [layers, *([shared_datasets(partitions, keys, group, owners)] if settings.shared_url else [])]
 
 
@@ -31,5 +31,5 @@ def datasets_definitions(
     return Definitions(
         assets=with_code_references(assets),  # the UI links each asset to its code
         jobs=[job],
-        schedules=[nightly_schedule(job, settings.nightly_cron, keys)],
+        sensors=[nightly_automation(assets, keys)],
     )

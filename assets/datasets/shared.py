@@ -3,6 +3,7 @@
 from dagster import (
     AssetExecutionContext,
     AssetsDefinition,
+    AutomationCondition,
     BackfillPolicy,
     Failure,
     MaterializeResult,
@@ -29,6 +30,8 @@ def shared_datasets(
         deps=keys.datasets,
         kinds={"jsonl"},
         backfill_policy=BackfillPolicy.single_run(),
+        # with the day's datasets when they are asked for by the nightly condition, or after them
+        automation_condition=AutomationCondition.eager(),
         description="The day's five datasets (with their trajectory-id sidecars) and summary, copied to the "
         "shared storage (TRAINING_PIPELINE_SHARED_URL) once the datasets' blocking checks have passed; "
         "the summary goes last, so a reader that finds it finds the whole day.",

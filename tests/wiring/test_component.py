@@ -68,8 +68,9 @@ def test_the_component_keys_everything_under_the_prefix_and_leaves_the_project_a
     assert {s.name: s.default_status for s in repository.sensor_defs} == {
         "agents_training_threshold_sensor": dg.DefaultSensorStatus.STOPPED,
         "agents_evaluation_sensor": dg.DefaultSensorStatus.STOPPED,
+        "agents_nightly_datasets_automation": dg.DefaultSensorStatus.STOPPED,
     }
-    assert [s.default_status for s in repository.schedule_defs] == [dg.DefaultScheduleStatus.STOPPED]
+    assert list(repository.schedule_defs) == []
     jobs = {job.name for job in repository.get_all_jobs()}
     assert {"agents_datasets_job", "agents_training_job", "agents_evaluation_job"} <= jobs
     assert "agents_task_reply_to_dana" in jobs

@@ -9,6 +9,8 @@ import os
 import subprocess
 import sys
 
+from dagster import AssetKey
+
 SNAPSHOT = {
     "assets": [
         "action_planner",
@@ -48,8 +50,8 @@ SNAPSHOT = {
         "task_reply_to_dana",
         "training_job",
     ],
-    "sensors": ["evaluation_sensor", "training_threshold_sensor"],
-    "schedules": ["nightly_datasets_schedule"],
+    "sensors": ["evaluation_sensor", "nightly_datasets_automation", "training_threshold_sensor"],
+    "schedules": [],
 }
 
 _READ = """
@@ -109,7 +111,8 @@ def test_settings_reach_every_domain(tmp_path) -> None:
     )
     daily = defs.resolve_assets_def("trajectories").partitions_def
     assert daily.get_first_partition_key() == "2023-06-01"
-    assert defs.resolve_schedule_def("nightly_datasets_schedule").cron_schedule == "30 3 * * *"
+    nightly = defs.resolve_assets_def("trajectories").automation_conditions_by_key[AssetKey("trajectories")]
+    assert nightly.get_label() == "on_cron(30 3 * * *, UTC)"
     assert defs.resolve_sensor_def("training_threshold_sensor").minimum_interval_seconds == 300
     assert defs.resolve_job_def("datasets_job").executor_def.name == "multiprocess"
     assert defs.resolve_job_def("task_mine").executor_def.name == "in_process"

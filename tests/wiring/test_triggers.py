@@ -1,4 +1,4 @@
-"""The threshold sensor and the nightly schedule, evaluated against a real (ephemeral) instance."""
+"""The threshold sensor and the nightly automation, evaluated against a real (ephemeral) instance."""
 
 from __future__ import annotations
 
@@ -10,13 +10,14 @@ from dagster import (
     DagsterInstance,
     DagsterRunStatus,
     Definitions,
-    build_schedule_context,
     build_sensor_context,
+    evaluate_automation_conditions,
     materialize,
 )
 from dagster._core.test_utils import create_run_for_test
 
-from assets.datasets.automation import datasets_job, nightly_schedule
+from assets.datasets.definitions import datasets_definitions
+from assets.keys import UNPREFIXED
 from resources.backends import NativeBackend
 from resources.defaults import default_resources
 from resources.llm import LLMResource
@@ -135,7 +136,41 @@ def test_auto_train_off_stops_firing(env) -> None:
     assert "auto_train is off" in result.skip_reason.skip_message
 
 
-def test_nightly_schedule_materialises_yesterday() -> None:
-    context = build_schedule_context(scheduled_execution_time=datetime(2026, 11, 26, 2, 0, tzinfo=UTC))
-    request = nightly_schedule(datasets_job(DATASET_ASSETS), "0 2 * * *")(context)
-    assert request.partition_key == "2026-11-25" and request.run_key == "2026-11-25"
+def test_the_nightly_condition_asks_for_yesterday_once_per_tick_as_one_run() -> None:
+    settings = load_settings({"TRAINING_PIPELINE_NIGHTLY_CRON": "0 2 * * *"})
+    defs = Definitions.merge(
+        datasets_definitions(settings), Definitions(resources=default_resources(settings))
+    )
+    layers = [UNPREFIXED.trajectories, UNPREFIXED.filtered, *UNPREFIXED.datasets]
+    instance = DagsterInstance.ephemeral()
+
+    def at(hour: int, minute: int, day: int, cursor: object = None):
+        when = datetime(2026, 11, day, hour, minute, tzinfo=UTC)
+        return evaluate_automation_conditions(
+            defs=defs, instance=instance, evaluation_time=when, cursor=cursor
+        )
+
+    before = at(1, 0, 26)
+    assert before.total_requested == 0
+    tick = at(2, 1, 26, before.cursor)
+    # every layer, yesterday only, asked for together: one run of the multi-asset, one pass over the day
+    assert {key: tick.get_requested_partitions(key) for key in layers} == {
+        key: {"2026-11-25"} for key in layers
+    }
+    assert tick.total_requested == len(layers)
+    again = at(2, 30, 26, tick.cursor)
+    assert again.total_requested == 0  # a tick is handled once
+    next_night = at(2, 1, 27, again.cursor)
+    assert next_night.get_requested_partitions(UNPREFIXED.trajectories) == {"2026-11-26"}
+
+
+def test_the_nightly_automation_is_off_until_turned_on_and_tags_its_runs() -> None:
+    settings = load_settings({})
+    defs = Definitions.merge(
+        datasets_definitions(settings), Definitions(resources=default_resources(settings))
+    )
+    repository = defs.get_repository_def()
+    [sensor] = repository.sensor_defs
+    assert sensor.name == "nightly_datasets_automation"
+    assert sensor.default_status.value == "STOPPED"
+    assert sensor.run_tags == {"training_pipeline/source": "schedule"}
