@@ -6,6 +6,7 @@ from dagster import DailyPartitionsDefinition, StaticPartitionsDefinition
 
 from training_pipeline.datasets.tasks import TASKS
 from training_pipeline.settings import Settings
+from training_pipeline.trajectories.earliest import first_day
 
 #: One group for the whole graph: the UI opens a single group expanded, so a first look shows the
 #: lineage from trajectories to training (several groups would open collapsed).
@@ -24,5 +25,5 @@ SOURCE_TAG = "training_pipeline/source"
 
 def daily_partitions(settings: Settings) -> DailyPartitionsDefinition:
     """Trajectories belong to the UTC day they started; the first day is the deployment's
-    (`TRAINING_PIPELINE_START_DATE`, for older histories)."""
-    return DailyPartitionsDefinition(start_date=settings.start_date, timezone="UTC")
+    (`TRAINING_PIPELINE_START_DATE`), else the source's first (`first_day`)."""
+    return DailyPartitionsDefinition(start_date=first_day(settings).isoformat(), timezone="UTC")

@@ -65,10 +65,13 @@ def _day(text: str) -> date:
 
 def _days(start: date, end: date) -> list[str]:
     """The days from `start` to `end`, each a partition of the daily assets: from the deployment's
-    first day (`TRAINING_PIPELINE_START_DATE`) to yesterday (UTC), the last day that has ended."""
+    first day (`TRAINING_PIPELINE_START_DATE`, else the source's) to yesterday (UTC), the last day that
+    has ended."""
     if end < start:
         raise ValueError(f"--end {end} is before --start {start}")
-    first = date.fromisoformat(settings().start_date)
+    from training_pipeline.trajectories.earliest import first_day
+
+    first = first_day(settings())
     last = datetime.now(UTC).date() - timedelta(days=1)
     if start < first:
         raise ValueError(

@@ -54,7 +54,8 @@ class TrainingPipelineComponent(dg.Component, dg.Resolvable, dg.Model):
     )
     trajectory_table: str | None = Field(default=None, description="the database table (TRAJECTORY_DB_TABLE)")
     start_date: str | None = Field(
-        default=None, description="the first daily partition, YYYY-MM-DD (UTC days)"
+        default=None,
+        description="the first daily partition, YYYY-MM-DD (UTC days); unset: the source's first day",
     )
     privacy_profile: Literal["strict", "elizaos"] | None = Field(
         default=None, description="strict (the default) or elizaos (exactly elizaOS's filter)"

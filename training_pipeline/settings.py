@@ -41,10 +41,8 @@ class Settings(BaseModel):
     #: seconds the redaction of one record (or one stored text) may take before the record is
     #: quarantined (the text stored as a placeholder); 0: no budget
     redaction_budget_seconds: float = Field(30.0, alias="TRAINING_PIPELINE_REDACTION_BUDGET_SECONDS", ge=0)
-    #: the first daily partition
-    start_date: str = Field(
-        "2025-01-01", alias="TRAINING_PIPELINE_START_DATE", pattern=r"^\d{4}-\d{2}-\d{2}$"
-    )
+    #: the first daily partition (unset: the source's first day, `trajectories.earliest.first_day`)
+    start_date: str | None = Field(None, alias="TRAINING_PIPELINE_START_DATE", pattern=r"^\d{4}-\d{2}-\d{2}$")
     #: when the nightly automation builds yesterday (UTC)
     nightly_cron: str = Field("0 2 * * *", alias="TRAINING_PIPELINE_NIGHTLY_CRON")
     #: how often the daemon evaluates the training threshold sensor

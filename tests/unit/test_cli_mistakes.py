@@ -23,7 +23,7 @@ def env(tmp_path: Path) -> dict[str, str]:
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        (["materialize", "--start", "2024-01-01"], "is before the first daily partition, 2025-01-01"),
+        (["materialize", "--start", "2026-11-20"], "is before the first daily partition, 2026-11-23"),
         (["materialize", "--start", "2099-01-01"], "has not ended yet (UTC): the daily partitions run from"),
         (["materialize", "--start", "2026-11-20", "--end", "2026-11-19"], "is before --start"),
         (["materialize", "--start", "2026-13-01"], "use YYYY-MM-DD"),

@@ -75,6 +75,14 @@ def read_table(
         ) from err
 
 
+def first_start_ms(engine: sa.Engine, table: str, at_least: int = 0) -> int | None:
+    """The smallest `start_time` of `table` from `at_least` on (None: no such row)."""
+    query = f"SELECT MIN(start_time) FROM {_quote(engine, table)} WHERE start_time >= :at_least"
+    with engine.connect() as conn:
+        smallest = conn.execute(sa.text(query), {"at_least": at_least}).scalar()
+    return None if smallest is None else int(smallest)
+
+
 def _quote(engine: sa.Engine, table: str) -> str:
     return ".".join(engine.dialect.identifier_preparer.quote(part) for part in table.split("."))
 
