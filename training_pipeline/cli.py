@@ -92,6 +92,16 @@ def _instance():
     return DagsterInstance.get()
 
 
+#: `--verbose`: Dagster's log of a run as it goes, and the traceback of an error
+_verbose = False
+
+
+def _run_log_level() -> str:
+    """What of Dagster's log a run prints here: all of it with `--verbose`; else nothing, and a failed
+    run is one line (`_run_job`), its full log on the run's page in the UI."""
+    return "INFO" if _verbose else "CRITICAL"
+
+
 def _run_job(instance, job_name: str, tags: dict[str, str], run_config: dict[str, Any], here):
     """`job_name` through the deployment when it is up (the run can be re-executed from the UI), else
     by `here()` in this process, said on stderr (`training_pipeline.launch`)."""
@@ -115,6 +125,12 @@ def _run_job(instance, job_name: str, tags: dict[str, str], run_config: dict[str
             "but cannot re-execute it",
             file=sys.stderr,
         )
+    if not finished.success and not _verbose:
+        print(
+            f"training-pipeline: error: run {finished.run_id} failed: {finished.failure or 'see its log'} "
+            "(its full log is on the run's page in the UI; --verbose prints it here)",
+            file=sys.stderr,
+        )
     return finished
 
 
@@ -135,7 +151,7 @@ def _materialize_days(days: list[str]) -> bool:
             "dagster/asset_partition_range_start": days[0],
             "dagster/asset_partition_range_end": days[-1],
         }
-    run_config = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+    run_config = {"loggers": {"console": {"config": {"log_level": _run_log_level()}}}}
     tags = {**partitions, "training_pipeline/launched_by": "cli"}
     with _instance() as instance:
         result = _run_job(
@@ -268,7 +284,7 @@ def _train(args: argparse.Namespace) -> int:
             return 0
         run_config = {
             "ops": {"training_run": {"config": config}},
-            "loggers": {"console": {"config": {"log_level": "INFO"}}},
+            "loggers": {"console": {"config": {"log_level": _run_log_level()}}},
         }
         result = _run_job(
             instance,
@@ -383,7 +399,7 @@ def _task_run(args: argparse.Namespace) -> int:
     )
     run_config = {
         "resources": {"training_pipeline_task_overrides": {"config": overrides}},
-        "loggers": {"console": {"config": {"log_level": "INFO"}}},
+        "loggers": {"console": {"config": {"log_level": _run_log_level()}}},
     }
     tags = {"training_pipeline/launched_by": "cli"}
     with _instance() as instance:
@@ -420,6 +436,11 @@ def _task_run(args: argparse.Namespace) -> int:
 
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="training-pipeline", description=__doc__)
+    root.add_argument(
+        "--verbose",
+        action="store_true",
+        help="print Dagster's log of each run as it goes, and an error's traceback (anywhere on the line)",
+    )
     commands = root.add_subparsers(dest="command", required=True)
 
     build = commands.add_parser(
@@ -531,7 +552,12 @@ def project_defaults(cwd: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    global _verbose
+    given = list(sys.argv[1:] if argv is None else argv)
+    _verbose = "--verbose" in given  # anywhere on the line, not only before the command
+    args = parser().parse_args(
+        [*(["--verbose"] if _verbose else []), *(a for a in given if a != "--verbose")]
+    )
     project_defaults(Path.cwd())
     from training_pipeline.launch import LaunchFailed
 
@@ -540,6 +566,15 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, ValueError, LaunchFailed) as err:
         print(f"training-pipeline: error: {err}", file=sys.stderr)
         return 2
+    except Exception as err:  # Dagster's own errors among them: one line, the traceback on request
+        if _verbose:
+            raise
+        first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        print(
+            f"training-pipeline: error: {type(err).__name__}: {first} (--verbose for the traceback)",
+            file=sys.stderr,
+        )
+        return 1
     except BrokenPipeError:  # the reader went away (`| head`): nothing more to say, and no traceback
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

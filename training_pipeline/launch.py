@@ -43,6 +43,9 @@ class Finished:
     check_evaluations: list[Any]
     #: whether the run went through the deployment (it has the code location's origin)
     launched: bool
+    #: what made the run fail, in one line: the first failed step and its error's root cause (None: it
+    #: did not fail, or the log says nothing)
+    failure: str | None = None
 
 
 def deployment_is_up(instance: Any) -> bool:
@@ -122,4 +125,25 @@ def _finished(instance: Any, run_id: str, launched: bool) -> Finished:
         else:
             evaluations.append(event.event_specific_data)
     success = run is not None and run.status == DagsterRunStatus.SUCCESS
-    return Finished(run_id, success, materializations, evaluations, launched)
+    failure = None if success else _failure(instance, run_id)
+    return Finished(run_id, success, materializations, evaluations, launched, failure)
+
+
+def _failure(instance: Any, run_id: str) -> str | None:
+    """The first step failure's root cause (`step: Type: message`), else the run failure's message."""
+    from dagster import DagsterEventType
+
+    for entry in instance.all_logs(
+        run_id, of_type={DagsterEventType.STEP_FAILURE, DagsterEventType.RUN_FAILURE}
+    ):
+        event = entry.dagster_event
+        error = getattr(event.event_specific_data, "error", None)
+        if error is not None:
+            while error.cause is not None:  # Dagster wraps what the step raised; say what it raised
+                error = error.cause
+            text = error.message.strip().splitlines()[0] if error.message.strip() else error.cls_name
+            text = text.removeprefix("dagster._core.definitions.events.")
+            return f"{event.step_key}: {text}" if event.step_key else text
+        if event.event_type == DagsterEventType.RUN_FAILURE and entry.message:
+            return entry.message.strip().splitlines()[0]
+    return None

@@ -85,3 +85,36 @@ def test_a_day_with_nothing_in_the_source_is_said_not_a_silent_ok(
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout.strip().splitlines()[-1])["status"] == "empty"
     assert "warning: 2026-11-23: the trajectory source held no record of this day" in done.stderr
+
+
+def test_a_run_that_fails_is_one_line_naming_its_cause_and_verbose_shows_the_log(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    import shutil
+
+    from tests.helpers import REPO
+
+    home = Path(env["DAGSTER_HOME"])
+    home.mkdir()
+    shutil.copy(REPO / "dagster.yaml", home / "dagster.yaml")
+    wrong = {
+        **env,
+        "TRAJECTORY_DIR": str(tmp_path / "no-such-folder"),
+        "TRAINING_PIPELINE_START_DATE": "2026-11-20",
+    }
+    done = cli(wrong, "materialize", "--start", "2026-11-23", cwd=tmp_path)
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr and "Stack Trace" not in done.stderr
+    [line] = [text for text in done.stderr.splitlines() if "error" in text]
+    assert "failed: daily_layers: FileNotFoundError: trajectory export path does not exist" in line
+    assert "--verbose" in line
+    shown = cli(wrong, "materialize", "--start", "2026-11-23", "--verbose", cwd=tmp_path)
+    assert shown.returncode == 1 and "Stack Trace" in shown.stderr and "STEP_FAILURE" in shown.stderr
+
+
+def test_an_error_from_dagster_itself_is_one_line(env: dict[str, str], tmp_path: Path) -> None:
+    done = cli(env, "materialize", "--start", "2026-11-23", cwd=tmp_path)  # DAGSTER_HOME is no folder
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    [line] = [text for text in done.stderr.splitlines() if "error" in text]
+    assert "DagsterInvariantViolationError" in line and "is not a directory" in line
+    assert "Traceback" in cli(env, "--verbose", "materialize", "--start", "2026-11-23", cwd=tmp_path).stderr
