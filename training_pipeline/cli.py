@@ -94,6 +94,8 @@ def _instance():
 
 #: `--verbose`: Dagster's log of a run as it goes, and the traceback of an error
 _verbose = False
+#: this project's folder, where the command found it (`find_project`): None, not set up
+_project: Path | None = None
 
 
 def _run_log_level() -> str:
@@ -107,8 +109,7 @@ def _run_job(instance, job_name: str, tags: dict[str, str], run_config: dict[str
     by `here()` in this process, said on stderr (`training_pipeline.launch`)."""
     from training_pipeline.launch import run_job
 
-    cwd = Path.cwd()
-    workspace = cwd / "workspace.yaml" if job_name and (cwd / "dagster.yaml").is_file() else None
+    workspace = _project / "workspace.yaml" if job_name and _project is not None else None
     finished = run_job(
         instance, job_name, tags=tags, run_config=run_config, workspace=workspace, in_process=here
     )
@@ -116,7 +117,7 @@ def _run_job(instance, job_name: str, tags: dict[str, str], run_config: dict[str
         why = (
             "its task file is not one of the code location's"
             if not job_name
-            else "not run from the project's folder"
+            else "no project folder found (run it from one, or where its venv is)"
             if workspace is None
             else "no daemon of this instance is up (`make ui` starts one)"
         )
@@ -535,30 +536,50 @@ def parser() -> argparse.ArgumentParser:
     return root
 
 
-def project_defaults(cwd: Path) -> None:
-    """Run from this project's folder (it holds `dagster.yaml` and `workspace.yaml`), every command finds
-    the instance and data `make demo` made (`var/dagster_home`, `var/data`) without exports. Variables
-    already set win. (They are set for the child processes Dagster starts, which read them.)"""
-    if not ((cwd / "dagster.yaml").is_file() and (cwd / "workspace.yaml").is_file()):
+def find_project(cwd: Path, prefix: Path | None = None) -> Path | None:
+    """This project's folder: `cwd` when it holds `dagster.yaml` and `workspace.yaml`; else the nearest
+    folder above it, or the one holding the virtual environment (`prefix`, `sys.prefix`) or this
+    package, whose `workspace.yaml` loads `training_pipeline` (another Dagster project's is not ours)."""
+    if (cwd / "dagster.yaml").is_file() and (cwd / "workspace.yaml").is_file():
+        return cwd
+    prefix = Path(sys.prefix) if prefix is None else prefix
+    candidates = [*cwd.parents, prefix.parent, Path(__file__).resolve().parents[1]]
+    for folder in candidates:
+        workspace = folder / "workspace.yaml"
+        try:
+            ours = (folder / "dagster.yaml").is_file() and "training_pipeline" in workspace.read_text("utf-8")
+        except OSError:
+            continue
+        if ours:
+            return folder
+    return None
+
+
+def project_defaults(project: Path | None) -> None:
+    """Run from this project's folder or anywhere once it is set up (`find_project`), every command
+    finds the instance and data `make demo` made (`var/dagster_home`, `var/data`) without exports.
+    Variables already set win. (They are set for the child processes Dagster starts, which read them.)"""
+    if project is None:
         return
     if not os.environ.get("DAGSTER_HOME"):
-        home = cwd / "var" / "dagster_home"
+        home = project / "var" / "dagster_home"
         home.mkdir(parents=True, exist_ok=True)
         if not (home / "dagster.yaml").exists():
-            (home / "dagster.yaml").symlink_to(cwd / "dagster.yaml")
+            (home / "dagster.yaml").symlink_to(project / "dagster.yaml")
         os.environ["DAGSTER_HOME"] = str(home)
     if not os.environ.get("TRAINING_PIPELINE_DATA"):
-        os.environ["TRAINING_PIPELINE_DATA"] = str(cwd / "var" / "data")
+        os.environ["TRAINING_PIPELINE_DATA"] = str(project / "var" / "data")
 
 
 def main(argv: list[str] | None = None) -> int:
-    global _verbose
+    global _verbose, _project
     given = list(sys.argv[1:] if argv is None else argv)
     _verbose = "--verbose" in given  # anywhere on the line, not only before the command
     args = parser().parse_args(
         [*(["--verbose"] if _verbose else []), *(a for a in given if a != "--verbose")]
     )
-    project_defaults(Path.cwd())
+    _project = find_project(Path.cwd())
+    project_defaults(_project)
     from training_pipeline.launch import LaunchFailed
 
     try:

@@ -118,3 +118,27 @@ def test_an_error_from_dagster_itself_is_one_line(env: dict[str, str], tmp_path:
     [line] = [text for text in done.stderr.splitlines() if "error" in text]
     assert "DagsterInvariantViolationError" in line and "is not a directory" in line
     assert "Traceback" in cli(env, "--verbose", "materialize", "--start", "2026-11-23", cwd=tmp_path).stderr
+
+
+def _project(folder: Path, module: str = "training_pipeline.definitions") -> Path:
+    folder.mkdir(parents=True)
+    (folder / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    (folder / "workspace.yaml").write_text(f"load_from:\n  - python_module:\n      module_name: {module}\n")
+    return folder
+
+
+def test_commands_find_the_project_from_below_it_or_from_its_venv(tmp_path: Path) -> None:
+    from training_pipeline.cli import find_project
+
+    project = _project(tmp_path / "proj")
+    deep = project / "notebooks" / "today"
+    deep.mkdir(parents=True)
+    assert find_project(deep, prefix=tmp_path / "elsewhere" / ".venv") == project
+    # from any folder, through the virtual environment the command runs from
+    other = _project(tmp_path / "proj2")
+    (tmp_path / "scratch").mkdir()
+    assert find_project(tmp_path / "scratch", prefix=other / ".venv") == other
+    # another Dagster project above is not this one
+    foreign = _project(tmp_path / "theirs", module="mycorp.defs")
+    (foreign / "src").mkdir()
+    assert find_project(foreign / "src", prefix=tmp_path / "elsewhere" / ".venv") != foreign
