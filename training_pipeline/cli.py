@@ -106,13 +106,20 @@ def _run_log_level() -> str:
 
 def _run_job(instance, job_name: str, tags: dict[str, str], run_config: dict[str, Any], here):
     """`job_name` through the deployment when it is up (the run can be re-executed from the UI), else
-    by `here()` in this process, said on stderr (`training_pipeline.launch`)."""
-    from training_pipeline.launch import run_job
+    by `here()` in this process, said on stderr (`training_pipeline.launch`); what the run says as it
+    goes is printed as it goes (`RunProgress`). `tags` gains the progress tag: `here` must run with
+    them."""
+    import uuid
+
+    from training_pipeline.launch import PROGRESS_TAG, RunProgress, run_job
 
     workspace = _project / "workspace.yaml" if job_name and _project is not None else None
-    finished = run_job(
-        instance, job_name, tags=tags, run_config=run_config, workspace=workspace, in_process=here
-    )
+    key = uuid.uuid4().hex
+    tags[PROGRESS_TAG] = key
+    with RunProgress(key, write=None if not _verbose else lambda line: None):
+        finished = run_job(
+            instance, job_name, tags=tags, run_config=run_config, workspace=workspace, in_process=here
+        )
     if not finished.launched:
         why = (
             "its task file is not one of the code location's"
@@ -287,10 +294,11 @@ def _train(args: argparse.Namespace) -> int:
             "ops": {"training_run": {"config": config}},
             "loggers": {"console": {"config": {"log_level": _run_log_level()}}},
         }
+        tags = {"training_pipeline/source": "manual", "dagster/partition": task}
         result = _run_job(
             instance,
             "training_job",
-            {"training_pipeline/source": "manual", "dagster/partition": task},
+            tags,
             run_config,
             lambda: (
                 defs.resolve_job_def("training_job")
@@ -299,7 +307,8 @@ def _train(args: argparse.Namespace) -> int:
                     instance=instance,
                     raise_on_error=False,
                     run_config=run_config,
-                    tags={"training_pipeline/source": "manual"},
+                    # the partition is the argument's; the others as a launched run has them
+                    tags={k: v for k, v in tags.items() if k != "dagster/partition"},
                 )
                 .run_id
             ),

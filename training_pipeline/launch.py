@@ -14,8 +14,10 @@ Either way the CLI waits for the run and reads its results from the instance's e
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Mapping
@@ -23,7 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Finished", "LaunchFailed", "deployment_is_up", "run_job"]
+__all__ = ["Finished", "LaunchFailed", "RunProgress", "deployment_is_up", "run_job"]
+
+#: the tag that lets `RunProgress` find the run it follows, before the run has an id it knows
+PROGRESS_TAG = "training_pipeline/cli_progress"
 
 #: a daemon whose last heartbeat is older than this is taken for stopped
 _HEARTBEAT_SECONDS = 60.0
@@ -109,6 +114,67 @@ def _wait_for(instance: Any, run_id: str) -> None:
                 "(`make ui`) and it runs, or cancel it in the UI"
             )
         time.sleep(0.5)
+
+
+class RunProgress(threading.Thread):
+    """Prints what a run says as it goes: its steps' own log lines (the day built, the round scored,
+    the step of a task run), one line each, as they land in the instance's event log; Dagster's
+    events and tracebacks are left to the run's page (and `--verbose`). Follows the run tagged
+    `PROGRESS_TAG: key`, however it was started (in this process or through the deployment), on an
+    instance of its own (the caller's is busy in another thread)."""
+
+    def __init__(self, key: str, write: Any = None, interval: float = 0.5) -> None:
+        super().__init__(name="run-progress", daemon=True)
+        self.key = key
+        self.interval = interval
+        self._write = write or (lambda line: print(line, file=sys.stderr, flush=True))
+        self._done = threading.Event()
+
+    def __enter__(self) -> RunProgress:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self.join(timeout=10)
+
+    def run(self) -> None:
+        from dagster import DagsterInstance, RunsFilter
+
+        try:
+            with DagsterInstance.get() as instance:
+                run_id: str | None = None
+                cursor: str | None = None
+                while True:
+                    stopping = self._done.is_set()  # read first: a last pass after the run ended
+                    if run_id is None:
+                        runs = instance.get_runs(filters=RunsFilter(tags={PROGRESS_TAG: self.key}), limit=1)
+                        run_id = runs[0].run_id if runs else None
+                    if run_id is not None:
+                        page = instance.get_records_for_run(run_id, cursor=cursor)
+                        cursor = page.cursor
+                        for record in page.records:
+                            entry = record.event_log_entry
+                            if _said_by_the_run(entry):
+                                where = f"{entry.step_key}: " if entry.step_key else ""
+                                self._write(f"  {where}{entry.user_message.strip().splitlines()[0]}")
+                    if stopping:
+                        return
+                    self._done.wait(self.interval)
+        except Exception as err:  # progress is a courtesy: the run's result is read elsewhere
+            self._write(f"  (progress stopped: {type(err).__name__})")
+
+
+#: what Dagster itself logs about a range run whose checks are reported per day (`AssetCheckEvaluation`
+#: with a partition, not as outputs): true of every such run, and nothing for a user to act on
+_CHECKS_AS_EVALUATIONS = re.compile(r"^op '[^']+' did not yield or return expected outputs")
+
+
+def _said_by_the_run(entry: Any) -> bool:
+    """A log line of the run's own (INFO or more), not one of Dagster's events."""
+    if entry.dagster_event is not None or entry.level < 20 or not entry.user_message:
+        return False
+    return _CHECKS_AS_EVALUATIONS.match(entry.user_message) is None
 
 
 def _finished(instance: Any, run_id: str, launched: bool) -> Finished:

@@ -334,6 +334,10 @@ def test_cli_backfills_a_range_into_the_instance(tmp_path: Path, dagster_home: P
     assert [line["day"] for line in lines] == ["2026-11-23", "2026-11-24", "2026-11-25"]
     assert all(line["status"] == "ok" for line in lines)
     assert (dagster_home / "storage").is_dir()  # the SQLite run/event storage of dagster.yaml
+    # what the run says as it goes, a line a day; Dagster's own log only with --verbose
+    said = [line for line in proc.stderr.splitlines() if line.startswith("  daily_layers: ")]
+    assert [line.split()[1] for line in said] == ["2026-11-23:", "2026-11-24:", "2026-11-25:"]
+    assert "STEP_START" not in proc.stderr and "did not yield" not in proc.stderr
 
     train = cli(env, "train", "--task", "response", "--dry-run", "--backend", "atropos", cwd=tmp_path)
     assert train.returncode == 0, train.stderr[-3000:]
