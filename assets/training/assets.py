@@ -282,6 +282,15 @@ def training_assets(keys: Keys, group: str, owners: list[str] | None = None) -> 
                 "optimizer": artifact["optimizer"],
                 "baseline_score": float(artifact["baseline_score"]),
                 "score": float(artifact["score"]),
+                # what always giving one answer scores on the same examples: the score's reference
+                **(
+                    {
+                        "best_constant_score": verdict.reference,
+                        "best_constant_gain_low": verdict.reference_low,
+                    }
+                    if verdict.reference is not None
+                    else {}
+                ),
                 "improvement": float(artifact["score"] - artifact["baseline_score"]),
                 "train_examples": artifact["train_size"],
                 "validation_examples": artifact["validation_size"],
@@ -326,6 +335,7 @@ def training_assets(keys: Keys, group: str, owners: list[str] | None = None) -> 
             "gain_low": verdict.low,
             "held_out_examples": verdict.n,
             "reason": verdict.reason,
+            **({"best_constant_score": verdict.reference} if verdict.reference is not None else {}),
         }
         if verdict.promoted == is_published:
             return AssetCheckResult(

@@ -13,9 +13,12 @@ from training_pipeline.optimizers.scoring import (
     SCORERS,
     LLMJudge,
     answer_fields,
+    best_constant,
     default_scorer,
     exact_match,
     json_fields,
+    planner_action_set,
+    respond_decision,
 )
 from training_pipeline.training.evaluation import Evaluation, evaluation_files
 from training_pipeline.training.promotion import (
@@ -112,8 +115,15 @@ def test_the_policy_names_known_tasks_and_scorers() -> None:
     assert PromotionPolicy(scorers={"context_routing": "json_fields"}).scorer_for("context_routing") == (
         "json_fields"
     )
+    # the decision where a task makes one; elizaOS's lenient `action_match` is a setting away
     assert (
-        PromotionPolicy().scorer_for("action_planner") == "action_match" == default_scorer("action_planner")
+        PromotionPolicy().scorer_for("action_planner")
+        == "planner_actions"
+        == default_scorer("action_planner")
+    )
+    assert default_scorer("should_respond") == "respond_decision"
+    assert PromotionPolicy(scorers={"action_planner": "action_match"}).scorer_for("action_planner") == (
+        "action_match"
     )
     with pytest.raises(ValidationError, match="unknown scorer"):
         PromotionPolicy(scorers={"response": "vibes"})
@@ -174,3 +184,38 @@ def test_evaluation_files_and_totals(tmp_path: Path) -> None:
     assert evaluation.summary()["difference"] == 1.0 and evaluation.by_task_file() == {
         "a": {"promoted": 1.0, "baseline": 0.0}
     }
+
+
+def test_a_candidate_that_only_gives_the_commonest_answer_is_never_promoted() -> None:
+    """On should_respond with RESPOND two times in three, a poor baseline (right one time in five) and a
+    candidate that always answers RESPOND: a large, significant gain over the baseline, and none over
+    the best constant answer."""
+    expected = ["RESPOND", "RESPOND", "IGNORE"] * 40
+    scorer = SCORERS["respond_decision"]
+    reference = best_constant(expected, scorer)
+    assert reference is not None and reference.answer == "RESPOND" and reference.mean == pytest.approx(2 / 3)
+    baseline = [1.0 if i % 5 == 0 else 0.0 for i in range(len(expected))]
+    majority = [scorer("<action>RESPOND</action>", want) for want in expected]
+    verdict = judge(baseline, majority, PromotionPolicy(), "respond_decision", reference.scores)
+    assert verdict.low > 0.3 and not verdict.promoted
+    assert "not than always giving the commonest answer" in verdict.reason
+    assert verdict.reference == pytest.approx(2 / 3)
+    # one that gets the IGNOREs right as well beats both
+    right = [1.0] * len(expected)
+    better = judge(baseline, right, PromotionPolicy(), "respond_decision", reference.scores)
+    assert better.promoted and better.reference_low > 0
+
+
+def test_decisions_are_read_strictly_and_a_malformed_answer_is_wrong() -> None:
+    should = "<response><name>Eliza</name><reasoning>asked</reasoning><action>RESPOND</action></response>"
+    assert respond_decision(should) == "RESPOND" and respond_decision(" ignore. ") == "IGNORE"
+    assert respond_decision("<name>Eliza</name> I think RESPOND maybe") is None
+    assert respond_decision("<action>RESPOND</action><action>IGNORE</action>") is None
+    assert SCORERS["respond_decision"](should, should) == 1.0
+    # elizaOS's lenient scorer reads the agent's name as the decision
+    assert SCORERS["action_match"]("<name>Eliza</name><action>IGNORE</action>", should) == 1.0
+    assert SCORERS["respond_decision"]("<name>Eliza</name><action>IGNORE</action>", should) == 0.0
+    plan = "<thought>x</thought><actions>REPLY, SEND_MESSAGE</actions><providers>A</providers>"
+    assert planner_action_set(plan) == {"REPLY", "SEND_MESSAGE"}
+    assert SCORERS["planner_actions"]("<actions>send_message,REPLY</actions>", plan) == 1.0
+    assert SCORERS["planner_actions"]("REDACTED: I will REPLY", "<actions>REPLY</actions>") == 0.0

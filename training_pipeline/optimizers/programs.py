@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from training_pipeline.atomic import atomic_write_text
 from training_pipeline.optimizers.examples import Example
-from training_pipeline.optimizers.scoring import LLMJudge, Scorer
+from training_pipeline.optimizers.scoring import LLMJudge, Scorer, best_constant
 from training_pipeline.stages.scope import StageScope
 
 Optimizer = Literal["instruction-search", "prompt-evolution", "bootstrap-fewshot"]
@@ -72,6 +72,11 @@ class OptimisationResult:
     scores: list[float] = field(default_factory=list)
     #: which scorer produced every score above
     scorer: str = ""
+    #: the best constant answer on the held-out examples (`scoring.best_constant`) and its score on
+    #: each, in the same order: what the gate also requires the candidate to beat (empty: none, as for
+    #: an LLM judge)
+    reference_answer: str = ""
+    reference_scores: list[float] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -384,6 +389,7 @@ def _final(
             "prompt_id": prompt_id(best),
         },
     ]
+    reference = best_constant([e.expected for e in validation], scorer)
     return OptimisationResult(
         optimizer,
         baseline,
@@ -395,6 +401,8 @@ def _final(
         validation_ids=[e.id for e in validation],
         baseline_scores=base_scores,
         scores=scores,
+        reference_answer=reference.answer if reference else "",
+        reference_scores=reference.scores if reference else [],
     )
 
 

@@ -2,7 +2,12 @@
 
 - `token_overlap` (elizaOS's `agreement`): Jaccard overlap of lower-cased word tokens.
 - `action_match` (elizaOS's planner scorer): 1 when the action the answer names is the expected one
-  (from `<name>`, `<action>`, or the first UPPER_CASE word), else 0.
+  (from `<name>`, `<action>`, or the first UPPER_CASE word), else 0. Lenient to a fault: it takes
+  `<name>Eliza</name>` of a should_respond answer, or `REDACTED`, for the decision.
+- `respond_decision`: 1 when the answer's decision (`<action>RESPOND|IGNORE|STOP</action>`, or the
+  answer being that one word) is the expected one; an answer in no such form is wrong.
+- `planner_actions`: 1 when the answer's `<actions>…</actions>` names the expected actions (as a set);
+  an answer without that tag is wrong.
 - `exact_match`: 1 when the answers are equal once whitespace is collapsed, else 0.
 - `json_fields`: the share of the expected answer's fields the answer agrees on, for structured
   answers such as `context_routing`'s (`primaryContext`, `secondaryContexts`, `evidenceTurnIds`),
@@ -10,8 +15,10 @@
 - `llm_judge`: an LLM grades the answer against the expected one from 0 to 10 (run by the optimiser as
   a recorded prompt execution, so its calls and tokens count against the budget).
 
-elizaOS uses `action_match` for `action_planner` and `token_overlap` for every other task; the training
-policy can choose another per task (`scorers`), and every score says which scorer produced it.
+elizaOS uses `action_match` for `action_planner` and `token_overlap` for every other task. Ours measure
+the decision where a task makes one (`default_scorer`); the training policy can choose another per task
+(`scorers`), and every score says which scorer produced it. `best_constant` is the reference every
+score is shown beside: what always giving one answer would score.
 """
 
 from __future__ import annotations
@@ -62,6 +69,42 @@ def planner_action(text: str | None) -> str | None:
 def action_match(actual: str, expected: str) -> float:
     want = planner_action(expected)
     return 1.0 if want is not None and planner_action(actual) == want else 0.0
+
+
+_DECISION_TAG = re.compile(r"<action>\s*(RESPOND|IGNORE|STOP)\s*</action>", re.IGNORECASE)
+_DECISION_WORD = re.compile(r"(RESPOND|IGNORE|STOP)", re.IGNORECASE)
+_ACTIONS_TAG = re.compile(r"<actions>\s*([A-Za-z0-9_]+(?:\s*,\s*[A-Za-z0-9_]+)*)\s*</actions>")
+
+
+def respond_decision(text: str | None) -> str | None:
+    """A should_respond answer's decision, strictly: the `<action>` tag's RESPOND, IGNORE or STOP, or
+    the answer being that one word; None for any other answer."""
+    if not text:
+        return None
+    tagged = _DECISION_TAG.findall(text)
+    if len(tagged) == 1:
+        return tagged[0].upper()
+    bare = _DECISION_WORD.fullmatch(text.strip().strip(".`\"'"))
+    return bare[1].upper() if bare and not tagged else None
+
+
+def planner_action_set(text: str | None) -> frozenset[str] | None:
+    """A planner answer's actions, strictly: the one `<actions>` tag's comma-separated names (upper
+    case); None when there is no such tag, or more than one."""
+    found = _ACTIONS_TAG.findall(text or "")
+    if len(found) != 1:
+        return None
+    return frozenset(name.strip().upper() for name in found[0].split(","))
+
+
+def decision_match(actual: str, expected: str) -> float:
+    want = respond_decision(expected)
+    return 1.0 if want is not None and respond_decision(actual) == want else 0.0
+
+
+def actions_match(actual: str, expected: str) -> float:
+    want = planner_action_set(expected)
+    return 1.0 if want is not None and planner_action_set(actual) == want else 0.0
 
 
 def exact_match(actual: str, expected: str) -> float:
@@ -158,15 +201,57 @@ Scorer = Callable[[str, str], float] | LLMJudge
 SCORERS: dict[str, Scorer] = {
     "token_overlap": agreement,
     "action_match": action_match,
+    "respond_decision": decision_match,
+    "planner_actions": actions_match,
     "exact_match": exact_match,
     "json_fields": json_fields,
     "llm_judge": LLMJudge(),
 }
 
 
+_DEFAULT_SCORERS = {
+    "should_respond": "respond_decision",
+    "action_planner": "planner_actions",
+    "context_routing": "json_fields",
+}
+
+
 def default_scorer(task: Task | str) -> str:
-    """elizaOS's choice: action-name match for the planner, token overlap for everything else."""
-    return "action_match" if task == "action_planner" else "token_overlap"
+    """The decision where the task makes one (respond or not, which actions, which context); token
+    overlap for free text (elizaOS's own choice: `action_match` for the planner, token overlap for
+    every other task, is a policy setting away)."""
+    return _DEFAULT_SCORERS.get(task, "token_overlap")
+
+
+@dataclass(frozen=True)
+class Reference:
+    """The best a constant answer does on some examples: `answer`, and its score on each."""
+
+    answer: str
+    scores: list[float]
+
+    @property
+    def mean(self) -> float:
+        return sum(self.scores) / len(self.scores) if self.scores else 0.0
+
+
+def best_constant(expected: list[str], scorer: Scorer, most: int = 64) -> Reference | None:
+    """Which one of the expected answers (the `most` commonest), given every time, scores best on
+    `expected`: the majority class for a decision, the best stock reply for free text. None for an LLM
+    judge (its grades cost calls) or no examples. A candidate that does no better has learnt nothing
+    but the commonest answer."""
+    if isinstance(scorer, LLMJudge) or not expected:
+        return None
+    counts: dict[str, int] = {}
+    for answer in expected:
+        counts[answer] = counts.get(answer, 0) + 1
+    candidates = sorted(counts, key=lambda answer: -counts[answer])[:most]
+    best: Reference | None = None
+    for answer in candidates:
+        reference = Reference(answer, [scorer(answer, want) for want in expected])
+        if best is None or reference.mean > best.mean:
+            best = reference
+    return best
 
 
 def scorer_named(name: str) -> Scorer:

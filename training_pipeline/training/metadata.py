@@ -37,13 +37,14 @@ def score_chart(lineage: list[dict]) -> str:
 def gate_table(verdict: Verdict) -> str:
     """The promotion gate's numbers and decision."""
     decision = "**promoted**" if verdict.promoted else "**rejected**"
+    reference = "n/a" if verdict.reference is None else f"{verdict.reference:.3f}"
     return "\n".join(
         [
-            "| gain | interval | held-out examples | margin | scorer | decision |",
-            "|---:|---|---:|---:|---|---|",
+            "| gain | interval | held-out examples | margin | best constant answer | scorer | decision |",
+            "|---:|---|---:|---:|---:|---|---|",
             f"| {verdict.gain:+.3f} | [{verdict.low:+.3f}, {verdict.high:+.3f}] "
             f"({verdict.confidence:.0%}, {verdict.resamples} resamples) | {verdict.n} | {verdict.margin:g} "
-            f"| {verdict.scorer} | {decision} |",
+            f"| {reference} | {verdict.scorer} | {decision} |",
             "",
             verdict.reason,
         ]

@@ -86,6 +86,10 @@ class Verdict:
     seed: int
     scorer: str
     reason: str
+    #: the best constant answer's mean on the same examples, and the lower bound of the candidate's
+    #: gain over it (None: no reference was measured)
+    reference: float | None = None
+    reference_low: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -119,11 +123,25 @@ def paired_bootstrap(
 
 
 def judge(
-    baseline: Sequence[float], candidate: Sequence[float], policy: PromotionPolicy, scorer: str
+    baseline: Sequence[float],
+    candidate: Sequence[float],
+    policy: PromotionPolicy,
+    scorer: str,
+    reference: Sequence[float] | None = None,
 ) -> Verdict:
+    """Promoted when the candidate's paired gain over the baseline is above the margin with the
+    policy's confidence and, given the best constant answer's scores on the same examples
+    (`reference`), its gain over that is above 0 too: a prompt that only learnt to give the commonest
+    answer is never promoted, however much better than a poor baseline it is."""
     gain, low, high = paired_bootstrap(
         baseline, candidate, confidence=policy.confidence, resamples=policy.resamples, seed=policy.seed
     )
+    reference_mean = reference_low = None
+    if reference:
+        reference_mean = sum(reference) / len(reference)
+        _, reference_low, _ = paired_bootstrap(
+            reference, candidate, confidence=policy.confidence, resamples=policy.resamples, seed=policy.seed
+        )
     n = len(baseline)
     if n < policy.min_examples:
         promoted, reason = (
@@ -131,8 +149,17 @@ def judge(
             f"{n} held-out examples, fewer than the {policy.min_examples} the gate needs to tell a gain "
             "from noise",
         )
+    elif low > policy.margin and reference_low is not None and reference_low <= 0:
+        promoted, reason = (
+            False,
+            f"better than the baseline, but not than always giving the commonest answer (scores "
+            f"{reference_mean:.3f}): the gain over it reaches {reference_low:.3f} at "
+            f"{policy.confidence:.0%}",
+        )
     elif low > policy.margin:
         promoted, reason = True, f"the gain's {policy.confidence:.0%} interval lies above {policy.margin:g}"
+        if reference_low is not None:
+            reason += f", and above the best constant answer's {reference_mean:.3f}"
     else:
         promoted, reason = (
             False,
@@ -152,6 +179,8 @@ def judge(
         seed=policy.seed,
         scorer=scorer,
         reason=reason,
+        reference=reference_mean,
+        reference_low=reference_low,
     )
 
 
@@ -160,7 +189,9 @@ def judge_artifact(artifact: dict[str, Any], policy: PromotionPolicy) -> Verdict
     baseline, candidate = artifact.get("baseline_scores") or [], artifact.get("scores") or []
     if artifact.get("prompt") == artifact.get("baseline_prompt"):
         candidate = baseline  # the optimiser kept the baseline: nothing to promote
-    return judge(baseline, candidate, policy, artifact.get("scorer") or "")
+    return judge(
+        baseline, candidate, policy, artifact.get("scorer") or "", artifact.get("reference_scores") or None
+    )
 
 
 def promote(
