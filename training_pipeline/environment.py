@@ -54,3 +54,22 @@ def hide_values(values: list[str]) -> None:
     how the scrub's confined process, which starts with a clean environment, is handed the pipeline's."""
     for index, value in enumerate(values):
         os.environ[f"TRAINING_PIPELINE_HIDDEN_SECRET_{index}"] = value
+
+
+def local_model_threads() -> int:
+    """`TRAINING_PIPELINE_LOCAL_MODEL_THREADS` (validated with the settings at load), else half the
+    cores: on cores the pipeline keeps busy, llama.cpp's threads wait on each other, and with one thread
+    per core a call took up to 224 s where one thread took 14 (`bench/local_model.py`, two cores);
+    on idle cores the two did the same."""
+    value = os.environ.get("TRAINING_PIPELINE_LOCAL_MODEL_THREADS", "").strip()
+    if value:
+        try:
+            threads = int(value)
+        except ValueError:
+            threads = 0
+        if threads < 1:
+            raise ValueError(
+                f"TRAINING_PIPELINE_LOCAL_MODEL_THREADS={value!r}: give a whole number of threads, 1 or more"
+            )
+        return threads
+    return max(1, (os.cpu_count() or 2) // 2)

@@ -82,6 +82,9 @@ class Settings(BaseModel):
     llm_base_url: str | None = Field(None, alias="LLM_BASE_URL")
     llm_model: str = Field("default", alias="LLM_MODEL")
     llm_api_key: SecretStr | None = Field(None, alias="LLM_API_KEY")
+    #: threads of the local model's server (`llm.local.local_model_threads` reads it where it starts;
+    #: validated here with the others); unset: one per core
+    local_model_threads: int | None = Field(None, alias="TRAINING_PIPELINE_LOCAL_MODEL_THREADS", ge=1)
 
     # --- the training policy's deployment-wide values and the backends ---
     trigger_threshold: int | None = Field(None, alias="TRAINING_PIPELINE_TRIGGER_THRESHOLD", ge=1)

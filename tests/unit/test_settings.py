@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 
 import pytest
 
@@ -71,3 +72,17 @@ def _reads_environment(node: ast.AST) -> bool:
 
 def _calls_settings(node: ast.AST) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "settings"
+
+
+def test_the_local_models_threads_are_a_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    from training_pipeline.environment import local_model_threads
+
+    monkeypatch.setenv("TRAINING_PIPELINE_LOCAL_MODEL_THREADS", "1")
+    assert local_model_threads() == 1
+    monkeypatch.delenv("TRAINING_PIPELINE_LOCAL_MODEL_THREADS")
+    assert local_model_threads() == max(1, (os.cpu_count() or 2) // 2)
+    monkeypatch.setenv("TRAINING_PIPELINE_LOCAL_MODEL_THREADS", "two")
+    with pytest.raises(ValueError, match="TRAINING_PIPELINE_LOCAL_MODEL_THREADS='two'"):
+        local_model_threads()
+    with pytest.raises(ValueError, match="TRAINING_PIPELINE_LOCAL_MODEL_THREADS"):
+        load_settings({"TRAINING_PIPELINE_LOCAL_MODEL_THREADS": "0"})

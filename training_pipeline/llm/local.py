@@ -8,7 +8,6 @@ install fast). The model is tiny: fluent, factually weak, deterministic at tempe
 from __future__ import annotations
 
 import importlib.util
-import os
 import socket
 import subprocess
 import sys
@@ -18,6 +17,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO
 
+from training_pipeline.environment import local_model_threads
 from training_pipeline.processes import stop_process_group
 
 
@@ -55,7 +55,7 @@ class LocalModelServer:
             raise RuntimeError("the local model is not installed: run `make local-llm`")
         self.port = _free_port()
         self.context_size = context_size
-        self.threads = threads or max(1, os.cpu_count() or 1)
+        self.threads = threads or local_model_threads()
         self._process: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
 
