@@ -109,6 +109,7 @@ def _run_job(instance, job_name: str, tags: dict[str, str], run_config: dict[str
     by `here()` in this process, said on stderr (`training_pipeline.launch`); what the run says as it
     goes is printed as it goes (`RunProgress`). `tags` gains the progress tag: `here` must run with
     them."""
+    import contextlib
     import uuid
 
     from training_pipeline.launch import PROGRESS_TAG, RunProgress, run_job
@@ -116,7 +117,8 @@ def _run_job(instance, job_name: str, tags: dict[str, str], run_config: dict[str
     workspace = _project / "workspace.yaml" if job_name and _project is not None else None
     key = uuid.uuid4().hex
     tags[PROGRESS_TAG] = key
-    with RunProgress(key, write=None if not _verbose else lambda line: None):
+    # with --verbose, Dagster's own console log says it all already
+    with contextlib.nullcontext() if _verbose else RunProgress(key):
         finished = run_job(
             instance, job_name, tags=tags, run_config=run_config, workspace=workspace, in_process=here
         )
