@@ -598,6 +598,9 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, ValueError, LaunchFailed) as err:
         print(f"training-pipeline: error: {err}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader went away (`| head`): nothing more to say, and no traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except Exception as err:  # Dagster's own errors among them: one line, the traceback on request
         if _verbose:
             raise
@@ -607,6 +610,3 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
-    except BrokenPipeError:  # the reader went away (`| head`): nothing more to say, and no traceback
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0

@@ -142,3 +142,20 @@ def test_commands_find_the_project_from_below_it_or_from_its_venv(tmp_path: Path
     foreign = _project(tmp_path / "theirs", module="mycorp.defs")
     (foreign / "src").mkdir()
     assert find_project(foreign / "src", prefix=tmp_path / "elsewhere" / ".venv") != foreign
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(env: dict[str, str], tmp_path: Path) -> None:
+    """`training-pipeline runs list | head -0`: the pipe closes before the first line."""
+    import subprocess
+
+    from tests.helpers import CLI
+
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run(
+            [str(CLI), "runs", "list"], env=env, cwd=tmp_path, stdout=write, stderr=subprocess.PIPE, text=True
+        )
+    finally:
+        os.close(write)
+    assert done.returncode == 0 and done.stderr == ""
