@@ -3,12 +3,15 @@ nothing runs: a day outside the daily partitions, a date in another form, a miss
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import cli
+from tests.helpers import CLI, REPO, cli
 
 
 @pytest.fixture
@@ -69,17 +72,17 @@ def test_runs_list_says_which_folder_it_read(env: dict[str, str], tmp_path: Path
     assert done.stdout.strip().startswith(f"no training runs recorded yet in {tmp_path / 'data'}")
 
 
-def test_a_day_with_nothing_in_the_source_is_said_not_a_silent_ok(
-    env: dict[str, str], tmp_path: Path
-) -> None:
-    import json
-    import shutil
-
-    from tests.helpers import REPO
-
+def _dagster_home(env: dict[str, str]) -> None:
+    """The instance `env` names, made as `make demo` makes it: this repository's `dagster.yaml`."""
     home = Path(env["DAGSTER_HOME"])
     home.mkdir()
     shutil.copy(REPO / "dagster.yaml", home / "dagster.yaml")
+
+
+def test_a_day_with_nothing_in_the_source_is_said_not_a_silent_ok(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    _dagster_home(env)
     (tmp_path / "exports").mkdir()  # an empty input folder
     done = cli({**env, "TRAJECTORY_DIR": str(tmp_path / "exports")}, "materialize", "--start", "2026-11-23")
     assert done.returncode == 0, done.stderr[-2000:]
@@ -90,13 +93,7 @@ def test_a_day_with_nothing_in_the_source_is_said_not_a_silent_ok(
 def test_a_run_that_fails_is_one_line_naming_its_cause_and_verbose_shows_the_log(
     env: dict[str, str], tmp_path: Path
 ) -> None:
-    import shutil
-
-    from tests.helpers import REPO
-
-    home = Path(env["DAGSTER_HOME"])
-    home.mkdir()
-    shutil.copy(REPO / "dagster.yaml", home / "dagster.yaml")
+    _dagster_home(env)
     wrong = {
         **env,
         "TRAJECTORY_DIR": str(tmp_path / "no-such-folder"),
@@ -148,10 +145,6 @@ def test_commands_find_the_project_from_below_it_or_from_its_venv(tmp_path: Path
 
 def test_a_reader_that_goes_away_ends_the_command_quietly(env: dict[str, str], tmp_path: Path) -> None:
     """`training-pipeline runs list | head -0`: the pipe closes before the first line."""
-    import subprocess
-
-    from tests.helpers import CLI
-
     read, write = os.pipe()
     os.close(read)
     try:
