@@ -1,0 +1,26 @@
+"""A bench's figures in bench/README.md: each bench owns the text between its two markers and rewrites
+it with `--write`, so the README holds the current figures and git holds their history."""
+
+from __future__ import annotations
+
+import os
+import platform
+from datetime import date
+from pathlib import Path
+
+README = Path(__file__).with_name("README.md")
+
+
+def machine() -> str:
+    """The machine a figure was measured on, said the same way in every table."""
+    return f"{os.cpu_count()} cores, Python {platform.python_version()}, {date.today().isoformat()}"
+
+
+def write_section(name: str, text: str) -> None:
+    """Replace what stands between `<!-- name:begin -->` and `<!-- name:end -->`."""
+    begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+    readme = README.read_text(encoding="utf-8")
+    if begin not in readme or end not in readme:
+        raise SystemExit(f"bench/README.md has no {begin} … {end} section to write")
+    start, stop = readme.index(begin) + len(begin), readme.index(end)
+    README.write_text(readme[:start] + "\n" + text.strip() + "\n" + readme[stop:], encoding="utf-8")

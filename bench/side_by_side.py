@@ -1,0 +1,174 @@
+"""This tree's `build-datasets` against another commit's, on the same input, in one run, alternating.
+
+    python bench/side_by_side.py --against REV [N] [--rounds R] [--write]
+
+Checks out REV into a temporary git worktree and runs both trees' CLI (`python -m training_pipeline`
+from each tree's folder, with this venv) on N generated trajectories (`samples.write_long_sample`), for
+both privacy profiles, R rounds each, the two trees alternating so the machine's drift falls on both.
+Reports wall seconds and CPU seconds (the CLI and every worker it reaped: `wait4`'s rusage), peak RSS of
+the whole process tree, and a bare `orjson` parse of the same file for scale. The datasets of the two
+trees must be byte for byte the same (the summary's `generatedAt` aside), or it says so and fails.
+
+Use it when code on the build's path shrinks or changes: "no slower" is a claim about two trees
+measured side by side, not against a figure written on another day.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from process_tree import tree_rss_kb
+from readme import machine, write_section
+
+from training_pipeline.datasets.tasks import SUMMARY_FILE_NAME, TASK_FILE_NAMES
+from training_pipeline.samples import write_long_sample
+
+ROOT = Path(__file__).resolve().parents[1]
+SECRET = "tok-live-0f9e8d7c6b5a"
+PROFILES = ("elizaos", "strict")
+
+
+def timed(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, float]:
+    """Wall seconds, CPU seconds (user + system, the process and the children it reaped) and the peak
+    RSS in MB of the process tree, sampled every 50 ms."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    peak = 0
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        peak = max(peak, tree_rss_kb(proc.pid))
+        time.sleep(0.05)
+    wall = time.perf_counter() - started
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        raise SystemExit(f"{' '.join(command)} in {cwd} failed: {proc.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
+    return wall, usage.ru_utime + usage.ru_stime, peak / 1024
+
+
+def same_datasets(a: Path, b: Path) -> list[str]:
+    differ = [name for name in TASK_FILE_NAMES.values() if (a / name).read_bytes() != (b / name).read_bytes()]
+    summaries = [json.loads((d / SUMMARY_FILE_NAME).read_text(encoding="utf-8")) for d in (a, b)]
+    for summary in summaries:
+        summary.pop("generatedAt", None)
+    if summaries[0] != summaries[1]:
+        differ.append(SUMMARY_FILE_NAME)
+    return differ
+
+
+def spread(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f} ({min(values):.2f}–{max(values):.2f})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--against", required=True, help="the commit to compare with (e.g. main, HEAD~3)")
+    parser.add_argument("n", type=int, nargs="?", default=20_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=0, help="build processes (default: all cores)")
+    parser.add_argument("--write", action="store_true", help="put the table into bench/README.md")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="tp-side-by-side-"))
+    other = work / "other-tree"
+    revision = subprocess.run(
+        ["git", "rev-parse", "--short", args.against], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout.strip()
+    here = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True, text=True
+    ).stdout
+    here += "+changes" if dirty.strip() else ""
+    subprocess.run(["git", "worktree", "add", "--detach", "-q", str(other), revision], cwd=ROOT, check=True)
+    try:
+        source = work / "trajectories.jsonl"
+        write_long_sample(source, args.n, SECRET)
+        env = {**os.environ, "BENCH_SECRET_TOKEN": SECRET}
+        trees = {"this": ROOT, "other": other}
+        figures: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
+        for round_ in range(args.rounds):
+            for profile in PROFILES:
+                order = list(trees.items()) if round_ % 2 == 0 else list(trees.items())[::-1]
+                for name, tree in order:
+                    out = work / f"{name}-{profile}"
+                    shutil.rmtree(out, ignore_errors=True)
+                    command = [
+                        sys.executable,
+                        "-m",
+                        "training_pipeline",
+                        "build-datasets",
+                        str(source),
+                        str(out),
+                        "--privacy-profile",
+                        profile,
+                        "--env-secrets",
+                        "BENCH_SECRET_*",
+                    ]
+                    if args.workers:
+                        command += ["--workers", str(args.workers)]
+                    figures.setdefault((name, profile), []).append(timed(command, tree, env))
+                differ = same_datasets(work / f"this-{profile}", work / f"other-{profile}")
+                if differ:
+                    raise SystemExit(f"{profile}: the two trees' datasets differ: {differ}")
+            print(f"round {round_ + 1} of {args.rounds} done", flush=True)
+        parse = [
+            timed(
+                [
+                    sys.executable,
+                    "-c",
+                    "import orjson,sys\nfor l in open(sys.argv[1],'rb'): orjson.loads(l)",
+                    str(source),
+                ],
+                ROOT,
+                env,
+            )
+            for _ in range(args.rounds)
+        ]
+    finally:
+        subprocess.run(["git", "worktree", "remove", "--force", str(other)], cwd=ROOT, check=False)
+        shutil.rmtree(work, ignore_errors=True)
+    workers = args.workers or os.cpu_count()
+    lines = [
+        f"`python bench/side_by_side.py --against {args.against} {args.n} --rounds {args.rounds}` "
+        f"on {machine()}, {workers} build processes; {here} against {revision}, "
+        "datasets byte for byte the same. "
+        "Median (min–max) of the rounds; CPU is the CLI's and its workers'.",
+        "",
+        "| profile | tree | wall s | CPU s | peak RSS MB (all processes) | wall ÷ other | CPU ÷ other |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for profile in PROFILES:
+        base = figures[("other", profile)]
+        for name, label in (("this", here), ("other", revision)):
+            runs = figures[(name, profile)]
+            wall_ratio = statistics.median(r[0] for r in runs) / statistics.median(r[0] for r in base)
+            cpu_ratio = statistics.median(r[1] for r in runs) / statistics.median(r[1] for r in base)
+            lines.append(
+                f"| {profile} | {label} | {spread([r[0] for r in runs])} | {spread([r[1] for r in runs])} | "
+                f"{statistics.median(r[2] for r in runs):.0f} | {wall_ratio:.3f} | {cpu_ratio:.3f} |"
+            )
+    lines.append(
+        f"| bare `orjson` parse | — | {spread([r[0] for r in parse])} | {spread([r[1] for r in parse])} | "
+        f"{statistics.median(r[2] for r in parse):.0f} | | |"
+    )
+    table = "\n".join(lines)
+    print(table)
+    if args.write:
+        write_section("side_by_side", table)
+
+
+if __name__ == "__main__":
+    main()
