@@ -13,9 +13,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections import deque
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
@@ -24,9 +22,6 @@ from typing import IO
 _UMASK = os.umask(0)
 os.umask(_UMASK)
 _FILE_MODE = 0o666 & ~_UMASK
-#: bytes written to a staged file after which they start going to disk (`StagedFiles.wrote`): small
-#: enough that a small day's files (a 2,000-trajectory day's largest dataset is 10 MB) go while written
-WRITEBACK_BYTES = 4 << 20
 #: the data (and the size) of a file to disk; macOS has no `fdatasync`
 _datasync = getattr(os, "fdatasync", os.fsync)
 
@@ -124,26 +119,16 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 
 class StagedFiles:
-    """Several files written side by side and published together (each by an atomic rename).
+    """Several files written side by side and published together: every file is synced to disk first,
+    then each is renamed into place, so a disk error while syncing publishes none of them.
 
     Temp files carry a `.tmp` suffix and a leading dot, so no reader mistakes them for output.
-
-    Publishing syncs each file to disk, and until then the kernel keeps what was written in memory:
-    the 230 MB of datasets of 20,000 trajectories waited 0.11 s for their `fsync`s, after all the
-    work was done (0.5 s for 1.1 GB). A writer that reports what it wrote (`wrote`) has each file's data
-    start going to disk every `WRITEBACK_BYTES`, on a thread of its own, while it goes on writing, so
-    publishing waits for the last few megabytes only (0.03 s). At 16 MB a 2,000-trajectory day's
-    files (23 MB, the largest 10 MB) all waited for their publishing; at 4 MB its run is 15-20 ms
-    shorter. Every file is still synced before it is published: durability is the same.
     """
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         directory.mkdir(parents=True, exist_ok=True)
         self._staged: dict[Path, TempFile] = {}
-        self._unsynced: dict[IO, int] = {}
-        self._writeback: ThreadPoolExecutor | None = None
-        self._syncing: deque[Future[None]] = deque()
 
     def open(self, name: str, mode: str = "w", buffering: int = -1) -> IO:
         target = self.directory / name
@@ -151,25 +136,13 @@ class StagedFiles:
         self._staged[target] = temp
         return os.fdopen(temp.fd, mode, buffering, encoding=None if "b" in mode else "utf-8")
 
-    def wrote(self, handle: IO, size: int) -> None:
-        """`size` more bytes were written to `handle` (a file this opened). The sync runs on a duplicate
-        of its descriptor, so the file may be closed meanwhile; a sync that failed raises here or in
-        `publish` (the error is the file description's, which the duplicate shares)."""
-        unsynced = self._unsynced.get(handle, 0) + size
-        if unsynced < WRITEBACK_BYTES:
-            self._unsynced[handle] = unsynced
-            return
-        self._unsynced[handle] = 0
-        while self._syncing and self._syncing[0].done():
-            self._syncing.popleft().result()
-        if self._writeback is None:
-            self._writeback = ThreadPoolExecutor(1, thread_name_prefix="writeback")
-        self._syncing.append(self._writeback.submit(_sync_and_close, os.dup(handle.fileno())))
-
     def publish(self) -> None:
-        self._end_writeback()
+        for temp in self._staged.values():
+            with temp.path.open("rb") as handle:
+                _datasync(handle.fileno())
         for target, temp in self._staged.items():
-            publish(temp.path, target)
+            os.chmod(temp.path, _FILE_MODE)
+            os.replace(temp.path, target)
             temp.release()
         self._staged.clear()
 
@@ -180,32 +153,12 @@ class StagedFiles:
         temp.release()
 
     def discard(self) -> None:
-        with contextlib.suppress(OSError):
-            self._end_writeback()
         for temp in self._staged.values():
             temp.path.unlink(missing_ok=True)
             temp.release()
         self._staged.clear()
         with contextlib.suppress(OSError):  # a folder left empty is left by nobody
             self.directory.rmdir()
-
-    def _end_writeback(self) -> None:
-        """Waits for the syncs under way; raises the first that failed."""
-        if self._writeback is None:
-            return
-        self._writeback.shutdown()
-        self._writeback = None
-        self._unsynced.clear()
-        syncing, self._syncing = self._syncing, deque()
-        for done in syncing:
-            done.result()
-
-
-def _sync_and_close(fd: int) -> None:
-    try:
-        _datasync(fd)
-    finally:
-        os.close(fd)
 
 
 class ScratchFolder:

@@ -5,8 +5,7 @@ same, byte for byte, as a one-process run's. At most `IN_FLIGHT` shares per work
 (submitted and not yet written): memory holds that many shares and their results whatever the input's
 size and however slow the writer or busy the machine is. A share waits to be submitted until the oldest
 one is written, so a slow writer (or a starved parent) throttles the reading instead of piling up
-results. While workers start (a second from a fork server), the first shares are processed here, so a
-small day does not wait for a pool it hardly needs.
+results.
 """
 
 from __future__ import annotations
@@ -67,13 +66,9 @@ def ordered_map(
         initializer=_start_worker,
         initargs=(os.getpid(), initializer, *initargs),
     )
-    started = _start(pool, start_method)
     pending: deque[Future[Result]] = deque()
     try:
         for share in shares:
-            if not pending and not started.is_set():
-                yield here(share)  # the workers are still starting: this share here, meanwhile
-                continue
             with _host_main_hidden(start_method):  # a submit may start a worker
                 pending.append(pool.submit(remote, share))
             if len(pending) >= IN_FLIGHT * workers:
@@ -81,13 +76,7 @@ def ordered_map(
         while pending:
             yield pending.popleft().result()
     finally:
-        if started.is_set():
-            pool.shutdown(cancel_futures=True)
-        else:  # a day done before the workers were up does not wait for them: the start thread is
-            # inside `submit`, holding the lock `shutdown` takes, until the fork server has started
-            threading.Thread(
-                target=pool.shutdown, kwargs={"cancel_futures": True}, name="pool-stop", daemon=True
-            ).start()
+        pool.shutdown(cancel_futures=True)
 
 
 def _start_worker(pipeline: int, initializer: Callable[..., None], *initargs: Any) -> None:
@@ -129,30 +118,6 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
-
-
-def _ready() -> None:
-    """A worker's first task: that it answers means the pool is up."""
-
-
-def _start(pool: ProcessPoolExecutor, start_method: str) -> threading.Event:
-    """Starts the pool's first worker; the event is set once it answers. From a fork server that takes
-    about a second (a clean interpreter importing the worker's modules), so it happens on a thread while
-    the first shares are processed here; a fork is immediate, so it is waited for."""
-    started = threading.Event()
-
-    def start() -> None:
-        with contextlib.suppress(Exception):  # a pool that cannot start fails the first real submit
-            with _host_main_hidden(start_method):
-                first = pool.submit(_ready)
-            first.result()
-        started.set()
-
-    if start_method == "fork":
-        start()
-    else:
-        threading.Thread(target=start, name="pool-start", daemon=True).start()
-    return started
 
 
 _main_lock = threading.Lock()

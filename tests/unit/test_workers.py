@@ -18,7 +18,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.helpers import REPO, fresh_python
-from training_pipeline import workers as pool_module
 from training_pipeline.datasets.build import build_datasets
 from training_pipeline.datasets.daily import DayFiles, build_day, export_store
 from training_pipeline.datasets.tasks import TASK_FILE_NAMES, TASKS
@@ -326,7 +325,7 @@ def test_the_pools_fork_server_imports_what_workers_use_and_no_more() -> None:
     from training_pipeline.datasets.export import DailyExamples
     from training_pipeline.intake.share import ingest_in_worker
 
-    modules = [ingest_in_worker.__module__, DailyExamples.__module__, *DailyExamples.preload]
+    modules = [ingest_in_worker.__module__, DailyExamples.__module__]
     code = f"import sys\nfor name in {modules!r}: __import__(name)\n" + (
         "print(sorted(m for m in ('pyarrow', 'numpy', 'training_pipeline.privacy.gitleaks',"
         " 'training_pipeline.settings', 'pydantic')"
@@ -355,32 +354,6 @@ def test_a_worker_validates_records_with_the_schema_it_is_given_without_pydantic
     printed = fresh_python(code)
     assert printed.splitlines() == [validation_reason(bad), "False"]
     assert "startTime" in printed
-
-
-def test_the_fork_server_builds_what_each_worker_would_build_on_its_first_share(tmp_path: Path) -> None:
-    """A `strict` pass's fork server builds the strict rule set and both its gates, and the checks'
-    scanner's gate, before it forks a worker: each worker starts with them. An `elizaos` pass's server
-    does not build the strict set it will not use. Where the machine remembers the scanner's gate, the
-    server does not import detect-secrets (a worker does, if the gate names a line)."""
-    from training_pipeline.datasets.export import DailyExamples
-    from training_pipeline.privacy.filter import PrivacyFilter
-
-    def after_preload(profile: str) -> list[str]:
-        modules = [*PrivacyFilter(profile).preload, *DailyExamples.preload]
-        code = (
-            f"import sys\nfor name in {modules!r}: __import__(name)\n"
-            "from training_pipeline.privacy.rules import PROFILES\n"
-            "from training_pipeline.privacy.scan import gated_plugins\n"
-            "gate = PROFILES['strict']._gate\n"
-            "print(gate is not None and gate._joined is not None, gated_plugins.cache_info().currsize,"
-            " 'training_pipeline.privacy.gitleaks' in sys.modules,"
-            " 'training_pipeline.settings' in sys.modules, 'detect_secrets' in sys.modules)"
-        )
-        return fresh_python(code, XDG_CACHE_HOME=str(tmp_path)).split()
-
-    assert after_preload("strict") == ["True", "1", "True", "False", "True"]  # nothing remembered yet
-    assert after_preload("strict") == ["True", "1", "True", "False", "False"]
-    assert after_preload("elizaos") == ["False", "1", "False", "False", "False"]
 
 
 def test_overlapping_pool_starts_put_the_hosts_main_back() -> None:
@@ -631,14 +604,6 @@ def test_a_trajectory_read_twice_in_a_day_is_kept_once_on_the_pool_as_in_one_pro
     naming where its id was first read, and the day's files are the same whatever processed them."""
     monkeypatch.setattr(ingest, "POOL_FROM_BYTES", 0)
     monkeypatch.setattr(ingest, "_SHARE_CHARS", 64 << 10)
-    started = pool_module._start
-
-    def waited(pool, start_method):  # every share to the workers: none done here while they start
-        event = started(pool, start_method)
-        event.wait(60)
-        return event
-
-    monkeypatch.setattr(pool_module, "_start", waited)
     source = tmp_path / "2026-11-01.jsonl"
     write_long_sample(source, 300, target_bytes=3000)
     lines = source.read_text().splitlines(keepends=True)

@@ -15,7 +15,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any, ClassVar
+from typing import IO, Any
 
 from training_pipeline import jscompat
 from training_pipeline.atomic import StagedFiles, kernel_copy
@@ -37,7 +37,6 @@ from training_pipeline.datasets.validate import (
     inspection_record,
     scanner_for,
 )
-from training_pipeline.privacy.scan import SCANNER_MODULES
 from training_pipeline.trajectories.shape import iter_llm_calls
 
 #: (trajectory id, LLM call count, [(task, JSONL line as UTF-8)]) — one trajectory's examples, in
@@ -146,8 +145,6 @@ class DailyExamples:
     scanner_secrets: tuple[str, ...] | None
     #: the kinds of personal data the scanner looks for (`SecretScanner.find_personal`)
     personal_kinds: frozenset[str] = frozenset()
-    #: what the pool's fork server imports for the workers' scanners
-    preload: ClassVar[tuple[str, ...]] = SCANNER_MODULES
 
     def __call__(self, trajectory: dict[str, Any]) -> tuple[Prepared, list[LineInspection] | None]:
         prepared, examples = _prepared(trajectory)
@@ -219,12 +216,10 @@ class DatasetWriter:
             if isinstance(lines, bytes):
                 handle.write(lines)
                 self._looked_at(task, lines)
-                self._staged.wrote(handle, len(lines))
             else:
-                self._staged.wrote(handle, self._append_spilled(task, lines, handle))
+                self._append_spilled(task, lines, handle)
             if batch.provenance is not None and self._provenance:
                 self._provenance[task].write(batch.provenance[task])
-                self._staged.wrote(self._provenance[task], len(batch.provenance[task]))
             if batch.inspections is not None:
                 self._inspections[task].extend(batch.counts[task], *batch.inspections[task])
             self.counts[task] += batch.counts[task]

@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from training_pipeline.privacy.scan import PERSONAL_PREFIX, SCANNER_MODULES, ScanReport, SecretScanner
+from training_pipeline.privacy.scan import PERSONAL_PREFIX, ScanReport, SecretScanner
 from training_pipeline.workers import ordered_map
 
 EXPECTED_ROLES = ["system", "user", "model"]
@@ -221,7 +221,6 @@ def inspect_dataset_files(
         _nothing_to_start,
         (),
         start_method="forkserver",
-        preload=SCANNER_MODULES,
     )
     inspected = {**dict(zip(left, done, strict=True)), **recorded}
     return [(inspected[i], i in recorded) for i in range(len(paths))]

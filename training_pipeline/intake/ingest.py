@@ -137,10 +137,7 @@ def ingest_records(
             start_worker_filter,
             (*privacy.recipe(), TRAJECTORY_SCHEMA) if privacy is not None else (),
             start_method="forkserver",
-            preload=[
-                *(privacy.preload if privacy is not None else ()),
-                *((derive.__module__, *derive.preload) if derive is not None else ()),
-            ],
+            preload=[derive.__module__] if derive is not None else [],
         )
         for done in results:
             share = sent.popleft()

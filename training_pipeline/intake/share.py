@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, Protocol
 
 from training_pipeline import jscompat
 from training_pipeline.privacy.budget import OverBudget
@@ -24,9 +24,6 @@ class Derive(Protocol):
     """What is made of each trajectory the filter keeps, where it is filtered (of a module-level class,
     so it reaches the pool's workers), and of a share's in all: the datasets' examples
     (`datasets.export.DailyExamples`)."""
-
-    #: modules the pool's fork server imports for what the workers make
-    preload: tuple[str, ...]
 
     def __call__(self, trajectory: dict[str, Any]) -> Any: ...
 
@@ -42,8 +39,6 @@ class Derive(Protocol):
 @dataclass(frozen=True)
 class NoDerive:
     """A `Derive` that makes nothing: the fused pass stores and filters only."""
-
-    preload: ClassVar[tuple[str, ...]] = ()
 
     def __call__(self, trajectory: dict[str, Any]) -> None:
         return None

@@ -197,11 +197,6 @@ class PrivacyFilter:
         # "" (no model), not None: a worker reads no setting of its own
         return self.profile, self.directory, self.env_secrets, personal.kinds, personal.ner_model or ""
 
-    @property
-    def preload(self) -> tuple[str, ...]:
-        """What a pool's fork server imports so that its workers start with this filter's rules built."""
-        return ("training_pipeline.privacy.warm_strict",) if self.profile == "strict" else ()
-
     def fingerprint(self) -> str:
         """What this filter does to a trajectory, as a digest: the profile, its rules, the entity
         directory and the secret values. Two filters with one fingerprint give the same output, so a

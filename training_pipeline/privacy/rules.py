@@ -203,7 +203,7 @@ class RuleSet:
         return self._gate
 
     def build(self) -> None:
-        """The rules and both gates built now, not on first use (`warm_strict`)."""
+        """The rules and both gates built now, not on first use."""
         self._the_gate().any_candidate_in_lines(b"")
 
 

@@ -53,9 +53,6 @@ KEYWORD_HINTS = re.compile(r"key|pass|pwd|secret|contrase", re.IGNORECASE)
 # detect-secrets is imported where a scanner first looks at a line, not with this module nor where a
 # scanner is made: with `requests` it is a third of the start of a pool's fork server (a fifth of a
 # second), and a day's texts seldom have a line for the plugins (`gated_plugins`).
-#: what a fork server should import for workers that make scanners (`workers.ordered_map`'s `preload`):
-#: the plugins' gate, loaded once for all of them
-SCANNER_MODULES = ("training_pipeline.privacy.warm_scanner",)
 
 
 @dataclass(frozen=True)

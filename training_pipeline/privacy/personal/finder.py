@@ -103,12 +103,6 @@ def _finder_digest() -> str:
     return digest.hexdigest()
 
 
-def warm_gate() -> None:
-    """The gates' Hyperscan databases loaded now (a pool's fork server, for its workers)."""
-    _gate()
-    _families_gate()
-
-
 @cache
 def _gate() -> Scanner:
     flags = [
