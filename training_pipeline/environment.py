@@ -1,9 +1,8 @@
 """The process's environment where it is not a setting: the values a redaction must hide wherever they
-appear, the folder where rules parsed or compiled once per machine are kept, the redaction's budget.
+appear, the folder where compiled Hyperscan gates are kept, the redaction's budget.
 
-Apart from `settings.py` because a pool's fork server imports the privacy rules and their gates before
-it forks the workers, and the settings' model brings pydantic along: 0.15-0.2 s of the server's start,
-which a small day waits for."""
+Apart from `settings.py` because the pool's workers read these and need nothing else of the settings
+(whose model brings pydantic along)."""
 
 from __future__ import annotations
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import tomllib
 from pathlib import Path
 
 import pytest
@@ -141,14 +140,13 @@ def test_gitleaks_patterns_are_compiled_only_for_the_rules_the_gate_names() -> N
         )
 
 
-def test_a_strict_start_compiles_no_rule_and_parses_no_config(tmp_path: Path) -> None:
-    """What every strict process pays before its first text (a pool's fork server among them): on a
-    machine that remembers the parsed config and the gate, the rule set and both gates are built
-    without compiling the regex of any rule or allowlist (but the PEM scan's and the code-reference
-    allowlist's, which are not rules' patterns), nor importing the TOML parser; the first credential
-    compiles its own rule's."""
+def test_a_strict_start_compiles_no_rule(tmp_path: Path) -> None:
+    """What every strict process pays before its first text (each worker of a pool): where the
+    machine keeps the compiled gates, the rule set and both gates are built without compiling the regex
+    of any rule or allowlist (but the PEM scan's and the code-reference allowlist's, which are not
+    rules' patterns); the first credential compiles its own rule's."""
     code = """
-import json, sys
+import json
 from training_pipeline.privacy import gitleaks
 from training_pipeline.privacy.rule import REFERENCE, LazyPattern
 from training_pipeline.privacy.rules import _PEM_BEGIN, PROFILES
@@ -173,13 +171,12 @@ print(json.dumps({
     "eager_are_known": eager == {_PEM_BEGIN.pattern, REFERENCE.pattern},
     "compiled_before": before,
     "compiled_after": sum(pattern._compiled is not None for pattern in lazy),
-    "toml": "tomllib" in sys.modules,
 }))
 """
     fresh_python(code, XDG_CACHE_HOME=str(tmp_path))  # the machine's first strict process: fills the cache
     started = json.loads(fresh_python(code, XDG_CACHE_HOME=str(tmp_path)))
     assert started["lazy"] > 250 and started["eager_are_known"]
-    assert started["compiled_before"] == 0 and not started["toml"]
+    assert started["compiled_before"] == 0
     assert 0 < started["compiled_after"] <= 5  # the AWS key's rules, not the set
 
 
@@ -197,21 +194,6 @@ def test_a_rules_remembered_verdicts_are_its_own() -> None:
             assert plain.redact(text) == (text.replace("demo9f8e7d6c5b4a3z2y1", "<REDACTED:plain-key>"), 1)
             assert listed.redact(text) == (text, 0)
     assert sorted(rule.label for rule, _ in gitleaks._VERDICTS.values()) == ["listed-key", "plain-key"]
-
-
-def test_the_vendored_config_is_parsed_once_per_machine(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Kept as JSON in the cache folder under the file's digest: read from there by every later
-    process, parsed again when the kept copy is unreadable."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    parsed = tomllib.loads(RULES_FILE.read_text(encoding="utf-8"))
-    assert gitleaks._vendored() == parsed
-    [kept] = tmp_path.rglob("gitleaks-*.json")
-    kept.write_text(json.dumps({**parsed, "title": "from the cache"}))
-    assert gitleaks._vendored()["title"] == "from the cache"
-    kept.write_text("{not json")
-    assert gitleaks._vendored() == parsed
 
 
 def _parsed_head(pattern: re.Pattern[str]) -> str:

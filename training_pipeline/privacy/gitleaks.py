@@ -20,9 +20,6 @@ matches file paths (`pkcs12-file`) is left out. The redaction label is the rule'
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import json
 import math
 import re
 import sys
@@ -32,8 +29,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from training_pipeline.atomic import atomic_write_text
-from training_pipeline.environment import cache_dir
 from training_pipeline.privacy.rule import (
     REFERENCE,
     CredentialRule,
@@ -324,29 +319,13 @@ def _config(path: Path) -> dict[str, Any]:
 
 
 def _parsed(text: str) -> dict[str, Any]:
-    import tomllib  # pure Python, and a machine parses the vendored config once (`_vendored`)
+    import tomllib
 
     return tomllib.loads(text)
 
 
-def _vendored() -> dict[str, Any]:
-    """The vendored config, parsed once per machine: `tomllib` is pure Python (25 ms of the start of
-    every process that filters with `strict`), so the parse is kept as JSON (under a millisecond to
-    read) in the cache folder, named by the file's digest. A cache that cannot be read or written is
-    only slower."""
-    data = RULES_FILE.read_bytes()
-    cached = cache_dir() / f"gitleaks-{hashlib.sha256(data).hexdigest()[:32]}.json"
-    with contextlib.suppress(OSError, ValueError):
-        return json.loads(cached.read_bytes())
-    config = _parsed(data.decode("utf-8"))
-    with contextlib.suppress(OSError):
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(cached, json.dumps(config))
-    return config
-
-
 #: The vendored rule set, read once: its rules (`load_rules`) and its global allowlist come from it.
-_VENDORED = _vendored()
+_VENDORED = _config(RULES_FILE)
 
 
 #: gitleaks ends most vendor patterns where a token ends in code: a quote, a space, `;`, an escaped line

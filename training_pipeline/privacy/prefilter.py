@@ -19,7 +19,6 @@ import contextlib
 import functools
 import hashlib
 import re
-import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -142,18 +141,6 @@ class LineGate:
         flags = [base | (hyperscan.HS_FLAG_CASELESS if p.flags & re.IGNORECASE else 0) for p in patterns]
         self._scanner = Scanner(expressions, flags)
 
-    @classmethod
-    def loaded(cls, key: str) -> LineGate:
-        """The gate whose database the cache folder holds under `key` (`Scanner.loaded`)."""
-        gate = cls.__new__(cls)
-        gate._scanner = Scanner.loaded(key)
-        return gate
-
-    @property
-    def key(self) -> str | None:
-        """The compiled database's name in the cache folder: `loaded` makes this gate again from it."""
-        return self._scanner.key
-
     def candidates(self, text: str) -> set[int]:
         return self._scanner.matching(stand_in_bytes(text))
 
@@ -184,24 +171,12 @@ class RuleGate:
     Compiling a few hundred rules takes Hyperscan about two seconds, so the compiled database is kept
     in the user's cache folder (`$XDG_CACHE_HOME/training_pipeline`), named by a hash of what was
     compiled and the Hyperscan version: every later process, a worker or a Dagster step, loads it in
-    milliseconds. A cache that cannot be read or written is only slower.
+    milliseconds. A cache that cannot be read or written is only slower. `patterns` are asked for when
+    the gate is made, once."""
 
-    `patterns` are asked for only when needed: given `inputs` (what decides them: the rules and the code
-    that makes a rule's gate pattern), the cache also remembers which databases they compiled to, under
-    a digest of `inputs`, this module and Python's version, so a later process loads the databases
-    without making a pattern or an expression (the strict set's: 45 ms of every process that filters
-    with it, a pool's fork server among them)."""
-
-    def __init__(
-        self, patterns: Callable[[], Sequence[re.Pattern[str]]], count: int, inputs: bytes | None = None
-    ) -> None:
+    def __init__(self, patterns: Callable[[], Sequence[re.Pattern[str]]], count: int) -> None:
         self._patterns = functools.cache(patterns)
         self._everything = frozenset(range(count))
-        self._inputs = (
-            None
-            if inputs is None
-            else hashlib.sha256(b"\0".join((_OWN_CODE, sys.version.encode(), inputs))).hexdigest()[:32]
-        )
         self._scanner = self._scanner_for(joined=False)
         self._joined: Scanner | None = None
 
@@ -235,14 +210,6 @@ class RuleGate:
         return self._joined.matching(lines)
 
     def _scanner_for(self, joined: bool) -> Scanner:
-        remembered = (
-            None
-            if self._inputs is None
-            else cache_dir() / f"gate-of-{self._inputs}{'-joined' if joined else ''}.key"
-        )
-        if remembered is not None:
-            with contextlib.suppress(OSError, hyperscan.error, ValueError):
-                return Scanner.loaded(remembered.read_text(encoding="ascii"))
         patterns = self._patterns()
         if len(patterns) != len(self._everything):
             raise ValueError(f"{len(patterns)} patterns for a gate of {len(self._everything)}")
@@ -253,17 +220,7 @@ class RuleGate:
             _BASE_FLAGS | extra | (hyperscan.HS_FLAG_CASELESS if p.flags & re.IGNORECASE else 0)
             for p in patterns
         ]
-        scanner = Scanner(expressions, flags)
-        if remembered is not None and scanner.key is not None:
-            with contextlib.suppress(OSError):
-                from training_pipeline.atomic import atomic_write_text
-
-                atomic_write_text(remembered, scanner.key)
-        return scanner
-
-
-#: this module's code: what turns a gate's patterns into expressions, part of what a gate remembers
-_OWN_CODE = Path(__file__).read_bytes()
+        return Scanner(expressions, flags)
 
 
 class Scanner:
@@ -277,7 +234,7 @@ class Scanner:
         """`literal`: the expressions are bytes to find as they are (Hyperscan's literal compiler).
         `cached`: False for expressions that must never reach a file (secret values): compiled in
         memory, as a few literals compile in a millisecond."""
-        #: the database's name in the cache folder (None: not cached), which `loaded` takes
+        #: the database's name in the cache folder (None: not cached)
         self.key = _database_key(expressions, flags, literal) if cached else None
         self._database = (
             _compiled(expressions, flags, literal)
@@ -285,16 +242,6 @@ class Scanner:
             else _cached_database(self.key, expressions, flags, literal)
         )
         self._local = threading.local()
-
-    @classmethod
-    def loaded(cls, key: str) -> Scanner:
-        """The scanner of the database the cache folder holds under `key`, as a gate remembered it
-        (ValueError: not a key; OSError or `hyperscan.error`: no such database there)."""
-        scanner = cls.__new__(cls)
-        scanner.key = _checked_key(key)
-        scanner._database = _load_database(scanner.key)
-        scanner._local = threading.local()
-        return scanner
 
     def matching(self, data: bytes) -> set[int]:
         """The ids of the expressions that match somewhere in `data`."""
@@ -341,13 +288,6 @@ def _database_path(key: str) -> Path:
 
 def _load_database(key: str) -> hyperscan.Database:
     return hyperscan.loadb(_database_path(key).read_bytes(), mode=hyperscan.HS_MODE_BLOCK)
-
-
-def _checked_key(text: str) -> str:
-    """A database's key as a gate remembered it: 32 hexadecimal digits, never a path."""
-    if re.fullmatch(r"[0-9a-f]{32}", text) is None:
-        raise ValueError(f"not a database key: {text[:40]!r}")
-    return text
 
 
 def _compiled(expressions: list[bytes], flags: list[int], literal: bool = False) -> hyperscan.Database:

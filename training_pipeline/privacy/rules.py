@@ -9,10 +9,8 @@ A rule's regex runs only on text that `prefilter.RuleGate` says it could match.
 from __future__ import annotations
 
 import re
-import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from functools import cache, cached_property
-from pathlib import Path
 
 from training_pipeline.jscompat import JS_WS_CLASS
 from training_pipeline.privacy.prefilter import RuleGate
@@ -199,44 +197,12 @@ class RuleSet:
     def _the_gate(self) -> RuleGate:
         if self._gate is None:
             rules = self.rules
-            self._gate = RuleGate(lambda: [rule.gate() for rule in rules], len(rules), gate_inputs(rules))
+            self._gate = RuleGate(lambda: [rule.gate() for rule in rules], len(rules))
         return self._gate
 
     def build(self) -> None:
         """The rules and both gates built now, not on first use."""
         self._the_gate().any_candidate_in_lines(b"")
-
-
-def gate_inputs(rules: Sequence[CredentialRule]) -> bytes | None:
-    """What decides the rules' gate patterns (`CredentialRule.gate`): each rule, field by field, and the
-    code of every class it is an instance of (the gates and what they call, `literal_free` among
-    them). A gate remembered under a digest of these (`RuleGate`) is never another set's. None when
-    some of it cannot be read (a frozen build without sources, a field `_described` does not know):
-    then nothing is remembered, and each process makes the gate's patterns again."""
-    modules = sorted({cls.__module__ for rule in rules for cls in type(rule).__mro__ if cls is not object})
-    try:
-        code = [Path(sys.modules[name].__file__).read_bytes() for name in modules]  # type: ignore[arg-type]
-        described = [_described(rule).encode("utf-8", "surrogatepass") for rule in rules]
-    except (OSError, TypeError):
-        return None
-    return b"\0".join([*code, *described])
-
-
-def _described(value: object) -> str:
-    """`value` as text that holds everything it is made of, the same in every process (a pattern by
-    its source and flags: a `LazyPattern` has no other text)."""
-    kind = type(value)
-    if kind in (str, int, float, bool, type(None)):
-        return repr(value)
-    if kind is tuple:
-        return f"({', '.join(map(_described, value))},)"  # type: ignore[arg-type]
-    if kind in (re.Pattern, LazyPattern):
-        return f"re({value.pattern!r}, {int(value.flags)})"  # type: ignore[attr-defined]
-    fields = getattr(kind, "__dataclass_fields__", None)
-    if fields is not None:
-        described = ", ".join(_described(getattr(value, name)) for name in fields)
-        return f"{kind.__module__}.{kind.__qualname__}({described})"
-    raise TypeError(f"cannot describe a {type(value).__name__} for a gate's inputs")
 
 
 PROFILES: dict[str, RuleSet] = {"elizaos": RuleSet(lambda: ELIZAOS_RULES), "strict": RuleSet(strict_rules)}

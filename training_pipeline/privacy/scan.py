@@ -18,23 +18,16 @@ as before. The gate is a superset, so what is found is exactly what the plugins 
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import importlib.util
-import json
 import re
-import sys
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cache, cached_property, lru_cache
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import hyperscan
 
-from training_pipeline.environment import cache_dir
-from training_pipeline.privacy import prefilter
 from training_pipeline.privacy.personal import PersonalDataFinder
 from training_pipeline.privacy.personal.finder import finder_digest
 from training_pipeline.privacy.prefilter import LineGate
@@ -50,9 +43,8 @@ _LEFT_BY_THE_FILTER = re.compile(r"<(?:REDACTED|entity|MASKED):")
 #: without importing detect-secrets (a test holds the list to the detector's own)
 KEYWORD_HINTS = re.compile(r"key|pass|pwd|secret|contrase", re.IGNORECASE)
 
-# detect-secrets is imported where a scanner first looks at a line, not with this module nor where a
-# scanner is made: with `requests` it is a third of the start of a pool's fork server (a fifth of a
-# second), and a day's texts seldom have a line for the plugins (`gated_plugins`).
+# detect-secrets is imported where a scanner first looks at a line (`gated_plugins`), not with this
+# module: a pool's fork server imports this module for its workers and needs none of it.
 
 
 @dataclass(frozen=True)
@@ -66,40 +58,9 @@ class GatedPlugins:
 
 @cache
 def gated_plugins() -> GatedPlugins:
-    """The plugins' gate and digest, as this machine remembers them (a file in the cache folder, named
-    by a digest of what decides them: detect-secrets' plugin modules, this module and the gate's code,
-    Python's and Hyperscan's versions), so a process makes them without importing detect-secrets;
-    made from the plugins, and remembered, where nothing is remembered yet."""
-    remembered = cache_dir() / f"scanner-{_plugin_inputs()}.json"
-    with contextlib.suppress(OSError, ValueError, KeyError, TypeError, hyperscan.error):
-        saved = json.loads(remembered.read_text(encoding="utf-8"))
-        key = saved["gate"]
-        return GatedPlugins(None if key is None else LineGate.loaded(key), str(saved["plugins"]))
+    """The plugins' gate and digest, made once per process from detect-secrets' plugins."""
     plugins = _plugins()
-    gated = GatedPlugins(plugin_gate(plugins), _plugins_digest(plugins))
-    with contextlib.suppress(OSError):
-        from training_pipeline.atomic import atomic_write_text
-
-        key = None if gated.gate is None else gated.gate.key
-        atomic_write_text(remembered, json.dumps({"gate": key, "plugins": gated.plugins}))
-    return gated
-
-
-def _plugin_inputs() -> str:
-    """A digest of what decides the plugins and their patterns, read without importing detect-secrets:
-    its plugin modules and plugin loading, its settings and version; which plugins this module leaves
-    out and how the gate is made of their patterns (this module, `prefilter`); Python's and Hyperscan's
-    versions."""
-    digest = hashlib.sha256(f"{sys.version}\0{hyperscan.__version__}".encode())
-    spec = importlib.util.find_spec("detect_secrets")
-    root = Path(spec.origin).parent if spec is not None and spec.origin else None
-    files = [Path(__file__), Path(prefilter.__file__)]
-    if root is not None:
-        files += [root / "settings.py", root / "__version__.py"]
-        files += sorted((root / "core" / "plugins").glob("*.py")) + sorted((root / "plugins").glob("*.py"))
-    for path in files:
-        digest.update(b"\0" + path.name.encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()[:32]
+    return GatedPlugins(plugin_gate(plugins), _plugins_digest(plugins))
 
 
 def _plugins_digest(plugins: Sequence[BasePlugin]) -> str:
