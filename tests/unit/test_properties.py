@@ -7,7 +7,6 @@ import copy
 import json
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
@@ -108,25 +107,15 @@ _mangled = (
 
 
 @given(_mangled)
-def test_the_portable_schema_validates_as_pydantic_does(record: object) -> None:
-    """What the pool's workers validate with (the shape's core schema without the typed dicts'
-    classes, on pydantic-core alone) passes and fails exactly what pydantic's own adapter does, with
-    the same errors."""
-    from pydantic import TypeAdapter, ValidationError
-    from pydantic_core import SchemaValidator
+def test_any_record_is_a_trajectory_or_gets_one_line_saying_why_not(record: object) -> None:
+    from training_pipeline.trajectories.models import validation_reason
 
-    from training_pipeline.trajectories.models import TRAJECTORY_SCHEMA, Trajectory
-
-    def errors(validate: Any) -> object:
-        try:
-            validate(record)
-        except ValidationError as err:
-            return err.errors(include_url=False)
-        return None
-
-    assert repr(errors(SchemaValidator(TRAJECTORY_SCHEMA).validate_python)) == repr(
-        errors(TypeAdapter(Trajectory).validate_python)
-    )
+    reason = validation_reason(record)
+    assert reason is None or (reason and "\n" not in reason)
+    if reason is None:
+        assert (
+            isinstance(record, dict) and record["trajectoryId"] and type(record["startTime"]) in (int, float)
+        )
 
 
 @given(texts, st.sampled_from(["strict", "elizaos"]))

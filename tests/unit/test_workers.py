@@ -6,7 +6,6 @@ import errno
 import json
 import multiprocessing
 import os
-import pickle
 import subprocess
 import sys
 import textwrap
@@ -17,7 +16,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from tests.helpers import REPO, fresh_python
+from tests.helpers import REPO
 from training_pipeline.datasets.build import build_datasets
 from training_pipeline.datasets.daily import DayFiles, build_day, export_store
 from training_pipeline.datasets.tasks import TASK_FILE_NAMES, TASKS
@@ -35,8 +34,8 @@ from training_pipeline.privacy.filter import PrivacyFilter
 from training_pipeline.privacy.scan import SecretScanner
 from training_pipeline.samples import write_long_sample
 from training_pipeline.trajectories.files import read_files, unparsed_files, unparsed_shares
+from training_pipeline.trajectories.models import start_day
 from training_pipeline.trajectories.rows import StoreRows
-from training_pipeline.trajectories.shape import start_day
 from training_pipeline.trajectories.store import batch_of
 from training_pipeline.workers import IN_FLIGHT, ordered_map
 
@@ -318,42 +317,19 @@ def test_the_pool_starts_from_a_script_without_a_main_guard(tmp_path: Path) -> N
 def test_the_pools_fork_server_imports_what_workers_use_and_no_more() -> None:
     """Every day's pool starts a fork server that imports the pass's modules before any worker can
     work: Arrow and numpy (the step's process makes the Arrow batches and writes the files; a worker
-    sends the rows' buffers) and gitleaks' rules (built by the first share that needs them) would add a
-    third to that wait; the deployment's settings (a pydantic model built at import) a few percent, and
-    pydantic itself with the trajectory's shape built again 40% (a worker gets the shape's core schema
-    from its initializer)."""
+    sends the rows' buffers), gitleaks' rules (built by the first share that needs them) and the
+    deployment's settings are not among them."""
     from training_pipeline.datasets.export import DailyExamples
     from training_pipeline.intake.share import ingest_in_worker
 
     modules = [ingest_in_worker.__module__, DailyExamples.__module__]
     code = f"import sys\nfor name in {modules!r}: __import__(name)\n" + (
         "print(sorted(m for m in ('pyarrow', 'numpy', 'training_pipeline.privacy.gitleaks',"
-        " 'training_pipeline.settings', 'pydantic')"
+        " 'training_pipeline.settings')"
         " if m in sys.modules))"
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
     assert run.stdout.strip() == "[]"
-
-
-def test_a_worker_validates_records_with_the_schema_it_is_given_without_pydantic() -> None:
-    """The pool's initializer hands each worker the trajectory's core schema: a worker forked from the
-    fork server quarantines a bad record with the same reason as the step's process, and never imports
-    pydantic's Python package."""
-    from training_pipeline.privacy.filter import PrivacyFilter
-    from training_pipeline.trajectories.models import TRAJECTORY_SCHEMA
-    from training_pipeline.trajectories.shape import validation_reason
-
-    bad = {"trajectoryId": "t", "startTime": "yesterday"}
-    initargs = pickle.dumps((*PrivacyFilter("strict").recipe(), TRAJECTORY_SCHEMA))
-    code = (
-        "import pickle, sys\nfrom training_pipeline.privacy.filter import start_worker_filter\n"
-        "from training_pipeline.trajectories.shape import validation_reason\n"
-        f"start_worker_filter(*pickle.loads({initargs!r}))\n"
-        f"print(validation_reason({bad!r}))\nprint('pydantic' in sys.modules)"
-    )
-    printed = fresh_python(code)
-    assert printed.splitlines() == [validation_reason(bad), "False"]
-    assert "startTime" in printed
 
 
 def test_overlapping_pool_starts_put_the_hosts_main_back() -> None:

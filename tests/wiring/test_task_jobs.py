@@ -26,7 +26,7 @@ from tests.scripted_agent import email_agent
 from training_pipeline.cli import main
 from training_pipeline.definitions import defs
 from training_pipeline.tasks import EXAMPLE_TASKS
-from training_pipeline.trajectories.shape import validation_reason
+from training_pipeline.trajectories.models import validation_reason
 
 
 def _steps(events, kind: DagsterEventType) -> set[str]:

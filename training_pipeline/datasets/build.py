@@ -24,7 +24,6 @@ from training_pipeline.trajectories.files import (
     iter_file_records,
     line_spans,
 )
-from training_pipeline.trajectories.models import TRAJECTORY_SCHEMA
 from training_pipeline.trajectories.records import RawRecord, over_budget, parse_record
 from training_pipeline.workers import ordered_map
 
@@ -132,7 +131,7 @@ def _processed(
         workers,
         _process_in_worker,
         start_worker_filter,
-        (*privacy.recipe(), TRAJECTORY_SCHEMA),
+        privacy.recipe(),
     )
 
 

@@ -37,7 +37,7 @@ from training_pipeline.datasets.validate import (
     inspection_record,
     scanner_for,
 )
-from training_pipeline.trajectories.shape import iter_llm_calls
+from training_pipeline.trajectories.models import iter_llm_calls
 
 #: (trajectory id, LLM call count, [(task, JSONL line as UTF-8)]) — one trajectory's examples, in
 #: elizaOS's order. Bytes, because they are written to binary files, maybe after crossing processes.

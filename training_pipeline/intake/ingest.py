@@ -19,7 +19,6 @@ from training_pipeline.intake.quarantine import QuarantineWriter
 from training_pipeline.intake.share import Derive, NoDerive, Share, ingest_in_worker, ingest_share
 from training_pipeline.privacy.filter import FilterStats, PrivacyFilter, start_worker_filter
 from training_pipeline.trajectories.files import Unparsed, UnparsedSpan
-from training_pipeline.trajectories.models import TRAJECTORY_SCHEMA
 from training_pipeline.trajectories.records import ParsedRecord
 from training_pipeline.trajectories.store import TrajectoryParquetWriter, batch_of, rows_of
 from training_pipeline.workers import ordered_map
@@ -135,7 +134,7 @@ def ingest_records(
             workers if pooled else 1,
             ingest_in_worker,
             start_worker_filter,
-            (*privacy.recipe(), TRAJECTORY_SCHEMA) if privacy is not None else (),
+            privacy.recipe() if privacy is not None else (),
             start_method="forkserver",
             preload=[derive.__module__] if derive is not None else [],
         )

@@ -42,7 +42,7 @@ from training_pipeline.privacy.rules import (
     STRICT_SECRET_ENV_NAME,
     RuleSet,
 )
-from training_pipeline.trajectories.shape import iter_llm_calls, use_schema
+from training_pipeline.trajectories.models import iter_llm_calls
 
 Profile = Literal["elizaos", "strict"]
 HANDLE = re.compile(r"@[a-zA-Z0-9_.-]{2,}")
@@ -580,14 +580,9 @@ def start_worker_filter(
     env_secrets: tuple[str, ...],
     personal_data: frozenset[str],
     ner_model: str,
-    trajectory_schema: Any = None,
 ) -> None:
-    """A pool's initializer: this worker's filter (its rules' gate loads once, from the cache), and the
-    trajectory's shape as a core schema (`models.TRAJECTORY_SCHEMA`) for a worker that parses records:
-    with it, the worker validates them without importing pydantic (`shape.use_schema`)."""
+    """A pool's initializer: this worker's filter, built once (its gates load from the cache)."""
     global _worker_filter
-    if trajectory_schema is not None:
-        use_schema(trajectory_schema)
     _worker_filter = PrivacyFilter(profile, directory, env_secrets, personal_data, ner_model)
 
 

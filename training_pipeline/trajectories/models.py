@@ -1,15 +1,27 @@
-"""The elizaOS trajectory shape, as the edge of the pipeline validates it.
+"""The elizaOS trajectory shape, as the edge of the pipeline validates it: whether a record is a
+trajectory (`validation_reason`), the day it belongs to, and its LLM calls.
 
 Validation is a gate, not a transform: records that pass keep their original dict (every unknown field
 and key order intact) and flow on as plain data; records that fail go to quarantine with the reason.
 """
 
+import math
+from collections.abc import Iterator
+from datetime import UTC, date, datetime
 from typing import Annotated, Any, NotRequired
 
-from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, with_config
+from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, ValidationError, with_config
 from typing_extensions import TypedDict  # pydantic needs it before Python 3.12
 
-from training_pipeline.trajectories.shape import start_time_in_range
+#: Latest start time a daily partition can hold (9999-12-31), in milliseconds.
+_MAX_START_MS = 253_402_300_799_999
+
+
+def start_time_in_range(value: float) -> float:
+    if not math.isfinite(value) or not 0 <= value <= _MAX_START_MS:
+        raise ValueError("must be epoch milliseconds between 1970 and 9999")
+    return value
+
 
 # The shapes are typed dicts, keyed as the wire spells them: validating one builds plain dicts, where a
 # model built an instance per trajectory, step and call (40% of the validation's time). Unknown fields
@@ -60,19 +72,29 @@ class Trajectory(TypedDict):
     metadata: NotRequired[dict[str, Any] | None]
 
 
-def _without_classes(schema: Any) -> Any:
-    """The core schema without the typed dicts' own classes (a typed-dict schema's `cls`), which name
-    this module: a worker that unpickled them would import pydantic after all. Validation does not use
-    them (the errors are the same: `test_the_portable_schema_validates_as_pydantic_does`)."""
-    if isinstance(schema, dict):
-        typed_dict = schema.get("type") == "typed-dict"
-        return {
-            key: _without_classes(value) for key, value in schema.items() if not (typed_dict and key == "cls")
-        }
-    if isinstance(schema, list):
-        return [_without_classes(item) for item in schema]
-    return schema
+_TRAJECTORY = TypeAdapter(Trajectory)
 
 
-#: what `shape.validation_reason` runs, with pydantic-core alone
-TRAJECTORY_SCHEMA = _without_classes(TypeAdapter(Trajectory).core_schema)
+def validation_reason(record: Any) -> str | None:
+    """None when `record` is a valid trajectory, else a one-line reason naming the field."""
+    if not isinstance(record, dict):
+        return f"not a JSON object (got {type(record).__name__})"
+    try:
+        _TRAJECTORY.validate_python(record)
+    except ValidationError as err:
+        first = err.errors(include_url=False)[0]
+        where = ".".join(str(part) for part in first["loc"]) or "record"
+        more = f" (+{err.error_count() - 1} more)" if err.error_count() > 1 else ""
+        return f"invalid field {where}: {first['msg']}{more}"
+    return None
+
+
+def start_day(start_time_ms: float) -> date:
+    """The UTC day a trajectory belongs to: daily partitions are keyed by it."""
+    return datetime.fromtimestamp(start_time_ms / 1000, tz=UTC).date()
+
+
+def iter_llm_calls(trajectory: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every LLM call of a validated trajectory, in step order."""
+    for step in trajectory.get("steps") or ():
+        yield from step.get("llmCalls") or ()

@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 
 from training_pipeline import jscompat
-from training_pipeline.trajectories.shape import start_day, validation_reason
+from training_pipeline.trajectories.models import start_day, validation_reason
 
 
 @dataclass(frozen=True, slots=True)

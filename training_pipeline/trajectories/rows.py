@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from training_pipeline import jscompat
-from training_pipeline.trajectories.shape import iter_llm_calls
+from training_pipeline.trajectories.models import iter_llm_calls
 
 Kind = Literal["string", "large_string", "float64", "int32"]
 #: the stored day's columns, in order, and their Arrow types (`store.SCHEMA` is made of these)
