@@ -78,8 +78,10 @@ def main() -> None:
     parser.add_argument("n", type=int, nargs="?", default=20_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--workers", type=int, default=0, help="build processes (default: all cores)")
+    parser.add_argument("--profiles", default=",".join(PROFILES), help="comma-separated (default: both)")
     parser.add_argument("--write", action="store_true", help="put the table into bench/README.md")
     args = parser.parse_args()
+    profiles = [profile for profile in args.profiles.split(",") if profile]
     work = Path(tempfile.mkdtemp(prefix="tp-side-by-side-"))
     other = work / "other-tree"
     revision = subprocess.run(
@@ -100,7 +102,7 @@ def main() -> None:
         trees = {"this": ROOT, "other": other}
         figures: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
         for round_ in range(args.rounds):
-            for profile in PROFILES:
+            for profile in profiles:
                 order = list(trees.items()) if round_ % 2 == 0 else list(trees.items())[::-1]
                 for name, tree in order:
                     out = work / f"{name}-{profile}"
@@ -150,7 +152,7 @@ def main() -> None:
         "| profile | tree | wall s | CPU s | peak RSS MB (all processes) | wall ÷ other | CPU ÷ other |",
         "|---|---|---:|---:|---:|---:|---:|",
     ]
-    for profile in PROFILES:
+    for profile in profiles:
         base = figures[("other", profile)]
         for name, label in (("this", here), ("other", revision)):
             runs = figures[(name, profile)]

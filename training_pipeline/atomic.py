@@ -7,7 +7,6 @@ write that was killed leaves its temp file unlocked; the next write of the same 
 from __future__ import annotations
 
 import contextlib
-import errno
 import fcntl
 import os
 import re
@@ -91,26 +90,9 @@ def publish(tmp: Path, target: Path) -> None:
 
 
 def atomic_copy(source: Path, target: Path) -> None:
-    """`target` made a copy of `source`, atomically (as `atomic_open` writes), copied by the kernel."""
+    """`target` made a copy of `source`, atomically (as `atomic_open` writes)."""
     with atomic_open(target, "wb") as out, source.open("rb") as data:
-        kernel_copy(data, out)
-
-
-def kernel_copy(source: IO[bytes], target: IO[bytes]) -> None:
-    """The rest of `source` appended to `target`, copied by the kernel (`copy_file_range`) where it can,
-    without the bytes passing through this process; through user space where it cannot."""
-    target.flush()
-    left = os.fstat(source.fileno()).st_size - source.tell()
-    try:
-        while left > 0:
-            copied = os.copy_file_range(source.fileno(), target.fileno(), left)
-            if not copied:
-                break
-            left -= copied
-    except OSError as err:  # a file system or kernel without it (EXDEV, ENOSYS, EOPNOTSUPP...)
-        if err.errno not in (errno.EXDEV, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL, errno.EBADF):
-            raise
-    shutil.copyfileobj(source, target, 1 << 20)  # the rest, if any
+        shutil.copyfileobj(data, out, 1 << 20)
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -159,41 +141,3 @@ class StagedFiles:
         self._staged.clear()
         with contextlib.suppress(OSError):  # a folder left empty is left by nobody
             self.directory.rmdir()
-
-
-class ScratchFolder:
-    """A private folder in `parent` for files handed from one process to another (the build's workers
-    leave each share's examples there for the parent to append), removed by `close`.
-
-    It is locked (`flock` on the folder) while in use, so one left by a process that died is told from
-    one in use and removed by the next `ScratchFolder` made in the same place."""
-
-    def __init__(self, parent: Path) -> None:
-        parent.mkdir(parents=True, exist_ok=True)
-        for stale in parent.glob(".scratch-*"):
-            with contextlib.suppress(OSError):
-                _remove_if_unlocked(stale)
-        while True:
-            self.path = Path(tempfile.mkdtemp(prefix=".scratch-", dir=parent))
-            self._lock = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY)
-            fcntl.flock(self._lock, fcntl.LOCK_EX)
-            if os.fstat(self._lock).st_nlink:  # not taken for stale by another process before the lock
-                break
-            os.close(self._lock)
-
-    def close(self) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
-        os.close(self._lock)
-
-
-def _remove_if_unlocked(folder: Path) -> None:
-    """Removed holding its lock: a process that made it a moment ago and locks it now finds it gone
-    (`ScratchFolder` then makes another)."""
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        shutil.rmtree(folder, ignore_errors=True)
-    except BlockingIOError:
-        pass  # in use
-    finally:
-        os.close(fd)

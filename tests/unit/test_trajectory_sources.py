@@ -223,30 +223,27 @@ def test_task_runs_write_trajectories_the_database_source_reads_back(
     assert parsed.trajectory["source"] == "task:reply-to-dana"
 
 
-def test_stored_rows_make_the_batch_arrow_itself_would() -> None:
-    """A worker builds the rows' buffers without Arrow, and the batch over them is the one Arrow's own
-    conversion makes (which imports pandas), a missing value and characters outside ASCII included."""
-    import pyarrow as pa
-
-    from training_pipeline.trajectories.rows import StoreRows
-    from training_pipeline.trajectories.store import SCHEMA, batch_of
+def test_stored_rows_keep_what_each_trajectory_says() -> None:
+    """The stored day's typed columns come from the trajectory (an agent that is not a string is
+    missing, LLM calls counted over the steps) and `raw` is its JSON as it came, line end removed."""
+    from training_pipeline.trajectories.rows import SCHEMA, StoreRows
 
     rows = StoreRows()
     rows.add(
         {"trajectoryId": "t-é", "agentId": "a", "startTime": 1.5e12, "steps": []}, "f:1", '{"x":"é🤖"}\n'
     )
     rows.add({"trajectoryId": "t2", "agentId": 7, "startTime": 2, "steps": [{"llmCalls": [{}, {}]}]}, "f:2")
-    for index in range(3, 20):  # past a byte of the validity bitmap, missing agents here and there
+    for index in range(3, 20):
         agent = None if index % 3 else f"a{index}"
         rows.add({"trajectoryId": f"t{index}", "agentId": agent, "startTime": index}, f"f:{index}", b"{}\n")
-    columns = {name: list(values) for name, values in rows._columns.items()}
-    batch = batch_of(rows.take())
+    batch = rows.take()
     batch.validate(full=True)
-    assert batch.equals(pa.RecordBatch.from_pydict(columns, schema=SCHEMA))
+    assert batch.schema == SCHEMA and batch.num_rows == 19
     assert batch.column("agent_id").to_pylist()[:4] == ["a", None, "a3", None]
     assert batch.column("llm_call_count").to_pylist()[:3] == [0, 2, 0]
-    assert batch.column("raw")[2].as_py() == "{}"
-    assert batch_of(rows.take()).num_rows == 0 and len(rows) == 0
+    assert batch.column("raw")[0].as_py() == '{"x":"é🤖"}' and batch.column("raw")[2].as_py() == "{}"
+    assert json.loads(batch.column("raw")[1].as_py())["agentId"] == 7
+    assert rows.take().num_rows == 0 and len(rows) == 0
 
 
 def test_a_stored_days_profile_counts_agents_calls_and_times(tmp_path: Path) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import errno
 import json
 import multiprocessing
 import os
@@ -17,7 +16,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.helpers import REPO
-from training_pipeline.datasets.build import build_datasets
 from training_pipeline.datasets.daily import DayFiles, build_day, export_store
 from training_pipeline.datasets.tasks import TASK_FILE_NAMES, TASKS
 from training_pipeline.datasets.validate import (
@@ -35,8 +33,6 @@ from training_pipeline.privacy.scan import SecretScanner
 from training_pipeline.samples import write_long_sample
 from training_pipeline.trajectories.files import read_files, unparsed_files, unparsed_shares
 from training_pipeline.trajectories.models import start_day
-from training_pipeline.trajectories.rows import StoreRows
-from training_pipeline.trajectories.store import batch_of
 from training_pipeline.workers import IN_FLIGHT, ordered_map
 
 
@@ -139,12 +135,12 @@ def test_small_files_share_a_share(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         lines.append(line)
     day = start_day(json.loads(lines[0])["startTime"])
     spans = list(unparsed_shares(runs, day))
-    shares = list(ingest._shares(spans, None, [0], None, None))  # type: ignore[arg-type]
+    shares = list(ingest._shares(spans, None, [0], None))  # type: ignore[arg-type]
     assert len(spans) == 30 and len(shares) == 1 and shares[0][1] == spans
     monkeypatch.setattr(ingest, "_SHARE_CHARS", 16 << 10)
     large = list(unparsed_shares(source, day, span_bytes=16 << 10))  # each span at least a share's size
-    shares = list(ingest._shares(large, None, [0], None, None))  # type: ignore[arg-type]
-    assert len(large) > 2 and [items for _, items, _ in shares] == [[span] for span in large]
+    shares = list(ingest._shares(large, None, [0], None))  # type: ignore[arg-type]
+    assert len(large) > 2 and [items for _, items in shares] == [[span] for span in large]
 
 
 def test_the_datasets_exported_again_from_the_filtered_day_are_those_the_pass_wrote(tmp_path: Path) -> None:
@@ -316,15 +312,15 @@ def test_the_pool_starts_from_a_script_without_a_main_guard(tmp_path: Path) -> N
 
 def test_the_pools_fork_server_imports_what_workers_use_and_no_more() -> None:
     """Every day's pool starts a fork server that imports the pass's modules before any worker can
-    work: Arrow and numpy (the step's process makes the Arrow batches and writes the files; a worker
-    sends the rows' buffers), gitleaks' rules (built by the first share that needs them) and the
-    deployment's settings are not among them."""
+    work: the Parquet writer (the step's process writes the files; a worker sends Arrow batches),
+    gitleaks' rules (built by the first share that needs them) and the deployment's settings are not
+    among them."""
     from training_pipeline.datasets.export import DailyExamples
     from training_pipeline.intake.share import ingest_in_worker
 
     modules = [ingest_in_worker.__module__, DailyExamples.__module__]
     code = f"import sys\nfor name in {modules!r}: __import__(name)\n" + (
-        "print(sorted(m for m in ('pyarrow', 'numpy', 'training_pipeline.privacy.gitleaks',"
+        "print(sorted(m for m in ('pyarrow.parquet', 'training_pipeline.privacy.gitleaks',"
         " 'training_pipeline.settings')"
         " if m in sys.modules))"
     )
@@ -403,15 +399,15 @@ def test_a_share_whose_first_anonymised_trajectory_comes_late_keeps_every_row_be
     directory = EntityDirectory(
         {"discord:erin": "e-erin", "discord:alice": "e-alice"}, frozenset({"e-alice"})
     )
-    done = ingest_share(PrivacyFilter("strict", directory), (NoDerive(), share, None))
+    done = ingest_share(PrivacyFilter("strict", directory), (NoDerive(), share))
     assert done.kept == [0, 1, 2, 4] and done.filtered is not None
-    filtered = batch_of(done.filtered).to_pydict()
+    filtered = done.filtered.to_pydict()
     assert filtered["trajectory_id"] == ["a", "b", "c", "e"]
     assert filtered["origin"] == ["a.json", "b.json", "c.json", "e.json"]
     raws = filtered["raw"]
     assert [raws[0], raws[1], raws[3]] == [share[0][1], share[1][1], share[4][1]]  # as they came
     assert "<entity:e-erin>" in raws[2] and json.loads(raws[2])["trajectoryId"] == "c"
-    assert batch_of(done.stored).num_rows == 5
+    assert done.stored.num_rows == 5
 
 
 def test_a_filter_that_only_redacts_copies_the_stored_day(
@@ -438,65 +434,6 @@ def test_a_filter_that_only_redacts_copies_the_stored_day(
     filter_store(out / "t.parquet", out / "again.parquet", out / "again.json", PrivacyFilter("strict"))
     again = pq.read_table(out / "again.parquet")
     assert again.num_rows == 120 and pq.read_table(filtered).equals(again)
-
-
-def test_a_build_leaves_no_scratch_and_clears_one_a_dead_build_left(tmp_path: Path) -> None:
-    """The workers leave each share's examples in a scratch folder beside the output; it goes when the
-    build ends, and one left by a build that was killed is removed by the next, while one in use is not."""
-    out = tmp_path / "out"
-    make = (
-        "from pathlib import Path; from training_pipeline.atomic import ScratchFolder; "
-        f"ScratchFolder(Path({str(out)!r}))"
-    )
-    in_use = subprocess.Popen(
-        [sys.executable, "-c", f"{make}; print(); input()"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
-    )
-    try:
-        assert in_use.stdout is not None and in_use.stdout.readline()  # made and locked
-        assert subprocess.run([sys.executable, "-c", make]).returncode == 0  # left behind, never closed
-        assert len(list(out.glob(".scratch-*"))) == 2
-        source = tmp_path / "in.jsonl"
-        write_long_sample(source, 300)
-        result = build_datasets(source, out, PrivacyFilter("strict"), workers=2, span_bytes=64 << 10)
-        assert result.summary["trajectoryCount"] == 300
-        assert len(list(out.glob(".scratch-*"))) == 1  # the live one's
-    finally:
-        in_use.communicate(b"\n")
-    alone = build_datasets(source, tmp_path / "alone", PrivacyFilter("strict"))
-    for name in TASK_FILE_NAMES.values():
-        assert (out / name).read_bytes() == (tmp_path / "alone" / name).read_bytes()
-    assert alone.summary["counts"] == result.summary["counts"]
-
-
-def test_examples_are_appended_through_user_space_where_the_kernel_cannot_copy(
-    tmp_path: Path, monkeypatch
-) -> None:
-    """Some file systems refuse `copy_file_range` (EXDEV, EOPNOTSUPP): the build is then slower, not wrong."""
-    source = tmp_path / "in.jsonl"
-    write_long_sample(source, 200)
-    build_datasets(source, tmp_path / "kernel", PrivacyFilter("elizaos"), workers=2, span_bytes=64 << 10)
-
-    def refuse(*_: object) -> int:
-        raise OSError(errno.EXDEV, "cross-device")
-
-    monkeypatch.setattr(os, "copy_file_range", refuse)
-    build_datasets(source, tmp_path / "user", PrivacyFilter("elizaos"), workers=2, span_bytes=64 << 10)
-    for name in TASK_FILE_NAMES.values():
-        assert (tmp_path / "kernel" / name).read_bytes() == (tmp_path / "user" / name).read_bytes()
-
-
-def test_rows_a_worker_leaves_in_a_file_are_the_rows_it_made(tmp_path: Path) -> None:
-    """A worker of the pool leaves a share's stored rows in a file (its buffers one after another); the
-    step's process maps it, and the batch it writes is the one the rows make, the file gone."""
-    rows = StoreRows()
-    for index, agent in enumerate(["agent-a", None, "agent-ü"]):  # a missing agent: a validity bitmap
-        trajectory = {"trajectoryId": f"t{index}", "startTime": 1_795_478_500_000 + index, "steps": []}
-        rows.add(trajectory | ({"agentId": agent} if agent else {}), f"file.jsonl:{index + 1}")
-    taken = rows.take()
-    spilled = taken.spill(tmp_path)
-    assert batch_of(spilled).equals(batch_of(taken))
-    assert batch_of(taken).column("agent_id").null_count == 1
-    assert not spilled.path.exists()
 
 
 ORPHAN_WORK = """

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from training_pipeline.atomic import ScratchFolder, atomic_write_text
+from training_pipeline.atomic import atomic_write_text
 from training_pipeline.datasets.export import DatasetWriter, ExampleBatch, prepare
 from training_pipeline.intake.quarantine import QuarantineWriter, quarantine_line
 from training_pipeline.privacy.budget import OverBudget
@@ -69,14 +69,7 @@ _Work = LineSpan | list[RawRecord]
 _ARRAY_CHUNK = 256
 
 
-@dataclass(frozen=True)
-class _Share:
-    work: _Work
-    #: where a worker leaves the share's examples (`ExampleBatch.spill`)
-    scratch: Path
-
-
-def _process(privacy: PrivacyFilter, work: _Work, scratch: Path | None = None) -> _Chunk:
+def _process(privacy: PrivacyFilter, work: _Work) -> _Chunk:
     privacy.stats = FilterStats()  # this chunk's counts only; the caller merges them
     quarantine, prepared = [], []
     records = 0
@@ -94,14 +87,11 @@ def _process(privacy: PrivacyFilter, work: _Work, scratch: Path | None = None) -
             continue
         if kept:
             prepared.append(prepare(parsed.trajectory))
-    examples = ExampleBatch.of(prepared)
-    return _Chunk(
-        records, quarantine, examples if scratch is None else examples.spill(scratch), privacy.stats
-    )
+    return _Chunk(records, quarantine, ExampleBatch.of(prepared), privacy.stats)
 
 
-def _process_in_worker(share: _Share) -> _Chunk:
-    return _process(worker_filter(), share.work, share.scratch)
+def _process_in_worker(work: _Work) -> _Chunk:
+    return _process(worker_filter(), work)
 
 
 def _shares(input_path: Path, span_bytes: int) -> Iterator[_Work]:
@@ -120,14 +110,12 @@ def _shares(input_path: Path, span_bytes: int) -> Iterator[_Work]:
             yield chunk
 
 
-def _processed(
-    input_path: Path, privacy: PrivacyFilter, workers: int, span_bytes: int, scratch: Path
-) -> Iterator[_Chunk]:
+def _processed(input_path: Path, privacy: PrivacyFilter, workers: int, span_bytes: int) -> Iterator[_Chunk]:
     """Shares of the input processed in input order: here, or on `workers` processes (the bounded pool,
-    `workers.ordered_map`), which leave their examples in `scratch`."""
+    `workers.ordered_map`)."""
     return ordered_map(
-        (_Share(work, scratch) for work in _shares(input_path, span_bytes)),
-        lambda share: _process(privacy, share.work),
+        _shares(input_path, span_bytes),
+        lambda work: _process(privacy, work),
         workers,
         _process_in_worker,
         start_worker_filter,
@@ -144,10 +132,9 @@ def build_datasets(
     records_in = 0
     stats = FilterStats()
     writer = DatasetWriter(out_dir)
-    scratch = ScratchFolder(out_dir)
     try:
         with QuarantineWriter(out_dir / QUARANTINE_FILE_NAME) as quarantine:
-            for chunk in _processed(input_path, privacy, workers, span_bytes, scratch.path):
+            for chunk in _processed(input_path, privacy, workers, span_bytes):
                 records_in += chunk.records
                 for line, reason in chunk.quarantine:
                     quarantine.add_line(line, reason)
@@ -156,8 +143,6 @@ def build_datasets(
     except BaseException:
         writer.abort()
         raise
-    finally:
-        scratch.close()
     privacy.stats = stats
     summary = writer.close()
     report = stats.as_report()

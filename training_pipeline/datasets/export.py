@@ -8,17 +8,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import mmap
-import os
-import tempfile
 from collections.abc import Collection
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
 from training_pipeline import jscompat
-from training_pipeline.atomic import StagedFiles, kernel_copy
+from training_pipeline.atomic import StagedFiles
 from training_pipeline.datasets.tasks import (
     PROVENANCE_FILE_NAMES,
     SUMMARY_FILE_NAME,
@@ -76,8 +73,8 @@ class ExampleBatch:
 
     #: (trajectory id, LLM call count, the tasks it gave examples to as `_BIT`s), in input order
     trajectories: list[tuple[Any, int, int]]
-    #: each task's lines, or the file they were left in (`spill`)
-    lines: dict[Task, bytes | Path]
+    #: each task's lines
+    lines: dict[Task, bytes]
     counts: dict[Task, int]
     #: each task's provenance sidecar lines (the id of the trajectory of each line), when kept
     provenance: dict[Task, bytes] | None = None
@@ -112,7 +109,7 @@ class ExampleBatch:
                     ids[task].append(sidecar)
                 bits |= _BIT[task]
             trajectories.append((trajectory_id, llm_calls, bits))
-        lines: dict[Task, bytes | Path] = {task: b"".join(part) for task, part in parts.items() if part}
+        lines = {task: b"".join(part) for task, part in parts.items() if part}
         return cls(
             trajectories,
             lines,
@@ -120,18 +117,6 @@ class ExampleBatch:
             {task: b"".join(ids[task]) for task in lines} if provenance else None,
             {task: (scanned[task], notable[task]) for task in lines} if inspections is not None else None,
         )
-
-    def spill(self, folder: Path) -> ExampleBatch:
-        """This batch with its lines left in files in `folder`, for a worker to send back instead of the
-        bytes: the parent then appends each file in the kernel (`copy_file_range`), where receiving and
-        unpickling the bytes cost it as much CPU time as building them cost a worker."""
-        spilled: dict[Task, bytes | Path] = {}
-        for task, lines in self.lines.items():
-            fd, name = tempfile.mkstemp(prefix=f"{task}-", dir=folder)
-            with os.fdopen(fd, "wb", buffering=0) as handle:
-                handle.write(lines)
-            spilled[task] = Path(name)
-        return replace(self, lines=spilled)
 
 
 @dataclass(frozen=True)
@@ -157,11 +142,6 @@ class DailyExamples:
     def gather(self, made: list[tuple[Prepared, list[LineInspection] | None]]) -> ExampleBatch:
         inspections = None if self.scanner_secrets is None else [lines or [] for _, lines in made]
         return ExampleBatch.of([prepared for prepared, _ in made], True, inspections)
-
-    def from_worker(self, batch: ExampleBatch, scratch: Path) -> ExampleBatch:
-        """The batch as a worker sends it: its lines left in files in `scratch` (`ExampleBatch.spill`),
-        which the writer maps and appends (`DatasetWriter.add_batch`)."""
-        return batch.spill(scratch)
 
 
 class DatasetWriter:
@@ -212,12 +192,8 @@ class DatasetWriter:
         if batch.inspections is None:
             self._inspected = False
         for task, lines in batch.lines.items():
-            handle = self._files[task]
-            if isinstance(lines, bytes):
-                handle.write(lines)
-                self._looked_at(task, lines)
-            else:
-                self._append_spilled(task, lines, handle)
+            self._files[task].write(lines)
+            self._looked_at(task, lines)
             if batch.provenance is not None and self._provenance:
                 self._provenance[task].write(batch.provenance[task])
             if batch.inspections is not None:
@@ -226,21 +202,7 @@ class DatasetWriter:
         for trajectory_id, llm_calls, bits in batch.trajectories:
             self._count(trajectory_id, llm_calls, bits)
 
-    def _append_spilled(self, task: Task, source: Path, target: IO[bytes]) -> int:
-        """`source` (a worker's lines, `ExampleBatch.spill`) appended to `target` by the kernel
-        (`copy_file_range`) and removed; hashed and previewed first, where this writer keeps digests or
-        previews, from a read-only map of it: the bytes never pass through this process's memory, where
-        receiving them through the pool's pipe cost it as much CPU time as making them cost a worker."""
-        with source.open("rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            if size and (self._inspected or len(self.previews[task]) < self._preview_rows):
-                with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
-                    self._looked_at(task, view)
-            kernel_copy(handle, target)
-        source.unlink()
-        return size
-
-    def _looked_at(self, task: Task, lines: bytes | mmap.mmap) -> None:
+    def _looked_at(self, task: Task, lines: bytes) -> None:
         if self._inspected:
             self._digests[task].update(lines)
         start = 0

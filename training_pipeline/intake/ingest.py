@@ -13,14 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from training_pipeline import jscompat
-from training_pipeline.atomic import ScratchFolder, atomic_copy, atomic_write_text
+from training_pipeline.atomic import atomic_copy, atomic_write_text
 from training_pipeline.intake.filtered import FilteredDay, report_of
 from training_pipeline.intake.quarantine import QuarantineWriter
 from training_pipeline.intake.share import Derive, NoDerive, Share, ingest_in_worker, ingest_share
 from training_pipeline.privacy.filter import FilterStats, PrivacyFilter, start_worker_filter
 from training_pipeline.trajectories.files import Unparsed, UnparsedSpan
 from training_pipeline.trajectories.records import ParsedRecord
-from training_pipeline.trajectories.store import TrajectoryParquetWriter, batch_of, rows_of
+from training_pipeline.trajectories.store import TrajectoryParquetWriter, rows_of
 from training_pipeline.workers import ordered_map
 
 
@@ -106,10 +106,6 @@ def ingest_records(
         )
         small, records = _small(records)
         pooled = workers > 1 and privacy is not None and not small
-        # where the pool's workers leave each share's rows and examples for this process to write
-        scratch = ScratchFolder(parquet.parent) if pooled else None
-        if scratch is not None:
-            stack.callback(scratch.close)
         # each trajectory id the day has stored, and where it was first read: a later record with the
         # same id is quarantined as a duplicate
         seen: dict[str, str] = {}
@@ -127,7 +123,6 @@ def ingest_records(
                     bad,
                     counted,
                     (derive or NoDerive()) if fused else None,
-                    scratch.path if scratch is not None else None,
                 )
             ),
             lambda share: ingest_share(privacy, share, seen),
@@ -147,11 +142,10 @@ def ingest_records(
             counted[0] += done.records
             for parsed in done.quarantined:
                 bad.add(parsed)
-            stored = batch_of(done.stored)
-            store.add_batch(stored)
+            store.add_batch(done.stored)
             if kept is not None:
                 kept.add_batch(
-                    batch_of(done.filtered) if done.filtered is not None else rows_of(stored, done.kept)
+                    done.filtered if done.filtered is not None else rows_of(done.stored, done.kept)
                 )
             if each_derived is not None:
                 each_derived(done.derived)
@@ -200,7 +194,6 @@ def _shares(
     bad: QuarantineWriter,
     counted: list[int],
     derive: Derive | None,
-    scratch: Path | None,
 ) -> Iterator[Share]:
     """The records in shares of about `_SHARE_CHARS`: spans of files (a span of a large file fills a
     share; a task run's file of one trajectory is one span among many), unparsed records as they are,
@@ -223,7 +216,7 @@ def _shares(
             items.append((parsed.origin, text))
             size += len(text)
         if size >= _SHARE_CHARS or len(items) >= _SHARE_RECORDS:
-            yield derive, items, scratch
+            yield derive, items
             items, size = [], 0
     if items:
-        yield derive, items, scratch
+        yield derive, items

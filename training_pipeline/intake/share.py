@@ -1,23 +1,23 @@
 """What a share of a day becomes on a worker of the pool: parsed, redacted, its stored rows, filtered,
 and what is derived of each trajectory kept (the datasets' examples).
 
-This module is what the pool's fork server imports before any worker can work, so it imports neither
-Arrow nor the files' writers: the rows go back as buffers (`trajectories.rows`) and the step's process
-writes them (`intake.ingest`).
+The rows go back as Arrow batches and the examples as bytes, through the pool's pipe; the step's
+process writes them (`intake.ingest`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Protocol
+
+import pyarrow as pa
 
 from training_pipeline import jscompat
 from training_pipeline.privacy.budget import OverBudget
 from training_pipeline.privacy.filter import FilterStats, PrivacyFilter, worker_filter
 from training_pipeline.trajectories.files import Unparsed, UnparsedSpan, with_spans_read
 from training_pipeline.trajectories.records import ParsedRecord, duplicate, over_budget
-from training_pipeline.trajectories.rows import Rows, SpilledRows, StoreRows
+from training_pipeline.trajectories.rows import StoreRows
 
 
 class Derive(Protocol):
@@ -31,10 +31,6 @@ class Derive(Protocol):
         """What crosses back from the share (handed to `each_derived` once per share)."""
         ...
 
-    def from_worker(self, gathered: Any, scratch: Path) -> Any:
-        """`gathered` as a worker of the pool sends it back, large parts left in files in `scratch`."""
-        ...
-
 
 @dataclass(frozen=True)
 class NoDerive:
@@ -46,27 +42,22 @@ class NoDerive:
     def gather(self, made: list[Any]) -> None:
         return None
 
-    def from_worker(self, gathered: None, scratch: Path) -> None:
-        return None
-
 
 #: a share of a day for the pool: the fused pass's `Derive` (None: store only); its records: valid
 #: ones as (origin, JSON text) (the text crosses processes far cheaper than the parsed trajectory), or
 #: records read and not parsed yet, which the worker parses (and checks the day of), or a span of a file
-#: that the worker reads too; and the folder where a worker leaves the share's rows and examples for
-#: the step's process (None: they cross the pool's pipe, which cost that process as much CPU time to
-#: receive as making them cost a worker)
-Share = tuple[Derive | None, list[tuple[str, str | bytes] | Unparsed | UnparsedSpan], Path | None]
+#: that the worker reads too
+Share = tuple[Derive | None, list[tuple[str, str | bytes] | Unparsed | UnparsedSpan]]
 
 
 @dataclass
 class Ingested:
     """What a share became: its stored rows, the filtered day's rows and the examples, in input order."""
 
-    stored: Rows | SpilledRows
+    stored: pa.RecordBatch
     #: the filtered day's rows, or None when each is its stored row unchanged (the filter anonymised
     #: nothing): then `kept` says which stored rows they are, and the rows cross processes once
-    filtered: Rows | SpilledRows | None
+    filtered: pa.RecordBatch | None
     kept: list[int]
     #: what `Derive.gather` made of the share's kept trajectories
     derived: Any
@@ -82,7 +73,7 @@ def ingest_share(privacy: PrivacyFilter | None, share: Share, seen: dict[str, st
     """The share's records stored, filtered and derived. A trajectory id met before, earlier in the
     share or in `seen` (id → where it was first read: the day's earlier shares), is quarantined as a
     duplicate: a day keeps each trajectory once."""
-    derive, items, _ = share
+    derive, items = share
     if privacy is not None:
         privacy.stats = FilterStats()  # this share's counts only; the caller merges them
     stored, filtered, derived = StoreRows(), StoreRows(), []
@@ -146,12 +137,4 @@ def ingest_share(privacy: PrivacyFilter | None, share: Share, seen: dict[str, st
 
 
 def ingest_in_worker(share: Share) -> Ingested:
-    ingested = ingest_share(worker_filter(), share)
-    derive, _, scratch = share
-    if scratch is not None:
-        ingested.stored = ingested.stored.spill(scratch)  # type: ignore[union-attr]
-        if ingested.filtered is not None:
-            ingested.filtered = ingested.filtered.spill(scratch)  # type: ignore[union-attr]
-        if derive is not None:
-            ingested.derived = derive.from_worker(ingested.derived, scratch)
-    return ingested
+    return ingest_share(worker_filter(), share)

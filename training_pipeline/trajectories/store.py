@@ -4,18 +4,15 @@ A few columns are typed for querying (id, agent, start time, call count, origin)
 is kept whole as JSON text in `raw`, because its shape is open-ended (unknown fields are kept) and the
 next stage needs it exactly as it was.
 
-A worker of the pool builds a share's rows without Arrow (`rows.StoreRows`); `pyarrow.parquet` is
-imported where files are written and read. Nothing here imports `pyarrow.compute` (75 ms of a run's
-step): a day's profile is gathered with numpy as its batches are written.
+`pyarrow.parquet` is imported where files are written and read, not by the pool's workers, which only
+gather rows (`rows.StoreRows`).
 """
 
 from __future__ import annotations
 
-import mmap
 import os
 import queue
 import threading
-from array import array
 from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -27,44 +24,17 @@ import pyarrow as pa
 
 from training_pipeline import jscompat
 from training_pipeline.atomic import TempFile, publish
-from training_pipeline.trajectories.rows import COLUMNS, Rows, SpilledRows, StoreRows
+from training_pipeline.trajectories.rows import SCHEMA, StoreRows
 
-SCHEMA = pa.schema([(name, getattr(pa, kind)()) for name, kind in COLUMNS])
 _BATCH_ROWS = 1024
 #: the columns a reader filters on get dictionaries and min/max statistics; `raw` (kilobytes of JSON per
 #: row, all distinct) gets neither: building them was a sixth of the writer's time, for no use
 _QUERIED = [name for name in SCHEMA.names if name != "raw"]
 
 
-def batch_of(rows: Rows | SpilledRows) -> pa.RecordBatch:
-    """`rows` as an Arrow batch, its arrays over the rows' buffers (not copied): for rows a worker left
-    in a file, over a read-only map of it, which lives as long as the batch does (the file is removed
-    at once). Arrays are assembled from their buffers: Arrow's conversion of Python lists imports
-    pandas (half a second and 40 MB in every process that builds a batch)."""
-    if isinstance(rows, SpilledRows):
-        with rows.path.open("rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            view = memoryview(mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if size else b"")
-        rows.path.unlink()
-        columns = {
-            name: ([None if span is None else view[span[0] : span[0] + span[1]] for span in spans], missing)
-            for name, (spans, missing) in rows.layout.items()
-        }
-    else:
-        columns = rows.buffers
-    arrays = []
-    for field in SCHEMA:
-        buffers, missing = columns[field.name]
-        wrapped = [None if buffer is None else pa.py_buffer(buffer) for buffer in buffers]
-        arrays.append(pa.Array.from_buffers(field.type, rows.count, wrapped, null_count=missing))
-    return pa.RecordBatch.from_arrays(arrays, schema=SCHEMA)
-
-
 def rows_of(batch: pa.RecordBatch, indices: list[int]) -> pa.RecordBatch:
-    """The rows of `batch` at `indices`, in that order (the index array built from its buffer: Arrow's
-    conversion of a list imports pandas)."""
-    positions = pa.Array.from_buffers(pa.int64(), len(indices), [None, pa.py_buffer(array("q", indices))])
-    return batch.take(positions)
+    """The rows of `batch` at `indices`, in that order."""
+    return batch.take(pa.array(indices, pa.int64()))
 
 
 class TrajectoryParquetWriter:
@@ -98,15 +68,14 @@ class TrajectoryParquetWriter:
             self._flush()
 
     def add_batch(self, batch: pa.RecordBatch) -> None:
-        """Rows gathered elsewhere (`batch_of` the rows a worker made); written after the rows added
-        before."""
+        """Rows gathered elsewhere (a worker's `StoreRows`); written after the rows added before."""
         self._flush()
         if batch.num_rows:
             self._write(batch)
 
     def _flush(self) -> None:
         if len(self._rows):
-            self._write(batch_of(self._rows.take()))
+            self._write(self._rows.take())
 
     def _write(self, batch: pa.RecordBatch) -> None:
         if self._failure is not None:
