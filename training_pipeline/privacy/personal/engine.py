@@ -11,17 +11,40 @@ not installed is an error saying so (Presidio itself would download it).
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Iterable
+import sys
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import spacy
-from presidio_analyzer import AnalyzerEngine, EntityRecognizer, RecognizerRegistry
-from presidio_analyzer import predefined_recognizers as presidio
-from presidio_analyzer.nlp_engine import SpacyNlpEngine
 from spacy.language import Language
 
-from training_pipeline.privacy.personal.recognizers import own_recognizers
+
+@contextlib.contextmanager
+def _transformers_unimportable() -> Iterator[None]:
+    """Presidio's package imports `transformers` wherever it is installed (its Hugging Face NLP engine
+    and recognizers, each behind `except ImportError`), which costs seconds of CPU in every process that
+    analyses text, a pool's workers among them. This filter uses none of it (a model is a spaCy
+    pipeline), so while Presidio is imported `transformers` reads as not installed; a process that
+    imported it already keeps it, and one that imports it later gets it as usual."""
+    if "transformers" in sys.modules:
+        yield
+        return
+    sys.modules["transformers"] = None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        if sys.modules.get("transformers", 0) is None:
+            del sys.modules["transformers"]
+
+
+with _transformers_unimportable():
+    from presidio_analyzer import AnalyzerEngine, EntityRecognizer, RecognizerRegistry
+    from presidio_analyzer import predefined_recognizers as presidio
+    from presidio_analyzer.nlp_engine import SpacyNlpEngine
+
+from training_pipeline.privacy.personal.recognizers import own_recognizers  # noqa: E402
 
 __all__ = ["LANGUAGE", "SCORE_THRESHOLD", "analyzer", "ner_analyzer"]
 
