@@ -1,10 +1,10 @@
 """What Dagster adds to a day: the daily graph materialised on a real instance, against the core's
 one-pass build of the same file.
 
-    python bench/dagster_overhead.py [N] [WORKERS] [--rounds R] [--instances ephemeral,sqlite,postgres]
+    python bench/dagster_overhead.py [N] [WORKERS] [--rounds R] [--instances KINDS] [--write]
 
 WORKERS: processes of the day's pass (`TRAINING_PIPELINE_WORKERS`; default 0, one per core).
-INSTANCES: where the Dagster days keep their runs and events (`instances.py`; default the in-memory
+KINDS: where the Dagster days keep their runs and events (`instances.py`; default the in-memory
 instance and the README's SQLite one). A real instance's databases are made by a run of an empty day
 before the rounds, as a deployment's exist before its runs.
 
@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 
 from instances import KINDS, SETUP_DAY, code_location, instance_homes, instance_of
+from readme import machine, write_section
 
 from training_pipeline.samples import write_long_sample
 
@@ -89,7 +90,7 @@ def spread(values: list[float]) -> str:
     return f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
 
 
-def main(n: int, workers: int, rounds: int, kinds: list[str]) -> None:
+def main(n: int, workers: int, rounds: int, kinds: list[str], write: bool = False) -> None:
     work = Path(tempfile.mkdtemp(prefix="tp-overhead-"))
     source = work / "in"
     source.mkdir()
@@ -135,14 +136,25 @@ def main(n: int, workers: int, rounds: int, kinds: list[str]) -> None:
     finally:
         shutil.rmtree(work)
     base = statistics.median(core)
-    print(f"{'run':<46} {'median (min-max) s':>20} {'vs core':>8}")
-    print(f"{'core build (1 process, strict)':<46} {spread(core):>20} {1:>7.2f}x")
+    lines = [
+        f"`python bench/dagster_overhead.py {n} --rounds {rounds} --instances {','.join(kinds)}` on "
+        f"{machine()}: {n:,} trajectories, one day, `strict`. Seconds, median (min–max) of the rounds.",
+        "",
+        "| run | seconds | ÷ core build |",
+        "|---|---:|---:|",
+        f"| core build (one process) | {spread(core)} | 1.00x |",
+    ]
     for kind in kinds:
-        for name, values in (("with checks", checked[kind]), ("assets only (pool warm)", assets[kind])):
-            ratios = ", ".join(f"{value / seconds:.2f}" for value, seconds in zip(values, core, strict=True))
-            label = f"Dagster day ({kind}), {name}"
-            ratio = statistics.median(values) / base
-            print(f"{label:<46} {spread(values):>20} {ratio:>7.2f}x  (rounds: {ratios})")
+        runs = (("with its checks", checked[kind]), ("assets only, pool warm", assets[kind]))
+        for name, values in runs:
+            lines.append(
+                f"| Dagster day ({kind}), {name} | {spread(values)} "
+                f"| {statistics.median(values) / base:.2f}x |"
+            )
+    table = "\n".join(lines)
+    print(table)
+    if write:
+        write_section("dagster_overhead", table)
 
 
 if __name__ == "__main__":
@@ -158,8 +170,9 @@ if __name__ == "__main__":
         parser.add_argument(
             "--instances", default="ephemeral,sqlite", help=f"comma-separated, of {', '.join(KINDS)}"
         )
+        parser.add_argument("--write", action="store_true", help="put the table into bench/README.md")
         options = parser.parse_args()
         kinds = options.instances.split(",")
         if not set(kinds) <= set(KINDS):
             parser.error(f"unknown instance in {options.instances!r}; choose of {', '.join(KINDS)}")
-        main(options.n, options.workers, options.rounds, kinds)
+        main(options.n, options.workers, options.rounds, kinds, options.write)

@@ -1,13 +1,14 @@
 """Dataset build speed and memory against elizaOS's own code, on the same generated input.
 
-    python bench/export_vs_reference.py [N] [--work DIR] [--no-reference] [--hog K]
+    python bench/export_vs_reference.py [N] [--work DIR] [--no-reference] [--hog K] [--write]
 
 Generates N realistic trajectories (long conversation prompts, credentials, @handles), runs
 `../shared/reference/run-reference.sh` and `training-pipeline build-datasets --privacy-profile elizaos`
 on the same file, checks the five datasets agree line for line (parsed JSON) and the summaries match,
 then runs the default `strict` profile, and prints throughput, the ratio and each run's peak RSS.
 `--hog K` runs K busy processes beside our builds (not the reference), to see that memory stays bounded
-when the machine is busy and the workers' results wait on a starved parent.
+when the machine is busy and the workers' results wait on a starved parent. `--write` puts the table
+into bench/README.md.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import time
 from pathlib import Path
 
 from process_tree import tree_rss_kb
+from readme import machine, write_section
 
 from training_pipeline.datasets.tasks import SUMMARY_FILE_NAME, TASK_FILE_NAMES
 from training_pipeline.samples import write_long_sample
@@ -75,6 +77,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/tp-bench"))
     parser.add_argument("--no-reference", action="store_true")
     parser.add_argument("--hog", type=int, default=0, help="busy processes beside our builds")
+    parser.add_argument("--write", action="store_true", help="put the table into bench/README.md")
     args = parser.parse_args()
     shutil.rmtree(args.work, ignore_errors=True)
     args.work.mkdir(parents=True)
@@ -106,19 +109,30 @@ def main() -> None:
         rows.append((f"ours, {profile}", seconds, rss, tree))
     for hog in hogs:
         hog.kill()
+    agreement = ""
     if not args.no_reference:
         problems = agree(args.work / "elizaos", args.work / "reference")
-        print("outputs agree with the reference" if not problems else f"OUTPUTS DIFFER: {problems}")
-    base = rows[0][1]
-    print(
-        f"{'run':<20} {'seconds':>8} {'MB/s':>7} {'traj/s':>8} {'vs ref':>7} "
-        f"{'peak RSS MB (largest process)':>30} {'(all processes)':>16}"
-    )
-    for name, seconds, rss, tree in rows:
-        print(
-            f"{name:<20} {seconds:>8.2f} {megabytes / seconds:>7.1f} {args.n / seconds:>8.0f} "
-            f"{base / seconds:>6.2f}x {rss:>30.0f} {tree:>16.0f}"
+        agreement = (
+            "; `elizaos` datasets equal the reference's" if not problems else f"; OUTPUTS DIFFER: {problems}"
         )
+        print(agreement.lstrip("; "))
+    base = rows[0][1]
+    lines = [
+        f"`python bench/export_vs_reference.py {args.n}{f' --hog {args.hog}' if args.hog else ''}` on "
+        f"{machine()}: {args.n:,} trajectories, {megabytes:.0f} MB, one measurement each{agreement}.",
+        "",
+        "| run | seconds | trajectories/s | vs first row | peak RSS MB, largest process | all processes |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for name, seconds, rss, tree in rows:
+        lines.append(
+            f"| {name} | {seconds:.2f} | {args.n / seconds:,.0f} | {base / seconds:.2f}x "
+            f"| {rss:.0f} | {tree:.0f} |"
+        )
+    table = "\n".join(lines)
+    print(table)
+    if args.write:
+        write_section("export_vs_reference", table)
 
 
 if __name__ == "__main__":

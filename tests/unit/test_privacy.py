@@ -349,11 +349,10 @@ def test_a_scanner_finds_the_same_and_has_one_fingerprint_in_every_process(tmp_p
 
 def test_a_secret_value_that_is_not_utf8_is_redacted_and_fingerprinted() -> None:
     """An environment value with bytes that are not UTF-8 reaches Python with lone surrogates: the
-    filter and the scanner still take it, and their fingerprints (hashes of it) still compute."""
+    filter and the scanner still take it, and the scanner's fingerprint (a hash of it) still computes."""
     secret = "abc\udcff-secret-value"
     privacy = PrivacyFilter("strict", env_secrets=(secret,))
     assert secret not in privacy.redact(f"x {secret} y")
-    assert privacy.fingerprint() != PrivacyFilter("strict").fingerprint()
     scanner = SecretScanner((secret,))
     assert scanner.find(f"x {secret} y") == (("Environment secret", secret),)
     assert scanner.fingerprint() != SecretScanner().fingerprint()

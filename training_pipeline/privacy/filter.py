@@ -12,7 +12,6 @@ the trajectory too, since the filtered trajectories are stored and shared as wel
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
@@ -32,7 +31,6 @@ from training_pipeline.jscompat import utf16_len
 from training_pipeline.privacy.budget import budget
 from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.personal import PersonalDataFinder, Pseudonyms, Span, kinds_from_setting
-from training_pipeline.privacy.personal.finder import finder_digest
 from training_pipeline.privacy.prefilter import Scanner
 from training_pipeline.privacy.rule import Found, is_placeholder
 from training_pipeline.privacy.rules import (
@@ -196,24 +194,6 @@ class PrivacyFilter:
             return self.profile, self.directory, self.env_secrets, frozenset(), ""
         # "" (no model), not None: a worker reads no setting of its own
         return self.profile, self.directory, self.env_secrets, personal.kinds, personal.ner_model or ""
-
-    def fingerprint(self) -> str:
-        """What this filter does to a trajectory, as a digest: the profile, its rules, the entity
-        directory and the secret values. Two filters with one fingerprint give the same output, so a
-        filtered day made by one can stand for the other's."""
-        digest = hashlib.sha256(self.profile.encode())
-        for rule in self.rules.rules:
-            digest.update(f"\0{rule.label}\0{rule.pattern.pattern}".encode())
-        if self.directory is not None:
-            digest.update(repr(sorted(self.directory.handles.items())).encode())
-            digest.update(repr(sorted(self.directory.private)).encode())
-            digest.update(repr(self.directory.platforms).encode())
-        for secret in self.env_secrets:
-            digest.update(b"\1" + hashlib.sha256(secret.encode("utf-8", "surrogatepass")).digest())
-        if self.personal is not None:
-            digest.update(b"\3" + repr((sorted(self.personal.kinds), self.personal.ner_model)).encode())
-            digest.update(finder_digest().encode())
-        return digest.hexdigest()
 
     @property
     def only_redacts(self) -> bool:
