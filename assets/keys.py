@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from dagster import AssetKey
 
-from training_pipeline.datasets.tasks import TASKS, Task
+from training_pipeline.datasets.training_tasks import TASKS, Task
 
 __all__ = ["UNPREFIXED", "Keys"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dagster import DailyPartitionsDefinition, StaticPartitionsDefinition
 
-from training_pipeline.datasets.tasks import TASKS
+from training_pipeline.datasets.training_tasks import TASKS
 from training_pipeline.settings import Settings
 from training_pipeline.trajectories.earliest import first_day
 

@@ -36,8 +36,8 @@ import sys
 from pathlib import Path
 from re import _parser as sre_parse
 
+from training_pipeline.privacy.credential_rule import looks_fake
 from training_pipeline.privacy.gitleaks import GitleaksRule, load_rules, shannon_entropy
-from training_pipeline.privacy.rule import looks_fake
 
 OUT = Path(__file__).with_name("data") / "credential_corpus.jsonl"
 _STRING = re.compile(r'`([^`]*)`|"((?:\\.|[^"\\\n])*)"')

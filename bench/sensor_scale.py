@@ -18,7 +18,7 @@ from dagster import AssetKey, AssetMaterialization, DagsterInstance, build_senso
 
 from resources.training import TrainingSettings
 from tests.helpers import threshold
-from training_pipeline.datasets.tasks import TASKS
+from training_pipeline.datasets.training_tasks import TASKS
 
 SETTINGS = TrainingSettings(trigger_threshold=10**9)  # count, never fire
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from process_tree import tree_rss_kb
 from readme import machine, write_section
 
-from training_pipeline.datasets.tasks import SUMMARY_FILE_NAME, TASK_FILE_NAMES
+from training_pipeline.datasets.training_tasks import SUMMARY_FILE_NAME, TASK_FILE_NAMES
 from training_pipeline.samples import write_long_sample
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 from dagster import ConfigurableIOManager, InputContext, OutputContext
 
 from resources.storage import DataStore
-from training_pipeline.datasets.tasks import TASK_FILE_NAMES, TASKS
+from training_pipeline.datasets.training_tasks import TASK_FILE_NAMES, TASKS
 
 __all__ = ["LAYERS_IO_MANAGER", "LayersIOManager"]
 

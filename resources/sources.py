@@ -16,7 +16,7 @@ from training_pipeline.atomic import atomic_open
 from training_pipeline.trajectories.database import read_table, write_trajectory
 from training_pipeline.trajectories.files import Unparsed, UnparsedSpan, unparsed_shares, with_spans_read
 from training_pipeline.trajectories.models import start_day
-from training_pipeline.trajectories.records import ParsedRecord
+from training_pipeline.trajectories.parsing import ParsedRecord
 
 
 class TrajectorySource(ConfigurableResource):

@@ -8,7 +8,7 @@ from dagster import ConfigurableResource
 from pydantic import Field
 
 from training_pipeline.shared_storage import SharedStorage
-from training_pipeline.training.records import RunStore
+from training_pipeline.training.run_records import RunStore
 
 
 class DataStore(ConfigurableResource):

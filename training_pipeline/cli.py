@@ -13,7 +13,7 @@ from typing import Any
 from training_pipeline import jscompat
 from training_pipeline.atomic import atomic_open
 from training_pipeline.datasets.build import build_datasets
-from training_pipeline.datasets.tasks import TASKS
+from training_pipeline.datasets.training_tasks import TASKS
 from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.filter import PrivacyFilter, secret_env_values
 from training_pipeline.privacy.personal import kinds_from_setting
@@ -325,7 +325,7 @@ def _select_task(instance, defs) -> str | None:
     """elizaOS's selectTask without an explicit task, over each task's latest window of days."""
     from dagster import AssetKey
 
-    from training_pipeline.datasets.tasks import TASK_FILE_NAMES
+    from training_pipeline.datasets.training_tasks import TASK_FILE_NAMES
     from training_pipeline.training.policy import select_task
 
     store, training = defs.resources["training_pipeline_store"], defs.resources["training_pipeline_policy"]

@@ -48,13 +48,13 @@ from resources.privacy import PrivacySettings
 from resources.sources import TrajectorySource
 from resources.storage import DataStore
 from training_pipeline.datasets.daily import DayBuilt, DayFiles, LayerMissing, build_day
-from training_pipeline.datasets.tasks import SUMMARY_FILE_NAME, TASK_FILE_NAMES, TASKS, Task
+from training_pipeline.datasets.training_tasks import SUMMARY_FILE_NAME, TASK_FILE_NAMES, TASKS, Task
 from training_pipeline.datasets.validate import INSPECTION_FILE_NAME, inspect_dataset_files
 from training_pipeline.intake.filtered import FilteredDay
 from training_pipeline.intake.ingest import IngestManifest, manifest_path
 from training_pipeline.privacy.scan import SecretScanner
 from training_pipeline.trajectories.database import SourceUnavailable
-from training_pipeline.trajectories.store import row_count
+from training_pipeline.trajectories.parquet import row_count
 
 __all__ = ["daily_layers"]
 

@@ -14,7 +14,7 @@ from dagster import (
 
 from assets.keys import Keys
 from resources.storage import DataStore
-from training_pipeline.datasets.tasks import SUMMARY_FILE_NAME
+from training_pipeline.datasets.training_tasks import SUMMARY_FILE_NAME
 
 __all__ = ["shared_datasets"]
 

@@ -33,7 +33,7 @@ from resources.backends import TrainingBackends
 from resources.privacy import PrivacySettings
 from resources.storage import DataStore
 from resources.training import TrainingSettings
-from training_pipeline.datasets.tasks import TASKS
+from training_pipeline.datasets.training_tasks import TASKS
 from training_pipeline.optimizers.native import load_artifact
 from training_pipeline.privacy.stored import SafeLog, safe_text
 from training_pipeline.stages.records import StageRecord
@@ -41,7 +41,7 @@ from training_pipeline.training.metadata import gate_table, records_preview, sco
 from training_pipeline.training.orchestrate import run_training
 from training_pipeline.training.policy import BACKENDS
 from training_pipeline.training.promotion import judge_artifact, native_candidate, promote, read_published
-from training_pipeline.training.records import RunRecord
+from training_pipeline.training.run_records import RunRecord
 from training_pipeline.training.tuning import TuningFailed, follow_tinker_run, follow_vertex_job, to_follow
 from training_pipeline.training.window import DayFiles, assemble_window
 

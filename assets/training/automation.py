@@ -24,7 +24,7 @@ from assets.keys import Keys
 from assets.partitions import PARTITION_TAG, SOURCE_TAG
 from assets.training.assets import TrainingAssets
 from resources.training import TrainingSettings
-from training_pipeline.datasets.tasks import TASKS
+from training_pipeline.datasets.training_tasks import TASKS
 from training_pipeline.training.trigger import TriggerState
 
 #: what `define_asset_job` returns (Dagster does not export the class's name)

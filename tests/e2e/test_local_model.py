@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from training_pipeline.backends.base import DispatchRequest
-from training_pipeline.datasets.tasks import ids_path
+from training_pipeline.datasets.training_tasks import ids_path
 from training_pipeline.llm.client import ChatClient
 from training_pipeline.llm.local import LocalModelServer, local_model_available
 from training_pipeline.optimizers.native import load_artifact, run_native

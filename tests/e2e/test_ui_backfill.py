@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tests.dagster_servers import DagsterServers, pipeline_free_env
 from tests.helpers import REPO
-from training_pipeline.datasets.tasks import TASKS
+from training_pipeline.datasets.training_tasks import TASKS
 
 DAYS = ["2026-11-23", "2026-11-24", "2026-11-25"]
 LAYERS = ["trajectories", "filtered_trajectories", *TASKS]

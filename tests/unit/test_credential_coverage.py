@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from tests.helpers import REPO, fresh_python
 from training_pipeline.privacy import gitleaks
+from training_pipeline.privacy.credential_rule import CredentialRule, LazyPattern, boundary_free, literal_free
 from training_pipeline.privacy.filter import PrivacyFilter
 from training_pipeline.privacy.gitleaks import (
     RULES_FILE,
@@ -24,8 +25,7 @@ from training_pipeline.privacy.gitleaks import (
     refresh,
     to_python,
 )
-from training_pipeline.privacy.rule import CredentialRule, LazyPattern, boundary_free, literal_free
-from training_pipeline.privacy.rules import RuleSet, strict_rules
+from training_pipeline.privacy.profiles import RuleSet, strict_rules
 
 CORPUS = REPO / "bench" / "data" / "credential_corpus.jsonl"
 
@@ -148,8 +148,8 @@ def test_a_strict_start_compiles_no_rule(tmp_path: Path) -> None:
     code = """
 import json
 from training_pipeline.privacy import gitleaks
-from training_pipeline.privacy.rule import REFERENCE, LazyPattern
-from training_pipeline.privacy.rules import _PEM_BEGIN, PROFILES
+from training_pipeline.privacy.credential_rule import REFERENCE, LazyPattern
+from training_pipeline.privacy.profiles import _PEM_BEGIN, PROFILES
 
 strict = PROFILES["strict"]
 strict.build()

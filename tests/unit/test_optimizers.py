@@ -10,7 +10,7 @@ import pytest
 
 from tests.fake_chat import FakeChatServer
 from training_pipeline.backends.base import BackendError, DispatchRequest
-from training_pipeline.datasets.tasks import ids_path
+from training_pipeline.datasets.training_tasks import ids_path
 from training_pipeline.llm.client import ChatClient
 from training_pipeline.optimizers.examples import load_examples, split_by_trajectory
 from training_pipeline.optimizers.native import load_artifact, run_native

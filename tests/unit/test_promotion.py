@@ -30,7 +30,7 @@ from training_pipeline.training.promotion import (
     publish,
     read_published,
 )
-from training_pipeline.training.records import RunRecord, RunStore
+from training_pipeline.training.run_records import RunRecord, RunStore
 
 
 def _scores(n: int, seed: int, gain: float, noise: float) -> tuple[list[float], list[float]]:

@@ -14,16 +14,16 @@ from hypothesis import strategies as st
 
 from training_pipeline import jscompat
 from training_pipeline.datasets.build import build_datasets
-from training_pipeline.datasets.tasks import TASKS, build_example, infer_tasks
+from training_pipeline.datasets.training_tasks import TASKS, build_example, infer_tasks
 from training_pipeline.datasets.validate import inspect_line, inspect_record
+from training_pipeline.privacy.credential_rule import CredentialRule, compiled
 from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.filter import PrivacyFilter
 from training_pipeline.privacy.prefilter import _STAND_IN, LineGate, RuleGate, stand_in_bytes
+from training_pipeline.privacy.profiles import ELIZAOS_RULES, PROFILES, RuleSet, literal_first
 from training_pipeline.privacy.proximity import KEYWORD_PROXIMITY
-from training_pipeline.privacy.rule import CredentialRule, compiled
-from training_pipeline.privacy.rules import ELIZAOS_RULES, PROFILES, RuleSet, literal_first
 from training_pipeline.privacy.scan import SecretScanner
-from training_pipeline.trajectories.records import RawRecord, parse_record
+from training_pipeline.trajectories.parsing import RawRecord, parse_record
 
 from .test_privacy import FAMILIES
 

@@ -19,7 +19,7 @@ import pytest
 from training_pipeline.datasets.build import build_datasets
 from training_pipeline.privacy.budget import OverBudget, budget
 from training_pipeline.privacy.filter import PrivacyFilter
-from training_pipeline.privacy.rules import ELIZAOS_RULES, strict_rules
+from training_pipeline.privacy.profiles import ELIZAOS_RULES, strict_rules
 from training_pipeline.privacy.stored import OVER_BUDGET, safe_text
 
 #: runs a backtracking matcher can split many ways: letters, words joined by separators, alphabets

@@ -15,7 +15,7 @@ import pytest
 
 from tests.helpers import REPO
 from training_pipeline.datasets.build import build_datasets
-from training_pipeline.datasets.tasks import SUMMARY_FILE_NAME, TASK_FILE_NAMES
+from training_pipeline.datasets.training_tasks import SUMMARY_FILE_NAME, TASK_FILE_NAMES
 from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.filter import PrivacyFilter, secret_env_values
 

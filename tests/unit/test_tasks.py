@@ -14,8 +14,8 @@ import pytest
 from training_pipeline.tasks import EXAMPLE_TASKS
 from training_pipeline.tasks.context import diff
 from training_pipeline.tasks.registry import RegistryError, build_registry
+from training_pipeline.tasks.run_store import ContextStore
 from training_pipeline.tasks.steps.agents import PromptAgentStep
-from training_pipeline.tasks.store import ContextStore
 from training_pipeline.tasks.task import TaskError, load_task, parse_task
 
 REGISTRY = build_registry()

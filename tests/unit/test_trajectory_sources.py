@@ -15,7 +15,7 @@ from tests.helpers import fresh_python
 from training_pipeline.intake.ingest import ingest_records
 from training_pipeline.trajectories.database import SourceUnavailable, read_table
 from training_pipeline.trajectories.files import line_spans, read_files
-from training_pipeline.trajectories.store import iter_trajectories
+from training_pipeline.trajectories.parquet import iter_trajectories
 
 DAY = date(2026, 11, 24)
 T = 1_795_478_400_000  # 2026-11-24T00:00:00Z
@@ -247,7 +247,7 @@ def test_stored_rows_keep_what_each_trajectory_says() -> None:
 
 
 def test_a_stored_days_profile_counts_agents_calls_and_times(tmp_path: Path) -> None:
-    from training_pipeline.trajectories.store import _BATCH_ROWS, TrajectoryParquetWriter
+    from training_pipeline.trajectories.parquet import _BATCH_ROWS, TrajectoryParquetWriter
 
     store = tmp_path / "day.parquet"
     with TrajectoryParquetWriter(store) as writer:

@@ -17,7 +17,7 @@ import pytest
 
 from tests.helpers import REPO
 from training_pipeline.datasets.daily import DayFiles, build_day, export_store
-from training_pipeline.datasets.tasks import TASK_FILE_NAMES, TASKS
+from training_pipeline.datasets.training_tasks import TASK_FILE_NAMES, TASKS
 from training_pipeline.datasets.validate import (
     INSPECTION_FILE_NAME,
     file_sha256,

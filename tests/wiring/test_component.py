@@ -13,7 +13,7 @@ import pytest
 
 from tests.helpers import fresh_python
 from training_pipeline.component import TrainingPipelineComponent
-from training_pipeline.datasets.tasks import TASK_FILE_NAMES
+from training_pipeline.datasets.training_tasks import TASK_FILE_NAMES
 
 DAY = "2026-11-24"
 

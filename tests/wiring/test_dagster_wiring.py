@@ -20,7 +20,7 @@ from resources.sources import DatabaseTrajectorySource, FileTrajectorySource
 from resources.storage import DataStore
 from tests.helpers import DATASET_ASSETS, REPO, asset_metadata, cli, layer_resources
 from tests.planted_secrets import STRIPE_KEY, write_stripe_leak_day
-from training_pipeline.datasets.tasks import TASK_FILE_NAMES, TASKS
+from training_pipeline.datasets.training_tasks import TASK_FILE_NAMES, TASKS
 from training_pipeline.definitions import defs
 from training_pipeline.settings import load_settings
 
@@ -119,7 +119,7 @@ def test_the_day_is_filtered_while_ingesting_and_refiltered_as_a_subset(tmp_path
     layer and the datasets (a subset, without `trajectories`) filters the stored day again."""
     from training_pipeline.intake.filtered import filter_store
     from training_pipeline.intake.ingest import IngestManifest, manifest_path
-    from training_pipeline.trajectories.store import iter_trajectories
+    from training_pipeline.trajectories.parquet import iter_trajectories
 
     resources = default_resources(load_settings({"TRAINING_PIPELINE_DATA": str(tmp_path)}))
     instance = DagsterInstance.ephemeral()

@@ -25,7 +25,7 @@ from tests.helpers import PROMPT_EVALUATION, TRAINING, TRAINING_JOB, asset_metad
 from tests.scripted_agent import email_agent
 from training_pipeline.settings import load_settings
 from training_pipeline.tasks import EXAMPLE_TASKS
-from training_pipeline.training.records import RunStore
+from training_pipeline.training.run_records import RunStore
 
 TASK = "response"
 #: what the optimiser's rewrite says; the scripted answers and the scripted email agent key on it

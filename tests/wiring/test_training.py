@@ -26,7 +26,7 @@ from tests.helpers import DATASET_ASSETS, TRAINING, TRAINING_JOB, asset_metadata
 from tests.planted_secrets import write_stripe_leak_day
 from training_pipeline.settings import load_settings
 from training_pipeline.training.policy import TrainingPolicy, resolve_backend, select_task
-from training_pipeline.training.records import RunStore
+from training_pipeline.training.run_records import RunStore
 
 DAYS = ["2026-11-23", "2026-11-24", "2026-11-25"]
 

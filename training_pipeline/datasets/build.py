@@ -24,7 +24,7 @@ from training_pipeline.trajectories.files import (
     iter_file_records,
     line_spans,
 )
-from training_pipeline.trajectories.records import RawRecord, over_budget, parse_record
+from training_pipeline.trajectories.parsing import RawRecord, over_budget, parse_record
 from training_pipeline.workers import ordered_map
 
 QUARANTINE_FILE_NAME = "quarantine.jsonl"

@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from training_pipeline.datasets.export import DailyExamples, DatasetWriter, ExampleBatch, prepare
-from training_pipeline.datasets.tasks import TASKS, Task
+from training_pipeline.datasets.training_tasks import TASKS, Task
 from training_pipeline.datasets.validate import scanner_for
 from training_pipeline.intake.filtered import FilteredDay, filter_store
 from training_pipeline.intake.ingest import IngestManifest, ingest_records, manifest_path
 from training_pipeline.privacy.filter import PrivacyFilter
-from training_pipeline.trajectories.records import ParsedRecord
-from training_pipeline.trajectories.store import iter_trajectories
+from training_pipeline.trajectories.parquet import iter_trajectories
+from training_pipeline.trajectories.parsing import ParsedRecord
 
 #: trajectories whose examples `export_store` joins per write (as a worker of the pass joins a share's)
 _EXPORT_BATCH = 256

@@ -16,7 +16,7 @@ from typing import IO, Any
 
 from training_pipeline import jscompat
 from training_pipeline.atomic import StagedFiles
-from training_pipeline.datasets.tasks import (
+from training_pipeline.datasets.training_tasks import (
     PROVENANCE_FILE_NAMES,
     SUMMARY_FILE_NAME,
     TASK_FILE_NAMES,

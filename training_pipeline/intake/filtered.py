@@ -16,7 +16,7 @@ from typing import Any
 from training_pipeline import jscompat
 from training_pipeline.atomic import atomic_write_text
 from training_pipeline.privacy.filter import PrivacyFilter
-from training_pipeline.trajectories.store import TrajectoryParquetWriter, iter_stored
+from training_pipeline.trajectories.parquet import TrajectoryParquetWriter, iter_stored
 
 
 @dataclass(frozen=True)

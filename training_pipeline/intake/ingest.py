@@ -19,8 +19,8 @@ from training_pipeline.intake.quarantine import QuarantineWriter
 from training_pipeline.intake.share import Derive, NoDerive, Share, ingest_in_worker, ingest_share
 from training_pipeline.privacy.filter import FilterStats, PrivacyFilter, start_worker_filter
 from training_pipeline.trajectories.files import Unparsed, UnparsedSpan
-from training_pipeline.trajectories.records import ParsedRecord
-from training_pipeline.trajectories.store import TrajectoryParquetWriter, rows_of
+from training_pipeline.trajectories.parquet import TrajectoryParquetWriter, rows_of
+from training_pipeline.trajectories.parsing import ParsedRecord
 from training_pipeline.workers import ordered_map
 
 

@@ -10,7 +10,7 @@ from typing import IO
 from training_pipeline import jscompat
 from training_pipeline.atomic import StagedFiles
 from training_pipeline.privacy.stored import safe_bytes, safe_text
-from training_pipeline.trajectories.records import ParsedRecord
+from training_pipeline.trajectories.parsing import ParsedRecord
 
 
 def quarantine_line(parsed: ParsedRecord) -> str:

@@ -16,7 +16,7 @@ from training_pipeline import jscompat
 from training_pipeline.privacy.budget import OverBudget
 from training_pipeline.privacy.filter import FilterStats, PrivacyFilter, worker_filter
 from training_pipeline.trajectories.files import Unparsed, UnparsedSpan, with_spans_read
-from training_pipeline.trajectories.records import ParsedRecord, duplicate, over_budget
+from training_pipeline.trajectories.parsing import ParsedRecord, duplicate, over_budget
 from training_pipeline.trajectories.rows import StoreRows
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from training_pipeline.atomic import atomic_write_text
 from training_pipeline.backends.base import BackendError, DispatchRequest, DispatchResult
-from training_pipeline.datasets.tasks import ids_path
+from training_pipeline.datasets.training_tasks import ids_path
 from training_pipeline.optimizers.examples import load_examples, split_by_trajectory
 from training_pipeline.optimizers.programs import PROGRAMS, Checkpoint, OptimiserConfig
 from training_pipeline.optimizers.scoring import default_scorer, scorer_named

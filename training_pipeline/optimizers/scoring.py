@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from training_pipeline.datasets.tasks import Task
+from training_pipeline.datasets.training_tasks import Task
 
 _NON_TOKEN = re.compile(r"[^a-z0-9\s_-]+")
 _NESTED_NAME = re.compile(r"<name>\s*([A-Z0-9_]+)\s*</name>", re.IGNORECASE)

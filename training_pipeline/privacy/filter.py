@@ -29,11 +29,11 @@ from training_pipeline.environment import (
 )
 from training_pipeline.jscompat import utf16_len
 from training_pipeline.privacy.budget import budget
+from training_pipeline.privacy.credential_rule import Found, is_placeholder
 from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.personal import PersonalDataFinder, Pseudonyms, Span, kinds_from_setting
-from training_pipeline.privacy.prefilter import Scanner
-from training_pipeline.privacy.rule import Found, is_placeholder
-from training_pipeline.privacy.rules import (
+from training_pipeline.privacy.prefilter import PatternDatabase
+from training_pipeline.privacy.profiles import (
     MIN_SECRET_LENGTH,
     PROFILES,
     SECRET_ENV_NAME,
@@ -160,7 +160,7 @@ class PrivacyFilter:
         # agent's environment holds a key or token per service it talks to). In memory only: it holds
         # the values.
         self._secret_gate = (
-            Scanner(
+            PatternDatabase(
                 list(self._secret_bytes),
                 [hyperscan.HS_FLAG_SINGLEMATCH] * len(env_secrets),
                 literal=True,

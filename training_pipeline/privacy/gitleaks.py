@@ -29,7 +29,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from training_pipeline.privacy.rule import (
+from training_pipeline.privacy.credential_rule import (
     REFERENCE,
     CredentialRule,
     Found,

@@ -16,8 +16,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from training_pipeline.privacy.credential_rule import (
+    REFERENCE,
+    CredentialRule,
+    Found,
+    LazyPattern,
+    is_placeholder,
+)
 from training_pipeline.privacy.gitleaks import GLOBAL_ALLOWLIST, shannon_entropy
-from training_pipeline.privacy.rule import REFERENCE, CredentialRule, Found, LazyPattern, is_placeholder
 
 _WORDS = (
     r"token|secret|passw(?:or)?d|passphrase|pwd|api[_.-]?key|apikey|access[_.-]?key|private[_.-]?key"

@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from training_pipeline.atomic import atomic_write_text
+from training_pipeline.privacy.credential_rule import LazyPattern, literal_first
 from training_pipeline.privacy.gitleaks import GitleaksRule, _alternation_outside_groups, to_python
-from training_pipeline.privacy.rule import LazyPattern, literal_first
 
 FOLDER = Path(__file__).with_name("kingfisher")
 RULES_FOLDER = FOLDER / "rules"

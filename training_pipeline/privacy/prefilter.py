@@ -139,7 +139,7 @@ class LineGate:
         expressions = [line_gate_expression(p.pattern, bool(p.flags & re.IGNORECASE)) for p in patterns]
         base = hyperscan.HS_FLAG_PREFILTER | hyperscan.HS_FLAG_SINGLEMATCH | hyperscan.HS_FLAG_MULTILINE
         flags = [base | (hyperscan.HS_FLAG_CASELESS if p.flags & re.IGNORECASE else 0) for p in patterns]
-        self._scanner = Scanner(expressions, flags)
+        self._scanner = PatternDatabase(expressions, flags)
 
     def candidates(self, text: str) -> set[int]:
         return self._scanner.matching(stand_in_bytes(text))
@@ -178,7 +178,7 @@ class RuleGate:
         self._patterns = functools.cache(patterns)
         self._everything = frozenset(range(count))
         self._scanner = self._scanner_for(joined=False)
-        self._joined: Scanner | None = None
+        self._joined: PatternDatabase | None = None
 
     def candidates(self, text: str) -> frozenset[int] | set[int]:
         """Indices of the patterns that may match `text` (all of them if it is not valid UTF-8)."""
@@ -209,7 +209,7 @@ class RuleGate:
             self._joined = self._scanner_for(joined=True)
         return self._joined.matching(lines)
 
-    def _scanner_for(self, joined: bool) -> Scanner:
+    def _scanner_for(self, joined: bool) -> PatternDatabase:
         patterns = self._patterns()
         if len(patterns) != len(self._everything):
             raise ValueError(f"{len(patterns)} patterns for a gate of {len(self._everything)}")
@@ -220,10 +220,10 @@ class RuleGate:
             _BASE_FLAGS | extra | (hyperscan.HS_FLAG_CASELESS if p.flags & re.IGNORECASE else 0)
             for p in patterns
         ]
-        return Scanner(expressions, flags)
+        return PatternDatabase(expressions, flags)
 
 
-class Scanner:
+class PatternDatabase:
     """A compiled database (`_cached_database`) and a scratch space per thread (one scan at a time each).
     Also what the export's case-insensitive word tests use (`datasets.tasks`), and the privacy filter's
     test for the environment's secret values (`literal`, not `cached`)."""

@@ -25,10 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
-from training_pipeline.privacy.gitleaks import shannon_entropy
-from training_pipeline.privacy.keyed import WORDS_ONLY, is_reference, names_something_else
-from training_pipeline.privacy.prefilter import stand_in_bytes
-from training_pipeline.privacy.rule import (
+from training_pipeline.privacy.credential_rule import (
     CredentialRule,
     Found,
     LazyPattern,
@@ -36,6 +33,9 @@ from training_pipeline.privacy.rule import (
     is_placeholder,
     looks_fake,
 )
+from training_pipeline.privacy.gitleaks import shannon_entropy
+from training_pipeline.privacy.keyed import WORDS_ONLY, is_reference, names_something_else
+from training_pipeline.privacy.prefilter import stand_in_bytes
 
 __all__ = ["KEYWORD_PROXIMITY", "ProximityRule", "credential_shaped", "service_names"]
 

@@ -37,9 +37,9 @@ from training_pipeline.processes import astop_process_group
 from training_pipeline.sandbox.confine import ended
 from training_pipeline.tasks.context import TaskStepContext, diff
 from training_pipeline.tasks.envs.kinds import start_env
+from training_pipeline.tasks.run_store import PROCESS_FLAG, TERMINAL
 from training_pipeline.tasks.runtime import STEP_OUTPUT_FOLDERS, STORE_FILE_NAME, StepRuntime, TaskRun
 from training_pipeline.tasks.step import TaskStep
-from training_pipeline.tasks.store import PROCESS_FLAG, TERMINAL
 
 _POLL = 0.05
 #: A running step says it is alive this often; silent for STALE_AFTER_SECONDS, it is taken for dead.

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from training_pipeline.llm.client import ChatClient
 from training_pipeline.llm.local import LocalModelServer
 from training_pipeline.privacy.stored import SafeLog, safe_value
-from training_pipeline.tasks.store import PROCESS_FLAG, ContextStore
+from training_pipeline.tasks.run_store import PROCESS_FLAG, ContextStore
 
 if TYPE_CHECKING:
     from training_pipeline.tasks.task import Task

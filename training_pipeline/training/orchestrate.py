@@ -13,7 +13,7 @@ from training_pipeline.backends.base import Backend, BackendError, DispatchReque
 from training_pipeline.datasets.validate import message_texts
 from training_pipeline.privacy.scan import SecretScanner
 from training_pipeline.training.policy import TrainingPolicy, resolve_backend
-from training_pipeline.training.records import RunRecord
+from training_pipeline.training.run_records import RunRecord
 from training_pipeline.training.window import WindowDataset
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from training_pipeline.datasets.tasks import TASKS, Task
+from training_pipeline.datasets.training_tasks import TASKS, Task
 
 BACKENDS: tuple[str, ...] = ("vertex", "atropos", "tinker", "native", "openai")
 DEFAULT_THRESHOLD = 100

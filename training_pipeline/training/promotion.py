@@ -24,10 +24,10 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from training_pipeline.atomic import atomic_write_text
-from training_pipeline.datasets.tasks import TASKS
+from training_pipeline.datasets.training_tasks import TASKS
 from training_pipeline.optimizers.scoring import SCORERS, default_scorer
 from training_pipeline.privacy.stored import safe_value
-from training_pipeline.training.records import RunRecord, RunStore
+from training_pipeline.training.run_records import RunRecord, RunStore
 
 #: resampled indices held at once (resamples × examples), to bound memory on large splits
 _INDICES_AT_ONCE = 2_000_000

@@ -12,7 +12,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
-from training_pipeline.datasets.tasks import TASKS
+from training_pipeline.datasets.training_tasks import TASKS
 from training_pipeline.training.policy import TrainingPolicy
 
 

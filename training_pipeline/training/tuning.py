@@ -10,7 +10,7 @@ from typing import Any
 from training_pipeline.backends.base import BackendError
 from training_pipeline.backends.tinker import sampler_checkpoint
 from training_pipeline.backends.vertex import poll_tuning_job, tuned_endpoint
-from training_pipeline.training.records import RunRecord, RunStore
+from training_pipeline.training.run_records import RunRecord, RunStore
 
 
 class TuningFailed(RuntimeError):

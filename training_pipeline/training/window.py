@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from training_pipeline.atomic import atomic_open
-from training_pipeline.datasets.tasks import (
+from training_pipeline.datasets.training_tasks import (
     PROVENANCE_FILE_NAMES,
     SUMMARY_FILE_NAME,
     TASK_FILE_NAMES,

@@ -17,7 +17,7 @@ from pydantic.alias_generators import to_camel
 from training_pipeline import jscompat
 from training_pipeline.settings import settings
 from training_pipeline.trajectories.models import start_day, validation_reason
-from training_pipeline.trajectories.records import ParsedRecord, oversized, parse_record
+from training_pipeline.trajectories.parsing import ParsedRecord, oversized, parse_record
 
 #: elizaOS column → trajectory field; JSON text columns are parsed.
 _COLUMNS = {

@@ -14,7 +14,7 @@ from typing import BinaryIO, TypeGuard, TypeVar
 
 from training_pipeline import jscompat
 from training_pipeline.jscompat import js_trim
-from training_pipeline.trajectories.records import ParsedRecord, RawRecord, oversized, parse_record
+from training_pipeline.trajectories.parsing import ParsedRecord, RawRecord, oversized, parse_record
 
 _Item = TypeVar("_Item")
 _DATE_IN_NAME = re.compile(r"(\d{4})-(\d{2})-(\d{2})")

@@ -25,7 +25,7 @@ import hyperscan
 
 from training_pipeline.privacy.personal import cues
 from training_pipeline.privacy.personal.kinds import DEFAULT_KINDS, NUMBERS
-from training_pipeline.privacy.prefilter import Scanner
+from training_pipeline.privacy.prefilter import PatternDatabase
 
 if TYPE_CHECKING:
     from presidio_analyzer import AnalyzerEngine
@@ -104,20 +104,20 @@ def _finder_digest() -> str:
 
 
 @cache
-def _gate() -> Scanner:
+def _gate() -> PatternDatabase:
     flags = [
         hyperscan.HS_FLAG_UTF8 | (hyperscan.HS_FLAG_SOM_LEFTMOST if index < _WITH_START else 0)
         for index in range(len(_FAMILIES))
     ]
-    return Scanner([expression.encode() for expression, _, _ in _FAMILIES], flags)
+    return PatternDatabase([expression.encode() for expression, _, _ in _FAMILIES], flags)
 
 
 @cache
-def _families_gate() -> Scanner:
+def _families_gate() -> PatternDatabase:
     """Which families match at all: each reported once (a trajectory's digits are otherwise a call
     from Hyperscan for every place a number's match could end)."""
     flags = [hyperscan.HS_FLAG_UTF8 | hyperscan.HS_FLAG_SINGLEMATCH] * len(_FAMILIES)
-    return Scanner([expression.encode() for expression, _, _ in _FAMILIES], flags)
+    return PatternDatabase([expression.encode() for expression, _, _ in _FAMILIES], flags)
 
 
 #: room before a gate's match for Presidio's context words (five tokens) and a cue; after it, each

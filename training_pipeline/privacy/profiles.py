@@ -13,8 +13,8 @@ from collections.abc import Callable
 from functools import cache, cached_property
 
 from training_pipeline.jscompat import JS_WS_CLASS
+from training_pipeline.privacy.credential_rule import _A, CredentialRule, Found, LazyPattern, literal_first
 from training_pipeline.privacy.prefilter import RuleGate
-from training_pipeline.privacy.rule import _A, CredentialRule, Found, LazyPattern, literal_first
 
 _PEM_BEGIN = re.compile(r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----", re.ASCII)
 _PEM_END = re.compile(r"-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----", re.ASCII)

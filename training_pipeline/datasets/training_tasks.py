@@ -15,7 +15,7 @@ from typing import Any, Literal
 import hyperscan
 
 from training_pipeline.jscompat import JS_LINE_TERMINATORS, js_trim, utf16_prefix
-from training_pipeline.privacy.prefilter import Scanner
+from training_pipeline.privacy.prefilter import PatternDatabase
 
 Task = Literal["should_respond", "context_routing", "action_planner", "response", "media_description"]
 TASKS: tuple[Task, ...] = (
@@ -136,12 +136,12 @@ def _names_actions_in(prompt: str) -> bool:
 
 
 @cache
-def _names_actions() -> Scanner:
+def _names_actions() -> PatternDatabase:
     """Finds `available actions` or `actionnames`, ASCII letters in either case, in a prompt's UTF-8 bytes:
     JavaScript's `/i` exactly (no byte of a character outside ASCII is an ASCII letter, and a lone
     surrogate's three bytes are none either), and one scan instead of lowering a whole prompt (6x)."""
     flags = hyperscan.HS_FLAG_CASELESS | hyperscan.HS_FLAG_SINGLEMATCH
-    return Scanner([b"available actions", b"actionnames"], [flags, flags])
+    return PatternDatabase([b"available actions", b"actionnames"], [flags, flags])
 
 
 def infer_tasks(call: dict[str, Any]) -> set[Task]:
