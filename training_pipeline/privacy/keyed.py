@@ -17,13 +17,13 @@ import re
 from dataclasses import dataclass
 
 from training_pipeline.privacy.credential_rule import (
-    REFERENCE,
     CredentialRule,
     Found,
     LazyPattern,
     is_placeholder,
 )
 from training_pipeline.privacy.gitleaks import GLOBAL_ALLOWLIST, shannon_entropy
+from training_pipeline.privacy.token_shape import WORDS_ONLY, credential_shaped, is_reference
 
 _WORDS = (
     r"token|secret|passw(?:or)?d|passphrase|pwd|api[_.-]?key|apikey|access[_.-]?key|private[_.-]?key"
@@ -143,12 +143,6 @@ _PLACEHOLDER = re.compile(
     r"|^none$|^true$|^false$|^undefined$",
     re.IGNORECASE,
 )
-#: `password_mgr`, `Proxy-Authorization`, `TestSourcePassword`: words, each of two letters or more.
-#: Each word is an atomic group: a run of lowercase letters is one word, never split into several,
-#: so a long run that fails at its end is given up at once instead of in every possible split
-#: (without it, 60 letters and a `!` after a `password:` took hours).
-_WORD = r"(?>[A-Z]?[a-z]{2,}|[A-Z]{2,}(?![a-z]))"
-WORDS_ONLY = re.compile(rf"^{_WORD}(?:[-_.]?{_WORD})*$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,14 +178,6 @@ class KeyedSecretRule(CredentialRule):
         return self.sub(replace, text), hits
 
 
-def is_reference(value: str) -> bool:
-    """`self.password`, `settings.API_KEY`, `win32api.RegEnumKey`: dotted names, short and with few
-    digits per part (a token with a dot in it, `s.ZC9Ecf4M5g9o34Q6`, or a JWT, is neither)."""
-    return REFERENCE.match(value) is not None and all(
-        len(part) <= 32 and sum(c.isdigit() for c in part) <= 2 for part in value.split(".")
-    )
-
-
 def looks_like_credential(key: str, value: str, text: str, end: int) -> bool:
     if len(value) < 10 or not secret_key(key) or is_placeholder(value) or _PLACEHOLDER.search(value):
         return False
@@ -208,12 +194,10 @@ def looks_like_credential(key: str, value: str, text: str, end: int) -> bool:
 
 
 def _key_shaped(value: str) -> bool:
-    """A value that is a key whatever precedes it (`proximity.credential_shaped`), or one of 12 or more
+    """A value that is a key whatever precedes it (`token_shape.credential_shaped`), or one of 12 or more
     characters with letters and three digits, or a digit with a symbol or both cases (`cyk0m5igf5811p9`,
     a password `dB2yF6@qL9vZm1P#4J`), random enough: never lower-case words with a number
     (`stored_in_vault_v2`)."""
-    from training_pipeline.privacy.proximity import credential_shaped
-
     if credential_shaped(value):
         return True
     digits = sum(c.isdigit() for c in value)

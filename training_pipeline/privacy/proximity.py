@@ -30,14 +30,12 @@ from training_pipeline.privacy.credential_rule import (
     Found,
     LazyPattern,
     compiled,
-    is_placeholder,
-    looks_fake,
 )
-from training_pipeline.privacy.gitleaks import shannon_entropy
-from training_pipeline.privacy.keyed import WORDS_ONLY, is_reference, names_something_else
+from training_pipeline.privacy.keyed import names_something_else
 from training_pipeline.privacy.prefilter import stand_in_bytes
+from training_pipeline.privacy.token_shape import credential_shaped
 
-__all__ = ["KEYWORD_PROXIMITY", "ProximityRule", "credential_shaped", "service_names"]
+__all__ = ["KEYWORD_PROXIMITY", "ProximityRule", "service_names"]
 
 #: words that name a credential, looked for in the text before a token (lower case, as substrings:
 #: `sheetApiKey`, `AIRBRAKE_TOKEN` and `api-key` all hold one)
@@ -83,17 +81,9 @@ _KEY_BEFORE = re.compile(
 )
 #: words in the text before a token that say it is an anti-forgery value, not a credential
 _NOT_CREDENTIAL = ("csrf", "xsrf", "authenticity")
-_RUN = re.compile(r"[A-Za-z0-9]{12}")
-#: an alphabet or a counting run, as in documentation and test fixtures (`ABCDEFGHIJ…`)
-_SEQUENCE = re.compile(r"abcdefgh|ABCDEFGH|01234567|12345678")
-_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
-_HEX = re.compile(r"[0-9a-fA-F]+")
-_DIGITS = re.compile(r"[0-9]")
-_NOT_LETTERS = re.compile(r"[^A-Za-z]+")
 _WORD = re.compile(r"[a-z][a-z0-9]+")
 #: a service's name shorter than this is a common word too often (`box`, `close`)
 _SERVICE_LENGTH = 5
-_PLACEHOLDER = re.compile(r"x{4,}|example|your[_.-]|placeholder|dummy|redacted|sample|test[_-]?key", re.I)
 
 
 @cache
@@ -106,29 +96,6 @@ def service_names() -> frozenset[str]:
         for name in (label_id.split(".")[1] for label_id in kingfisher.rule_ids())
         if len(name) >= _SERVICE_LENGTH and name.isalpha()
     )
-
-
-def credential_shaped(token: str, strict: bool = False) -> bool:
-    """Whether `token` looks like a credential by itself; `strict`: as one beside only a service's name.
-    The cheapest tests first: most long tokens in text are names, which fail the run test."""
-    if not 16 <= len(token) <= 512:
-        return False
-    uuid = _UUID.fullmatch(token) is not None
-    if not uuid and _RUN.search(token) is None:
-        return False  # `user_id_1234_in_region`: words and numbers, not a key
-    digits = len(_DIGITS.findall(token))
-    if digits == len(token) or is_reference(token) or token.count("/") > 2:
-        return False  # a number, `self.api_token_value`, a path
-    if digits <= 2 and WORDS_ONLY.match(_NOT_LETTERS.sub("", token)):
-        return False  # `HTTPPasswordMgrWithDefaultRealm`, `stringEndArchive64`: a name, not a key
-    if is_placeholder(token) or looks_fake(token) or _PLACEHOLDER.search(token) or _SEQUENCE.search(token):
-        return False
-    entropy = shannon_entropy(token)
-    if not digits:
-        return len(token) >= 24 and not token.islower() and not token.isupper() and entropy >= 4.0
-    if strict:
-        return not _HEX.fullmatch(token.replace("-", "")) and entropy >= 3.8
-    return entropy >= (3.0 if uuid else 3.3 if len(token) >= 24 else 3.2)
 
 
 def _credential_word_in(lowered: str) -> bool:
