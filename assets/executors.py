@@ -1,7 +1,7 @@
 """Executors by name, so a deployment picks them from its environment instead of from code.
 
-- `in_process` (the asset jobs' default): one process; measured 5x faster than `multiprocess` on 2
-  cores for the daily graph's short steps.
+- `in_process` (the asset jobs' default): one process; `multiprocess` pays a process and a code load
+  per step, which the daily graph's short steps do not repay.
 - `async` (the task jobs' default): `async def` ops overlapping on one event loop.
 - `multiprocess`: a process per step.
 - `celery`: each step a task on the Celery broker at `CELERY_BROKER_URL` (e.g. Redis), run by

@@ -139,7 +139,7 @@ def _names_actions_in(prompt: str) -> bool:
 def _names_actions() -> PatternDatabase:
     """Finds `available actions` or `actionnames`, ASCII letters in either case, in a prompt's UTF-8 bytes:
     JavaScript's `/i` exactly (no byte of a character outside ASCII is an ASCII letter, and a lone
-    surrogate's three bytes are none either), and one scan instead of lowering a whole prompt (6x)."""
+    surrogate's three bytes are none either), and one scan instead of lowering a whole prompt."""
     flags = hyperscan.HS_FLAG_CASELESS | hyperscan.HS_FLAG_SINGLEMATCH
     return PatternDatabase([b"available actions", b"actionnames"], [flags, flags])
 

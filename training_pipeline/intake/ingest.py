@@ -56,12 +56,8 @@ def manifest_path(parquet: Path) -> Path:
 
 _SHARE_CHARS = 1 << 20
 _SHARE_RECORDS = 1024
-#: a pass over fewer bytes of files than this runs in the calling process: starting the pool's fork
-#: server (a clean interpreter importing the pass: 0.4-0.6 s of a core, while the first shares are done
-#: here) costs more than the second core saves. Measured on 2 cores, the day's pass alternating: 1,000
-#: trajectories (10 MB) 0.83-0.92 s here against 0.95-1.08 s on the pool; 2,000 (20 MB) 1.31-1.54 s
-#: here against 1.23-1.39 s on the pool (the whole Dagster day with its checks 1.91-2.16 s against
-#: 1.76-2.02 s).
+#: a pass over fewer bytes of files than this runs in the calling process: below it, starting the
+#: pool's fork server (a clean interpreter importing the pass) costs more than the second core saves
 POOL_FROM_BYTES = 16 << 20
 
 

@@ -45,8 +45,7 @@ def budget(seconds: float) -> Iterator[None]:
     """Raise `OverBudget` in this block once it has run `seconds` (0: no budget).
 
     The handler is installed once and stays (handing alarms outside a budget to the one it replaced):
-    installing and restoring it around each record cost 25 µs of a record's redaction, two timer calls
-    cost 2."""
+    installing and restoring it around each record costs far more than the two timer calls."""
     global _active, _previous
     if seconds <= 0 or _active or threading.current_thread() is not threading.main_thread():
         yield

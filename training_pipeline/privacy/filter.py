@@ -58,8 +58,8 @@ _MEMO_BUDGET_CHARS = 4 * 1024 * 1024
 _MIN_BATCHED = MIN_SECRET_LENGTH
 _MAX_BATCHED = 512
 _BATCH_CHARS = 4096
-#: From this many environment secrets on, a text is cleared of them all by one Hyperscan scan: the scan
-#: (2 µs over 3 KB, from Python) costs what three `str.replace` passes do.
+#: From this many environment secrets on, a text is cleared of them all by one Hyperscan scan: below it,
+#: a `str.replace` pass per secret costs less than the scan's call.
 _GATED_SECRETS = 4
 
 
@@ -453,8 +453,8 @@ class PrivacyFilter:
 
         One pass per secret, not two (a count, then a replace): the occurrences replaced are told by
         how much the text shrank or grew, each by the same length. With `keep_utf8` (the rules scan
-        the result), the UTF-8 follows by replacing the value's bytes, not by encoding the text again
-        (a third of the time over a 3 KB prompt outside ASCII): in valid UTF-8 a value's bytes start
+        the result), the UTF-8 follows by replacing the value's bytes, not by encoding the text again:
+        in valid UTF-8 a value's bytes start
         and end only where characters do, so the bytes replaced are the characters replaced."""
         indexes: Iterable[int] = range(len(self.env_secrets))
         if self._secret_gate is not None and data is not None:

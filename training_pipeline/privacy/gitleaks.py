@@ -225,8 +225,7 @@ class GitleaksRule(CredentialRule):
 
     def _reports(self, secret: str, whole: str, line: str) -> bool:
         """Remembered (`_VERDICTS`): a leaked key comes back, on the same line of the history, in every
-        later call of the agent that holds it, and the global allowlist alone is a dozen regexes (half
-        of a gitleaks rule's redaction of a 3 KB prompt went here)."""
+        later call of the agent that holds it, and the global allowlist alone is a dozen regexes."""
         if "<REDACTED:" in secret or looks_fake(secret):
             return False  # a placeholder, or a match around one: an earlier rule took the secret
         if self.entropy and shannon_entropy(secret) <= self.entropy:
@@ -274,8 +273,7 @@ def _lowered(text: str) -> bytes:
     """The UTF-8 of `text.lower()` as far as ASCII keywords can tell: an ASCII word is in it exactly
     where it is in the text lowered. Outside ASCII only two characters lower into ASCII letters, and every
     other one lowers to characters outside ASCII, whose UTF-8 bytes are no ASCII letter: so a text without
-    those two is lowered as its UTF-8 bytes (ASCII letters only), not as Unicode (a 6 KB prompt with one
-    dash in it: 50 µs, a tenth of that as bytes)."""
+    those two is lowered as its UTF-8 bytes (ASCII letters only), not as Unicode, which is slower."""
     global _LAST_LOWERED
     last = _LAST_LOWERED  # one read: another thread may replace it, never half of it
     if last[0] is text:
@@ -299,8 +297,8 @@ def _allowlist(spec: dict[str, Any]) -> Allowlist | None:
     if all_of and spec.get("paths"):
         return None  # needs a file path to hold, and text has none
     return Allowlist(
-        # compiled where a rule's match is first checked: compiling the dozens a rule set holds was 20 ms
-        # of every strict start (a pool's fork server among them), and most are never needed
+        # compiled where a rule's match is first checked: most of the dozens a rule set holds are never
+        # needed, and every strict process (each worker of a pool) would compile them all
         tuple(LazyPattern(to_python(r), re.ASCII) for r in spec.get("regexes", ())),
         tuple(word.lower() for word in spec.get("stopwords", ())),
         spec.get("regexTarget", "secret"),
@@ -378,8 +376,8 @@ _NOT_ALTERNATION = re.compile(r"\\.|\[\^?\]?(?:\\.|[^\\\]])*\]", re.DOTALL)
 
 def _literal_head(pattern: re.Pattern[str]) -> str:
     """The characters every match of `pattern` starts with, in lower case ('' when it starts otherwise:
-    a class, a group, an alternation). Read off the pattern's text, as parsing each of the rule set's
-    patterns took 50 ms of every process's start. What this misses (a `{` that is no repeat, a prefix
+    a class, a group, an alternation). Read off the pattern's text: parsing each of the rule set's
+    patterns would be paid at every process's start. What this misses (a `{` that is no repeat, a prefix
     common to a group's alternatives) only shortens the head, which is safe: the rule then checks its
     keywords (`keyword_in_every_match` stays False)."""
     if pattern.flags & re.VERBOSE or _alternation_outside_groups(pattern.pattern):

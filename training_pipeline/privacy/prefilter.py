@@ -154,9 +154,9 @@ def stand_in_bytes(text: str) -> bytes:
     """`text` as ASCII, each character outside it one stand-in byte (`_OTHER`).
 
     Outside ASCII, from the text's UTF-8 with each lead byte turned into the stand-in and the
-    continuation bytes dropped: one byte per character, as the codec error handler writes, at a third
-    of its cost on a 3 KB prompt whose UTF-8 CPython keeps already (orjson had it made, serialising
-    the example this inspects). A lone surrogate has no UTF-8: such text goes through the handler."""
+    continuation bytes dropped: one byte per character, as the codec error handler writes, cheaper
+    where CPython keeps the text's UTF-8 already (orjson had it made, serialising the example this
+    inspects). A lone surrogate has no UTF-8: such text goes through the handler."""
     if text.isascii():
         return text.encode("ascii")
     try:

@@ -24,7 +24,7 @@ def start_time_in_range(value: float) -> float:
 
 
 # The shapes are typed dicts, keyed as the wire spells them: validating one builds plain dicts, where a
-# model built an instance per trajectory, step and call (40% of the validation's time). Unknown fields
+# model would build an instance per trajectory, step and call. Unknown fields
 # are welcome and ignored: the record flows on as its own dict, so nothing of them is copied.
 _WIRE = ConfigDict(extra="ignore", strict=True)
 

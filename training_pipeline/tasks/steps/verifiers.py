@@ -50,7 +50,7 @@ class AgentPromptResponseVerifier(VerifierStep):
     def _valid_schema(cls, schema: dict[str, Any] | None) -> dict[str, Any] | None:
         if schema is not None:
             # imported where a task names a schema: every process that loads the code location (each
-            # run's) would otherwise pay jsonschema's import, 50-100 ms and 4-9 MB
+            # run's) would otherwise pay jsonschema's import
             from jsonschema import Draft202012Validator
             from jsonschema.exceptions import SchemaError
 
