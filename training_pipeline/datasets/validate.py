@@ -201,7 +201,7 @@ def inspect_dataset_files(
 
     The others are inspected here with one scanner (its per-line cache shared by the files), or one
     file per worker of the bounded pool at a time (the largest first, so the others share the remaining
-    workers while it runs; here while the workers start)."""
+    workers while it runs)."""
     scanner = scanner_for(env_secrets, personal_kinds)
     largest_first = sorted(range(len(paths)), key=lambda i: -paths[i].stat().st_size)
     recorded: dict[int, Inspected] = {}
