@@ -16,11 +16,16 @@ from datetime import date, timedelta
 
 from dagster import AssetKey, AssetMaterialization, DagsterInstance, build_sensor_context
 
+from assets.keys import UNPREFIXED
+from assets.partitions import GROUP
+from assets.training.assets import training_assets
+from assets.training.automation import threshold_sensor, training_job
 from resources.training import TrainingSettings
-from tests.helpers import threshold
 from training_pipeline.datasets.training_tasks import TASKS
 
 SETTINGS = TrainingSettings(trigger_threshold=10**9)  # count, never fire
+#: the training threshold sensor, as this repository's code location makes it
+SENSOR = threshold_sensor(UNPREFIXED, training_job(UNPREFIXED, training_assets(UNPREFIXED, GROUP)), 60)
 
 
 def _report(instance: DagsterInstance, day: str) -> None:
@@ -35,7 +40,7 @@ def _tick(instance: DagsterInstance, cursor: str | None) -> tuple[float, str | N
         instance=instance, cursor=cursor, resources={"training_pipeline_policy": SETTINGS}
     )
     started = time.perf_counter()
-    result = threshold(60)(context)
+    result = SENSOR(context)
     return time.perf_counter() - started, getattr(result, "cursor", None) or context.cursor
 
 
