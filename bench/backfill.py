@@ -27,11 +27,10 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 from instances import SETUP_DAY, code_location, instance_homes, instance_of
+from readme import write_section
 
 from training_pipeline.samples import write_long_sample
 
-README = Path(__file__).with_name("README.md")
-BEGIN, END = "<!-- backfill:begin -->", "<!-- backfill:end -->"
 FIRST = date(2026, 6, 1)
 
 
@@ -135,9 +134,7 @@ def main() -> None:
     rendered = table(results, args.per_day)
     print(rendered)
     if args.write:
-        text = README.read_text()
-        start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
-        README.write_text(text[:start] + "\n" + rendered + "\n" + text[end:])
+        write_section("backfill", rendered)
 
 
 if __name__ == "__main__":

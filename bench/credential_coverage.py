@@ -21,14 +21,14 @@ from collections import defaultdict
 from datetime import date
 from pathlib import Path
 
+from readme import write_section
+
 from training_pipeline.privacy.filter import PrivacyFilter
 from training_pipeline.privacy.gitleaks import load_rules
 from training_pipeline.privacy.scan import SecretScanner
 
 DATA = Path(__file__).with_name("data")
 CORPORA = {"gitleaks": DATA / "credential_corpus.jsonl", "kingfisher": DATA / "kingfisher_corpus.jsonl"}
-README = Path(__file__).with_name("README.md")
-_BEGIN, _END = "<!-- credential_coverage:begin -->", "<!-- credential_coverage:end -->"
 
 
 def measure(profile: str) -> dict:
@@ -119,9 +119,7 @@ def main() -> None:
             f"      -> {miss['redacted'][:140]!r}"
         )
     if args.write:
-        readme = README.read_text()
-        start, end = readme.index(_BEGIN) + len(_BEGIN), readme.index(_END)
-        README.write_text(readme[:start] + "\n" + text + "\n" + readme[end:])
+        write_section("credential_coverage", text)
 
 
 if __name__ == "__main__":

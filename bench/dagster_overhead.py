@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 from instances import KINDS, SETUP_DAY, code_location, instance_homes, instance_of
-from readme import machine, write_section
+from readme import machine, spread, write_section
 
 from training_pipeline.samples import write_long_sample
 
@@ -84,10 +84,6 @@ def measure(*args: str, environment: dict[str, str] | None = None) -> list[float
     if done.returncode != 0:
         raise SystemExit(done.stderr[-3000:])
     return [float(value) for value in done.stdout.split()]
-
-
-def spread(values: list[float]) -> str:
-    return f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
 
 
 def main(n: int, workers: int, rounds: int, kinds: list[str], write: bool = False) -> None:

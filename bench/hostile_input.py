@@ -22,14 +22,14 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
+from readme import write_section
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from export_vs_reference import run
 
 from training_pipeline.samples import write_long_sample
 
 CLI = str(Path(sys.executable).parent / "training-pipeline")
-README = Path(__file__).with_name("README.md")
-BEGIN, END = "<!-- hostile_input:begin -->", "<!-- hostile_input:end -->"
 T = 1_795_478_500_000
 
 
@@ -192,9 +192,7 @@ def main() -> None:
         ]
     )
     if args.write:
-        text = README.read_text()
-        start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
-        README.write_text(text[:start] + "\n" + table + "\n" + text[end:])
+        write_section("hostile_input", table)
     if args.work is None:
         shutil.rmtree(work)
 

@@ -20,15 +20,12 @@ import subprocess
 import sys
 import time
 from datetime import UTC, datetime
-from pathlib import Path
 
 import httpx
+from readme import write_section
 
 from training_pipeline import SAMPLE_TRAJECTORIES
 from training_pipeline.llm.local import LocalModelServer
-
-BEGIN, END = "<!-- local_model:begin -->", "<!-- local_model:end -->"
-README = Path(__file__).with_name("README.md")
 
 
 def prompts(count: int) -> list[list[dict[str, str]]]:
@@ -114,9 +111,7 @@ def main() -> None:
     table = "\n".join(lines)
     print(table)
     if args.write:
-        text = README.read_text(encoding="utf-8")
-        start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
-        README.write_text(text[:start] + "\n" + table + "\n" + text[end:], encoding="utf-8")
+        write_section("local_model", table)
 
 
 if __name__ == "__main__":

@@ -12,17 +12,16 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import re
 import time
 from collections import Counter
 from pathlib import Path
+
+from readme import write_section
 
 from training_pipeline.privacy.filter import PrivacyFilter
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "bench" / "data" / "personal_corpus.jsonl"
-README = ROOT / "bench" / "README.md"
-BEGIN, END = "<!-- personal_coverage:begin -->", "<!-- personal_coverage:end -->"
 
 
 def measure(corpus: Path = CORPUS) -> dict[str, object]:
@@ -112,13 +111,7 @@ def main() -> None:
     for miss in over[: args.show_leaks]:
         print("OVER", miss["kind"], repr(miss["out"])[:300])
     if args.write:
-        text = README.read_text(encoding="utf-8")
-        block = f"{BEGIN}\n{summary}\n\n{body}\n{END}"
-        if BEGIN in text:
-            text = re.sub(re.escape(BEGIN) + r".*?" + re.escape(END), lambda _: block, text, flags=re.S)
-        else:
-            raise SystemExit(f"bench/README.md has no {BEGIN} … {END} block to write into")
-        README.write_text(text, encoding="utf-8")
+        write_section("personal_coverage", f"{summary}\n\n{body}")
 
 
 if __name__ == "__main__":

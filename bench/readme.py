@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import platform
+import statistics
 from datetime import date
 from pathlib import Path
 
@@ -14,6 +15,11 @@ README = Path(__file__).with_name("README.md")
 def machine() -> str:
     """The machine a figure was measured on, said the same way in every table."""
     return f"{os.cpu_count()} cores, Python {platform.python_version()}, {date.today().isoformat()}"
+
+
+def spread(values: list[float]) -> str:
+    """Seconds as the tables give them: the median, then (min–max)."""
+    return f"{statistics.median(values):.2f} ({min(values):.2f}–{max(values):.2f})"
 
 
 def write_section(name: str, text: str) -> None:

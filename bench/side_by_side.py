@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from process_tree import tree_rss_kb
-from readme import machine, write_section
+from readme import machine, spread, write_section
 
 from training_pipeline.datasets.training_tasks import SUMMARY_FILE_NAME, TASK_FILE_NAMES
 from training_pipeline.samples import write_long_sample
@@ -64,10 +64,6 @@ def same_datasets(a: Path, b: Path) -> list[str]:
     if summaries[0] != summaries[1]:
         differ.append(SUMMARY_FILE_NAME)
     return differ
-
-
-def spread(values: list[float]) -> str:
-    return f"{statistics.median(values):.2f} ({min(values):.2f}–{max(values):.2f})"
 
 
 def main() -> None:
