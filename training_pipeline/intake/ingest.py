@@ -36,7 +36,7 @@ class IngestManifest:
     quarantine_reasons: dict[str, int] = field(default_factory=dict)
     #: credentials redacted before the day was stored, by rule (the privacy report adds them in)
     redactions_by_rule: dict[str, int] = field(default_factory=dict)
-    #: the stored day's agents, calls per trajectory and first and last start (`store.DayProfile`)
+    #: the stored day's agents, calls per trajectory and first and last start (`parquet.DayProfile`)
     profile: dict[str, Any] = field(default_factory=dict)
 
     def write(self, path: Path) -> None:

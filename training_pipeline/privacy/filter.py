@@ -3,7 +3,7 @@ private people.
 
 The `elizaos` profile reproduces elizaOS app-training's filter exactly (its five patterns, then the
 environment's secret values, on `systemPrompt`, `userPrompt` and `response`). The `strict` profile, the
-default, adds every credential family in `rules.strict_rules`, redacts secret values first (so they get
+default, adds every credential family in `profiles.strict_rules`, redacts secret values first (so they get
 their precise label), then the personal data it is set to (`personal`: emails, phones, cards, ids,
 addresses, names…) as typed placeholders numbered per trajectory, and does both in every other string of
 the trajectory too, since the filtered trajectories are stored and shared as well.

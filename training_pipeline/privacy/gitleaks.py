@@ -336,7 +336,8 @@ _END_OF_TOKEN = ("(?:[\\x60'\"\\s;]|\\\\[nr]|$)", "(?:[\\x60'\"\\s;.,:!?)\\]}>]|
 #: name in snake case (`stripe_sk_live_…`, `t_glpat-…`) is a key all the same. The opening becomes "no
 #: letter or digit before" (a letter before still ends it: `EURASIA…` holds no AWS key).
 _OPENING_BOUNDARY = re.compile(r"^((?:\(\?[a-z]+\))?)\\b(?![?*+{])")
-#: spelt apart from other lookbehinds, so `rule.boundary_free` knows it opens the pattern as `\b` did
+#: spelt apart from other lookbehinds, so `credential_rule.boundary_free` knows it opens the pattern
+#: as `\b` did
 _AFTER_UNDERSCORE = r"\1(?<![^\\W_])"  # a replacement template: `\\W` is the pattern's `\W`
 
 

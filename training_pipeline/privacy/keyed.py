@@ -31,7 +31,7 @@ _WORDS = (
 )
 #: key, optional closing quote (and bracket: `os.environ["API_KEY"] = …`), separator, optional opening
 #: quote, value (compiled where the gate first
-#: names the rule, `rule.LazyPattern`: most processes never need it)
+#: names the rule, `credential_rule.LazyPattern`: most processes never need it)
 _PATTERN = LazyPattern(
     rf"(?<![A-Za-z0-9])(?P<key>[A-Za-z0-9_.-]{{0,40}}?(?:{_WORDS})[A-Za-z0-9_.-]{{0,24}})[\"'`]?\]?"
     r"[ \t]{0,4}(?::=|=>|->|=|:)[ \t]{0,4}(?:(?:bearer|basic|token)[ \t]+)?[\"'`]?"

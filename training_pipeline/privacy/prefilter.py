@@ -225,8 +225,8 @@ class RuleGate:
 
 class PatternDatabase:
     """A compiled database (`_cached_database`) and a scratch space per thread (one scan at a time each).
-    Also what the export's case-insensitive word tests use (`datasets.tasks`), and the privacy filter's
-    test for the environment's secret values (`literal`, not `cached`)."""
+    Also what the export's case-insensitive word tests use (`datasets.training_tasks`), and the privacy
+    filter's test for the environment's secret values (`literal`, not `cached`)."""
 
     def __init__(
         self, expressions: list[bytes], flags: list[int], literal: bool = False, cached: bool = True
@@ -234,12 +234,10 @@ class PatternDatabase:
         """`literal`: the expressions are bytes to find as they are (Hyperscan's literal compiler).
         `cached`: False for expressions that must never reach a file (secret values): compiled in
         memory, as a few literals compile in a millisecond."""
-        #: the database's name in the cache folder (None: not cached)
-        self.key = _database_key(expressions, flags, literal) if cached else None
         self._database = (
-            _compiled(expressions, flags, literal)
-            if self.key is None
-            else _cached_database(self.key, expressions, flags, literal)
+            _cached_database(_database_key(expressions, flags, literal), expressions, flags, literal)
+            if cached
+            else _compiled(expressions, flags, literal)
         )
         self._local = threading.local()
 

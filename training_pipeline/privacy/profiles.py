@@ -67,7 +67,7 @@ class PrivateKeyBlocks(CredentialRule):
 
 
 def _rule(label: str, pattern: str, flags: int = 0, group: int = 0) -> CredentialRule:
-    """Compiled when the gate first names the rule (`rule.LazyPattern`), as gitleaks' rules are."""
+    """Compiled when the gate first names the rule (`credential_rule.LazyPattern`), as gitleaks' rules are."""
     return CredentialRule(label, LazyPattern(literal_first(pattern), _A | flags), group)
 
 
@@ -123,7 +123,7 @@ def strict_rules() -> tuple[CredentialRule, ...]:
     rule to match a credential names it.
 
     Built on first use: reading gitleaks' config and translating its few hundred patterns (each
-    compiled when the gate first names its rule, `rule.LazyPattern`) is still tens of milliseconds,
+    compiled when the gate first names its rule, `credential_rule.LazyPattern`) is still tens of milliseconds,
     which a process that filters with `elizaos` (or not at all) does not pay."""
     from training_pipeline.privacy import gitleaks, kingfisher
     from training_pipeline.privacy.keyed import KEYED_SECRET, KEYED_SPACED
