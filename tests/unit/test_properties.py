@@ -19,6 +19,7 @@ from training_pipeline.datasets.validate import inspect_line, inspect_record
 from training_pipeline.privacy.credential_rule import CredentialRule, compiled
 from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.filter import PrivacyFilter
+from training_pipeline.privacy.keyed import KEYED_SECRET, KEYED_SPACED
 from training_pipeline.privacy.prefilter import _STAND_IN, LineGate, RuleGate, stand_in_bytes
 from training_pipeline.privacy.profiles import ELIZAOS_RULES, PROFILES, RuleSet, literal_first
 from training_pipeline.privacy.proximity import KEYWORD_PROXIMITY
@@ -256,6 +257,91 @@ def test_the_proximity_rule_finds_the_tokens_re_finds(text: str, position: int) 
     theirs = pattern.search(text, position)
     assert (ours and ours.span()) == (theirs and theirs.span())
     assert [m.span() for m in KEYWORD_PROXIMITY.finditer(text)] == [m.span() for m in pattern.finditer(text)]
+
+
+_keyed_words = st.sampled_from(
+    ["token", "API_KEY", "Secret", "passWord", "client-secret", "auth_token", "credentials", "pwd", "apikey"]
+)
+_keyed_pieces = st.sampled_from(
+    [
+        "setenv ",
+        "ENV ",
+        "set -x ",
+        "set \t -x\t\t ",
+        "--",
+        "-",
+        " is ",
+        "=",
+        ": ",
+        ":=",
+        '"',
+        "'",
+        "[",
+        "]",
+        "\n",
+        "os.environ",
+        "Q7xk2Lp9Rw4Tz8Nv3Mb6",
+        "tok-live-0f9e8d7c6b5a",
+        "\u0130",
+        "\u212a",
+        "\ud800",
+    ]
+)
+#: a key's run before its word, up to past the forty characters a key may reach
+_key_runs = st.text(alphabet="aZ09_-.", max_size=48)
+_keyed_texts = st.lists(
+    _keyed_pieces | _keyed_words | _key_runs | st.text(alphabet="aZ09_-. \t:=", max_size=12), max_size=12
+).map("".join)
+
+
+@settings(max_examples=500)
+@given(_keyed_texts, st.integers(0, 120))
+@example("x" * 40 + "token: Q7xk2Lp9Rw4Tz8Nv3Mb6", 0)  # the key's forty characters before its word
+@example(
+    "set" + " " * 8 + "-xyz" + "\t" * 8 + "a" * 40 + "token Q7xk2Lp9Rw4Tz8Nv3Mb6", 0
+)  # the spaced form's reach
+def test_the_keyed_rules_find_the_matches_re_finds(text: str, position: int) -> None:
+    """Their search from secret words (`KeyedSecretRule.searcher`) is `re`'s search."""
+    for rule in (KEYED_SECRET, KEYED_SPACED):
+        pattern = compiled(rule.pattern)
+        ours = rule.searcher(text)(position)
+        theirs = pattern.search(text, position)
+        assert (ours and ours.span()) == (theirs and theirs.span())
+        assert [m.span() for m in rule.finditer(text)] == [m.span() for m in pattern.finditer(text)]
+
+
+@pytest.mark.parametrize(
+    "word",
+    [
+        "token",
+        "secret",
+        "passwd",
+        "password",
+        "passphrase",
+        "pwd",
+        "api_key",
+        "api.key",
+        "api-key",
+        "apikey",
+        "access_key",
+        "private_key",
+        "credential",
+        "credentials",
+        "creds",
+        "auth",
+        "auth_key",
+        "authtoken",
+        "client_secret",
+        "clientsecret",
+        "signing_key",
+    ],
+)
+def test_the_keyed_rules_search_from_every_secret_word(word: str) -> None:
+    for text, rule in (
+        (f"{word.upper()} = Q7xk2Lp9Rw4Tz8Nv3Mb6", KEYED_SECRET),
+        (f"my {word} is Q7xk2Lp9Rw4Tz8Nv3Mb6", KEYED_SPACED),
+    ):
+        assert rule.searcher(text)(0) is not None, text
 
 
 _KEYWORD_RULES = [rule for rule in PROFILES["strict"].rules if getattr(rule, "keywords", ())]

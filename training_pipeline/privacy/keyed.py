@@ -14,15 +14,19 @@ not), it is long and random enough to be a credential, and it is not a placehold
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from training_pipeline.privacy.credential_rule import (
     CredentialRule,
     Found,
     LazyPattern,
+    compiled,
     is_placeholder,
 )
 from training_pipeline.privacy.gitleaks import GLOBAL_ALLOWLIST, shannon_entropy
+from training_pipeline.privacy.prefilter import stand_in_bytes
 from training_pipeline.privacy.token_shape import WORDS_ONLY, credential_shaped, is_reference
 
 _WORDS = (
@@ -43,11 +47,34 @@ _PATTERN = LazyPattern(
 #: is value`. Values there must look like a key by themselves (`KeyedSecretRule.spaced`)
 _KEY = rf"[A-Za-z0-9_.-]{{0,40}}?(?:{_WORDS})[A-Za-z0-9_.-]{{0,24}}"
 _SPACED_PATTERN = LazyPattern(
-    r"(?:(?<![A-Za-z0-9_-])(?:(?:setenv|ENV|set[ \t]+-[a-zA-Z]{1,3})[ \t]+|--?)"
+    r"(?:(?<![A-Za-z0-9_-])(?:(?:setenv|ENV|set[ \t]{1,8}-[a-zA-Z]{1,3})[ \t]{1,8}|--?)"
     rf"(?P<key>{_KEY})[ \t]+|(?<![A-Za-z0-9])(?P<key2>{_KEY})[ \t]+is[ \t]+)[\"'`]?"
     r"(?P<value>[^\s\"'`,;<>(){}\[\]\\]{8,256})",
     re.IGNORECASE | re.ASCII,
 )
+#: a key reaches this far before its secret word (`_KEY`'s run of key characters before the word)
+_KEY_REACH = 40
+#: what the spaced form's `setenv`, `ENV` or `set -x` with their blanks add before a key
+_SPACED_LEAD = 23
+#: the lower-case opening of each of `_WORDS`' alternatives: wherever one of them matches, one of these
+#: begins (`api` for `api_key` and `apikey`, `pass` for `password` and `passphrase`)
+_WORD_OPENINGS = (
+    b"token",
+    b"secret",
+    b"pass",
+    b"pwd",
+    b"api",
+    b"access",
+    b"private",
+    b"cred",
+    b"auth",
+    b"client",
+    b"signing",
+)
+#: where a match of either pattern can start: a key character with no letter or digit before it
+_START = LazyPattern(r"(?<![A-Za-z0-9])[A-Za-z0-9_.-]", re.ASCII)
+#: the lowered stand-in's bytes, key characters kept, every other byte a blank: where a key's run begins
+_NOT_KEY = bytes(c if chr(c) in "abcdefghijklmnopqrstuvwxyz0123456789_.-" else 32 for c in range(256))
 #: the words of a key (`clientSecret`, `CLIENT_SECRET`, `client-secret`, `db.password`)
 _KEY_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 _SECRET_WORDS = {
@@ -129,6 +156,7 @@ def names_something_else(key: str) -> bool:
     return bool(words) and (words[-1] in _NOT_SECRET_LAST or bool(_NOT_SECRET_ANY.intersection(words)))
 
 
+@lru_cache(maxsize=1024)
 def secret_key(key: str) -> bool:
     """Whether a key names a secret, by its words; the secret word must be one of its last two."""
     words = [w.lower() for w in _KEY_WORD.findall(key)]
@@ -177,11 +205,57 @@ class KeyedSecretRule(CredentialRule):
 
         return self.sub(replace, text), hits
 
+    def searcher(self, text: str) -> Callable[[int], re.Match[str] | None]:
+        """The pattern's first match at or after a position, as `re`'s search finds it, without trying
+        the pattern at every position (its lazy key makes each try cost forty). A match holds a secret
+        word inside a run of key characters that begins at most `_KEY_REACH` before the word (and the
+        spaced form's lead, `_SPACED_LEAD`, before that run): so the first word at or after the position
+        bounds where the first match can start, and only the places in that stretch where a key can
+        start are tried; past that word, the next one. Words are found by `bytes.find` in the text's
+        ASCII stand-in (one byte per character: positions agree), each word's next place remembered."""
+        pattern, start = compiled(self.pattern), compiled(_START)
+        lowered = stand_in_bytes(text).lower()
+        runs = lowered.translate(_NOT_KEY)
+        lead = _SPACED_LEAD if self.spaced else 0
+        #: each opening's next place at or after `since`, as (since, place); -1: none after it
+        next_of = {opening: (0, lowered.find(opening)) for opening in _WORD_OPENINGS}
+
+        def first_word(position: int) -> int:
+            first = -1
+            for opening, (since, place) in next_of.items():
+                if (place != -1 and place < position) or since > position:
+                    place = lowered.find(opening, position)
+                    next_of[opening] = (position, place)
+                if place != -1 and (first == -1 or place < first):
+                    first = place
+            return first
+
+        def next_match(position: int) -> re.Match[str] | None:
+            while (word := first_word(position)) != -1:
+                run = runs.rfind(b" ", max(0, word - _KEY_REACH), word) + 1 or word - _KEY_REACH
+                for candidate in start.finditer(text, max(position, run - lead), word + 1):
+                    match = pattern.match(text, candidate.start())
+                    if match is not None:
+                        return match
+                position = word + 1
+            return None
+
+        return next_match
+
 
 def looks_like_credential(key: str, value: str, text: str, end: int) -> bool:
-    if len(value) < 10 or not secret_key(key) or is_placeholder(value) or _PLACEHOLDER.search(value):
+    if text[end : end + 1] in ("(", "[") or not secret_key(key):
         return False
-    if value.isdigit() or is_reference(value) or text[end : end + 1] in ("(", "["):
+    return _credential_value(value)
+
+
+@lru_cache(maxsize=4096)  # a leaked key comes back in every call of the agent that holds it
+def _credential_value(value: str) -> bool:
+    """Whether a value under a secret's key is long and random enough to be one, and not a placeholder,
+    a number, a reference in code or an allowlisted value."""
+    if len(value) < 10 or is_placeholder(value) or _PLACEHOLDER.search(value):
+        return False
+    if value.isdigit() or is_reference(value):
         return False
     if any(allow.allows(value, value, value) for allow in GLOBAL_ALLOWLIST):
         return False
@@ -193,6 +267,7 @@ def looks_like_credential(key: str, value: str, text: str, end: int) -> bool:
     return shannon_entropy(value) >= (3.0 if len(value) >= 20 else 2.8)
 
 
+@lru_cache(maxsize=4096)
 def _key_shaped(value: str) -> bool:
     """A value that is a key whatever precedes it (`token_shape.credential_shaped`), or one of 12 or more
     characters with letters and three digits, or a digit with a symbol or both cases (`cyk0m5igf5811p9`,
