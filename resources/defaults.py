@@ -63,6 +63,7 @@ def shared_resources(settings: Settings) -> dict[str, Any]:
         source = FileTrajectorySource(
             path=settings.trajectory_dir or str(SAMPLE_TRAJECTORIES),
             agent_runs_dir=f"{data}/agent_trajectories",
+            trace_routes=settings.trace_routes,
         )
         entities = settings.entities or (None if settings.trajectory_dir else str(SAMPLE_ENTITIES))
     store = DataStore(root=data, shared_url=_secret(settings.shared_url, "TRAINING_PIPELINE_SHARED_URL"))

@@ -13,8 +13,10 @@ from pydantic import Field
 
 from training_pipeline import jscompat
 from training_pipeline.atomic import atomic_open
+from training_pipeline.traces.assemble import TraceRouting
+from training_pipeline.traces.source import day_shares
 from training_pipeline.trajectories.database import read_table, write_trajectory
-from training_pipeline.trajectories.files import Unparsed, UnparsedSpan, unparsed_shares, with_spans_read
+from training_pipeline.trajectories.files import Unparsed, UnparsedSpan, with_spans_read
 from training_pipeline.trajectories.models import start_day
 from training_pipeline.trajectories.parsing import ParsedRecord
 
@@ -43,11 +45,17 @@ class TrajectorySource(ConfigurableResource):
 
 
 class FileTrajectorySource(TrajectorySource):
-    """`.jsonl` / `.json` export files under `path` (searched recursively)."""
+    """`.jsonl` / `.json` export files under `path` (searched recursively), and OpenTelemetry trace files
+    (OTLP/JSON lines or protobuf, plain or gzip: told by their content, docs/traces.md)."""
 
-    path: str = Field(description="export file or directory of export files")
+    path: str = Field(description="export file or directory of export files and trace files")
     agent_runs_dir: str | None = Field(
         default=None, description="where task runs write their agents' trajectories; read with `path`"
+    )
+    trace_routes: str = Field(
+        default="",
+        description="which dataset a trace's LLM call feeds, by its agent's name: 'PATTERN=DATASET,…' "
+        "(shell globs); unnamed calls go to `tool_use` when tools were offered, else `chat`",
     )
 
     def read_day(self, day: date) -> Iterator[ParsedRecord]:
@@ -59,8 +67,9 @@ class FileTrajectorySource(TrajectorySource):
     def day_records(self, day: date) -> Iterator[Unparsed | UnparsedSpan]:
         """Not parsed, and `.jsonl` files not even read: the pool's workers read their spans, and parse
         (which the day check needs)."""
+        routing = TraceRouting.parse(self.trace_routes)
         for folder in self._folders():
-            yield from unparsed_shares(folder, day)
+            yield from day_shares(folder, day, routing)
 
     def _folders(self) -> list[Path]:
         """`path`, and the task runs' folder unless it is inside `path` (read once)."""

@@ -19,12 +19,20 @@ from training_pipeline.privacy.filter import PrivacyFilter, secret_env_values
 from training_pipeline.privacy.personal import kinds_from_setting
 from training_pipeline.samples import day_of_trajectories
 from training_pipeline.settings import settings
+from training_pipeline.traces.assemble import TraceRouting
 from training_pipeline.training.policy import BACKENDS
 
 
 def _personal_kinds(text: str) -> frozenset[str]:
     try:
         return kinds_from_setting(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _trace_routes(text: str) -> TraceRouting:
+    try:
+        return TraceRouting.parse(text)
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
 
@@ -38,7 +46,9 @@ def _build(args: argparse.Namespace) -> int:
     directory = EntityDirectory.load(anonymizer) if anonymizer else None
     env_secrets = secret_env_values(args.privacy_profile, names=args.env_secrets)
     privacy = PrivacyFilter(args.privacy_profile, directory, env_secrets, args.personal_data)
-    result = build_datasets(args.input, args.out_dir, privacy, workers=args.workers)
+    result = build_datasets(
+        args.input, args.out_dir, privacy, workers=args.workers, routing=args.trace_routes
+    )
     print(json.dumps(result.as_line(), separators=(",", ":")))
     return 0
 
@@ -459,7 +469,9 @@ def parser() -> argparse.ArgumentParser:
         "build-datasets",
         help="privacy-filter trajectories and write elizaOS's per-task JSONL datasets (no Dagster)",
     )
-    build.add_argument("input", type=Path, help="a .jsonl/.json export file or a directory of them")
+    build.add_argument(
+        "input", type=Path, help="a .jsonl/.json export file, an OTLP trace file, or a directory of them"
+    )
     build.add_argument("out_dir", type=Path)
     build.add_argument("--anonymizer", type=Path, help="entity directory: reference-runner JSON or CSV")
     build.add_argument("--privacy-profile", choices=("strict", "elizaos"), default="strict")
@@ -483,6 +495,14 @@ def parser() -> argparse.ArgumentParser:
         type=int,
         default=os.cpu_count() or 1,
         help="processes to filter and build with (default: all cores)",
+    )
+    build.add_argument(
+        "--trace-routes",
+        type=_trace_routes,
+        default=TraceRouting(),
+        metavar="PATTERN=DATASET,…",
+        help="which dataset a trace's LLM call feeds, by its agent's name (shell globs, first match "
+        "wins; default: tool_use when tools were offered, else chat). docs/traces.md",
     )
     build.set_defaults(run=_build)
 

@@ -50,7 +50,14 @@ class TrainingPipelineComponent(dg.Component, dg.Resolvable, dg.Model):
         "table at the URL in the TRAJECTORY_DB_URL environment variable",
     )
     trajectory_dir: str | None = Field(
-        default=None, description="folder of elizaOS export files (.jsonl/.json); relative to the project"
+        default=None,
+        description="folder of elizaOS export files (.jsonl/.json) and OpenTelemetry trace files "
+        "(OTLP/JSON lines or protobuf, plain or gzip); relative to the project",
+    )
+    trace_routes: list[str] | None = Field(
+        default=None,
+        description="which dataset a trace's LLM call feeds, by its agent's name: PATTERN=DATASET "
+        "(shell globs, first match wins); unnamed calls go to tool_use when tools were offered, else chat",
     )
     trajectory_table: str | None = Field(default=None, description="the database table (TRAJECTORY_DB_TABLE)")
     start_date: str | None = Field(
@@ -97,6 +104,9 @@ class TrainingPipelineComponent(dg.Component, dg.Resolvable, dg.Model):
             "TRAINING_PIPELINE_DATA": path(self.data_root),
             "TRAJECTORY_DIR": path(self.trajectory_dir),
             "TRAJECTORY_DB_TABLE": self.trajectory_table,
+            "TRAINING_PIPELINE_TRACE_ROUTES": ",".join(self.trace_routes)
+            if self.trace_routes is not None
+            else None,
             "TRAINING_PIPELINE_START_DATE": self.start_date,
             "TRAINING_PIPELINE_PRIVACY_PROFILE": self.privacy_profile,
             "TRAINING_PIPELINE_ENTITIES": path(self.entity_directory),

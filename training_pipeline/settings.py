@@ -66,6 +66,8 @@ class Settings(BaseModel):
     trajectory_db_table: str = Field("trajectories", alias="TRAJECTORY_DB_TABLE")
     #: a folder of trajectory files (default: the bundled sample days)
     trajectory_dir: str | None = Field(None, alias="TRAJECTORY_DIR")
+    #: which dataset a trace's LLM call feeds, by its agent's name: `PATTERN=DATASET,…` (docs/traces.md)
+    trace_routes: str = Field("", alias="TRAINING_PIPELINE_TRACE_ROUTES")
     #: the entity directory (default: the sample's, with the sample data)
     entities: str | None = Field(None, alias="TRAINING_PIPELINE_ENTITIES")
     privacy_profile: Literal["strict", "elizaos"] = Field("strict", alias="TRAINING_PIPELINE_PRIVACY_PROFILE")
@@ -125,6 +127,15 @@ class Settings(BaseModel):
         from training_pipeline.privacy.personal.kinds import kinds_from_setting
 
         kinds_from_setting(value)
+        return value
+
+    @field_validator("trace_routes")
+    @classmethod
+    def _routes(cls, value: str) -> str:
+        """A route without its dataset, or a dataset name no file could carry, is an error at load."""
+        from training_pipeline.traces.assemble import TraceRouting
+
+        TraceRouting.parse(value)
         return value
 
     def backend_list(self) -> list[str] | None:

@@ -1,7 +1,9 @@
 """Filter and export in one streaming pass, outside Dagster: what `training-pipeline build-datasets` runs.
 
 Output: elizaOS's five `*_trajectories.jsonl` files and `trajectory_dataset_summary.json`, plus
-`quarantine.jsonl` (records that did not parse or validate) and `privacy_report.json`.
+`quarantine.jsonl` (records that did not parse or validate) and `privacy_report.json`. Where the input
+holds OpenTelemetry traces (told by content: `traces.source`), their datasets too, in OpenAI's chat
+format (`trace_datasets`).
 """
 
 from __future__ import annotations
@@ -14,9 +16,12 @@ from typing import Any
 
 from training_pipeline.atomic import atomic_write_text
 from training_pipeline.datasets.export import DatasetWriter, ExampleBatch, prepare
+from training_pipeline.datasets.trace_datasets import TraceDatasetWriter, trace_examples
 from training_pipeline.intake.quarantine import QuarantineWriter, quarantine_line
 from training_pipeline.privacy.budget import OverBudget
 from training_pipeline.privacy.filter import FilterStats, PrivacyFilter, start_worker_filter, worker_filter
+from training_pipeline.traces.assemble import TraceRouting
+from training_pipeline.traces.source import TraceFiles, split_traces
 from training_pipeline.trajectories.files import (
     LineSpan,
     export_files,
@@ -24,6 +29,7 @@ from training_pipeline.trajectories.files import (
     iter_file_records,
     line_spans,
 )
+from training_pipeline.trajectories.models import is_trace
 from training_pipeline.trajectories.parsing import RawRecord, over_budget, parse_record
 from training_pipeline.workers import ordered_map
 
@@ -38,9 +44,12 @@ class BuildResult:
     privacy: dict[str, Any]
     summary: dict[str, Any]
 
+    #: what the trace files' spans became and their datasets (`trace_datasets`); None: no trace was read
+    traces: dict[str, Any] | None = None
+
     def as_line(self) -> dict[str, Any]:
         """The one-line JSON the CLI prints last."""
-        return {
+        line = {
             "recordsIn": self.records_in,
             "quarantined": self.quarantined,
             "trajectories": self.privacy["trajectoriesIn"],
@@ -51,6 +60,10 @@ class BuildResult:
             "llmCallCount": self.summary["llmCallCount"],
             "counts": self.summary["counts"],
         }
+        if self.traces is not None:
+            line["traceDatasets"] = {name: d["examples"] for name, d in self.traces["datasets"].items()}
+            line["spans"] = self.traces["spans"]
+        return line
 
 
 @dataclass
@@ -61,6 +74,8 @@ class _Chunk:
     quarantine: list[tuple[str, str]]  # (JSONL line, reason)
     examples: ExampleBatch
     stats: FilterStats
+    #: (trajectory id, [(dataset, JSONL line)]) of each trajectory read from traces
+    traces: list[tuple[Any, list[tuple[str, bytes]]]]
 
 
 #: A share of the input: whole lines of a `.jsonl` file (read where it is processed), or records of a
@@ -71,7 +86,7 @@ _ARRAY_CHUNK = 256
 
 def _process(privacy: PrivacyFilter, work: _Work) -> _Chunk:
     privacy.stats = FilterStats()  # this chunk's counts only; the caller merges them
-    quarantine, prepared = [], []
+    quarantine, prepared, traces = [], [], []
     records = 0
     for raw in work.records() if isinstance(work, LineSpan) else work:
         records += 1
@@ -85,17 +100,19 @@ def _process(privacy: PrivacyFilter, work: _Work) -> _Chunk:
             late = over_budget(parsed.origin, parsed.text, err)
             quarantine.append((quarantine_line(late), late.reason or "unknown"))
             continue
-        if kept:
+        if kept and is_trace(parsed.trajectory):
+            traces.append((parsed.trajectory["trajectoryId"], trace_examples(parsed.trajectory)))
+        elif kept:
             prepared.append(prepare(parsed.trajectory))
-    return _Chunk(records, quarantine, ExampleBatch.of(prepared), privacy.stats)
+    return _Chunk(records, quarantine, ExampleBatch.of(prepared), privacy.stats, traces)
 
 
 def _process_in_worker(work: _Work) -> _Chunk:
     return _process(worker_filter(), work)
 
 
-def _shares(input_path: Path, span_bytes: int) -> Iterator[_Work]:
-    for file in export_files(input_path):
+def _shares(exports: list, traces: TraceFiles, span_bytes: int) -> Iterator[_Work]:
+    for file in exports:
         if in_lines(file):
             for span in line_spans(file, span_bytes):
                 yield span if isinstance(span, LineSpan) else list(span.records())
@@ -108,13 +125,16 @@ def _shares(input_path: Path, span_bytes: int) -> Iterator[_Work]:
                 chunk = []
         if chunk:
             yield chunk
+    yield from traces.shares()
 
 
-def _processed(input_path: Path, privacy: PrivacyFilter, workers: int, span_bytes: int) -> Iterator[_Chunk]:
+def _processed(
+    exports: list, traces: TraceFiles, privacy: PrivacyFilter, workers: int, span_bytes: int
+) -> Iterator[_Chunk]:
     """Shares of the input processed in input order: here, or on `workers` processes (the bounded pool,
     `workers.ordered_map`)."""
     return ordered_map(
-        _shares(input_path, span_bytes),
+        _shares(exports, traces, span_bytes),
         lambda work: _process(privacy, work),
         workers,
         _process_in_worker,
@@ -124,27 +144,40 @@ def _processed(input_path: Path, privacy: PrivacyFilter, workers: int, span_byte
 
 
 def build_datasets(
-    input_path: Path, out_dir: Path, privacy: PrivacyFilter, workers: int = 1, span_bytes: int = 2 << 20
+    input_path: Path,
+    out_dir: Path,
+    privacy: PrivacyFilter,
+    workers: int = 1,
+    span_bytes: int = 2 << 20,
+    routing: TraceRouting | None = None,
 ) -> BuildResult:
     """Every record of `input_path` ends in a dataset, the quarantine or the privacy drop list. With
     `workers` > 1 the records are filtered and turned into examples on that many processes; the files are
-    the same, byte for byte, as with one."""
+    the same, byte for byte, as with one. Trace files' LLM calls go to the datasets `routing` names."""
     records_in = 0
     stats = FilterStats()
+    exports, traces = split_traces(export_files(input_path), routing or TraceRouting())
     writer = DatasetWriter(out_dir)
+    trace_writer = TraceDatasetWriter(out_dir)
     try:
         with QuarantineWriter(out_dir / QUARANTINE_FILE_NAME) as quarantine:
-            for chunk in _processed(input_path, privacy, workers, span_bytes):
+            for chunk in _processed(exports, traces, privacy, workers, span_bytes):
                 records_in += chunk.records
                 for line, reason in chunk.quarantine:
                     quarantine.add_line(line, reason)
                 writer.add_batch(chunk.examples)
+                for trajectory_id, examples in chunk.traces:
+                    trace_writer.add(trajectory_id, examples)
                 stats.merge(chunk.stats)
     except BaseException:
         writer.abort()
+        trace_writer.abort()
         raise
     privacy.stats = stats
     summary = writer.close()
+    trace_summary = trace_writer.close(traces.report.as_dict()) if traces else None
+    if not traces:
+        trace_writer.abort()
     report = stats.as_report()
     atomic_write_text(out_dir / PRIVACY_REPORT_FILE_NAME, json.dumps(report, indent=2) + "\n")
-    return BuildResult(records_in, quarantine.count, report, summary)
+    return BuildResult(records_in, quarantine.count, report, summary, trace_summary)

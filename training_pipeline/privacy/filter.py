@@ -40,7 +40,7 @@ from training_pipeline.privacy.profiles import (
     STRICT_SECRET_ENV_NAME,
     RuleSet,
 )
-from training_pipeline.trajectories.models import iter_llm_calls
+from training_pipeline.trajectories.models import is_trace, iter_llm_calls
 
 Profile = Literal["elizaos", "strict"]
 HANDLE = re.compile(r"@[a-zA-Z0-9_.-]{2,}")
@@ -243,7 +243,11 @@ class PrivacyFilter:
                 value = call.get(name)
                 if isinstance(value, str):
                     slots.append((call, name, value))
-        walked = self.profile == "strict" and not self._nothing_else_to_redact(trajectory, slots)
+        # a trace's conversations, tools and steps are all redacted, whatever the profile: the elizaos
+        # profile's narrower reach is elizaOS's contract for its own export format only
+        walked = is_trace(trajectory) or (
+            self.profile == "strict" and not self._nothing_else_to_redact(trajectory, slots)
+        )
         if walked:
             self._everything_else(trajectory, calls, slots)
         self._clear_short_texts([text for _, _, text in slots])

@@ -52,6 +52,8 @@ DEFAULT_FIRST_DAY = date(2025, 1, 1)
 _EARLIEST_MS = int(datetime(2020, 1, 1, tzinfo=UTC).timestamp() * 1000)
 #: a start time's number, whole: a number cut by a chunk's end is no match (it is read again next chunk)
 _START_TIME = re.compile(rb'"startTime"\s*:\s*(\d{1,16})(?=\D)')
+#: an OTLP/JSON span's start, in nanoseconds (a string, as int64s are in OTLP/JSON, or a number)
+_SPAN_START = re.compile(rb'"startTimeUnixNano"\s*:\s*"?(\d{1,22})(?=\D)')
 _CHUNK = 16 << 20
 #: a match cut by a chunk's end is read again from the next chunk's start, which repeats this much
 _OVERLAP = 64
@@ -153,15 +155,17 @@ def earliest_of(days: Iterable[date | None]) -> date | None:
 
 
 def _smallest_start_ms(file: Path) -> int | None:
-    """The smallest plausible `"startTime"` number in `file`, read in chunks."""
+    """The smallest plausible `"startTime"` number in `file` (or an OTLP/JSON span's start), read in
+    chunks. A protobuf or compressed trace file has none to read: its day is its name's or mtime's."""
     smallest: int | None = None
     try:
         with file.open("rb") as handle:
             tail = b""
             while chunk := handle.read(_CHUNK):
                 data = tail + chunk
-                for match in _START_TIME.finditer(data):
-                    value = int(match[1])
+                starts = [int(match[1]) for match in _START_TIME.finditer(data)]
+                starts += [int(match[1]) // 1_000_000 for match in _SPAN_START.finditer(data)]
+                for value in starts:
                     if value >= _EARLIEST_MS and (smallest is None or value < smallest):
                         smallest = value
                 tail = data[-_OVERLAP:]

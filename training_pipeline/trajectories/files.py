@@ -19,6 +19,9 @@ from training_pipeline.trajectories.parsing import ParsedRecord, RawRecord, over
 _Item = TypeVar("_Item")
 _DATE_IN_NAME = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
 _SUFFIXES = (".jsonl", ".json")
+#: names of files that may hold OTLP traces besides `.json`/`.jsonl` (`traces.otlp.trace_kind` reads
+#: their content to tell): protobuf, and any of them gzip'd
+TRACE_SUFFIXES = (".pb", ".binpb", ".protobuf", ".otlp", ".gz")
 #: Lines are read in pieces of this size, so a line over the cap is measured, never held.
 _PIECE = 1 << 20
 
@@ -65,14 +68,18 @@ def export_files(path: Path) -> list[Entry]:
                         entries.append(followed)
                     elif followed is not None and followed.is_dir():
                         folders.append(entry)
-                    elif followed is not None and entry.suffix in _SUFFIXES:
+                    elif followed is not None and _listed(entry):
                         entries.append(entry if followed.is_file() else _not_regular(entry, followed))
                 elif item.is_dir(follow_symlinks=False):
                     folders.append(entry)
-                elif entry.suffix in _SUFFIXES:
+                elif _listed(entry):
                     regular = item.is_file(follow_symlinks=False)
                     entries.append(entry if regular else _not_regular(entry, entry))
     return sorted(entries, key=lambda e: str(e.path if isinstance(e, Refused) else e))
+
+
+def _listed(entry: Path) -> bool:
+    return entry.suffix in _SUFFIXES or entry.suffix in TRACE_SUFFIXES
 
 
 def _not_regular(entry: Path, target: Path) -> Refused:
@@ -112,7 +119,7 @@ def unreadable(origin: str, err: OSError) -> RawRecord:
 
 def _follow(link: Path, base: Path, seen: set[Path]) -> Path | Refused | None:
     """Where a symlink leads if it may be followed; None for one that is no export and no folder."""
-    looks_like_export = link.suffix in _SUFFIXES
+    looks_like_export = _listed(link)
     try:
         target = link.resolve(strict=True)
     except (OSError, RuntimeError) as err:  # a loop of links, or a dangling one
@@ -500,7 +507,14 @@ def unparsed_shares(
 ) -> Iterator[Unparsed | UnparsedSpan]:
     """The records under `path`, not parsed: `.jsonl` files in spans of about `span_bytes`, the rest
     (`.json` arrays, refused entries) record by record. `Unparsed.parse` keeps `day`'s."""
-    for file in export_files(path):
+    return unparsed_shares_of(export_files(path), day, span_bytes, max_bytes)
+
+
+def unparsed_shares_of(
+    files: list[Entry], day: date | None = None, span_bytes: int = 1 << 20, max_bytes: int | None = None
+) -> Iterator[Unparsed | UnparsedSpan]:
+    """`unparsed_shares` of the export files listed (`export_files`)."""
+    for file in files:
         fallback = (fallback_day(file) or day) if day is not None else None
         if in_lines(file):
             for span in line_spans(file, span_bytes, max_bytes):

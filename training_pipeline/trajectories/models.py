@@ -98,3 +98,14 @@ def iter_llm_calls(trajectory: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """Every LLM call of a validated trajectory, in step order."""
     for step in trajectory.get("steps") or ():
         yield from step.get("llmCalls") or ()
+
+
+#: `metadata.source` of a trajectory read from OpenTelemetry traces (`traces.assemble`)
+TRACE_SOURCE = "otlp"
+
+
+def is_trace(trajectory: dict[str, Any]) -> bool:
+    """Whether a trajectory was read from traces, not exported by elizaOS: its LLM calls hold whole
+    conversations (`messages`, `output`, `tools`), not elizaOS's prompt fields."""
+    metadata = trajectory.get("metadata")
+    return isinstance(metadata, dict) and metadata.get("source") == TRACE_SOURCE

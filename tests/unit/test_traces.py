@@ -1,0 +1,228 @@
+"""Any agent's traces in: a real `openai` client, traced by the official GenAI instrumentation or by
+OpenInference's, exported by the real OTLP/HTTP exporter, becomes trajectories and OpenAI-chat datasets
+through `build-datasets`, conversations as the client sent them, redacted."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fake_chat import FakeChatServer
+from tests.helpers import cli
+from tests.otlp_store import OTLPStore, collector_json_line
+from tests.traced_agent import reply
+from training_pipeline.datasets.build import QUARANTINE_FILE_NAME, build_datasets
+from training_pipeline.datasets.trace_datasets import TRACE_SUMMARY_FILE_NAME
+from training_pipeline.privacy.filter import PrivacyFilter
+from training_pipeline.traces.assemble import TraceRouting
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def traced_run(instrumentation: str, folder: Path) -> list[dict[str, Any]]:
+    """Runs the traced agent in a process of its own; its spans land in `folder` as OTLP protobuf
+    requests. Returns what the client sent and got, call by call."""
+    folder.mkdir(parents=True, exist_ok=True)
+    record = folder.parent / f"sent-{instrumentation}.json"
+    with FakeChatServer(reply) as chat, OTLPStore(folder) as store:
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "tests.traced_agent",
+                "--instrumentation",
+                instrumentation,
+                "--chat-url",
+                chat.base_url,
+                "--otlp-endpoint",
+                store.endpoint,
+                "--record",
+                str(record),
+            ],
+            cwd=ROOT,
+            check=True,
+            timeout=120,
+        )
+    return json.loads(record.read_text())
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, list[dict[str, Any]]]]:
+    base = tmp_path_factory.mktemp("traces")
+    return {kind: (base / kind, traced_run(kind, base / kind)) for kind in ("genai", "openinference", "both")}
+
+
+def lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+#: the official GenAI instrumentation (openai-v2 2.4b0) records no tool definitions on chat spans
+RECORDS_TOOLS = {"genai": False, "openinference": True, "both": True}
+
+
+def expected(call: dict[str, Any], tools: bool) -> dict[str, Any]:
+    """The dataset line of a call as the client sent it: its messages and the answer, and its tools
+    where the instrumentation records them."""
+    answer = {key: value for key, value in call["answer"].items() if key != "function_call"}
+    answer.setdefault("content", None)
+    example: dict[str, Any] = {"messages": [*call["messages"], answer]}
+    if call["tools"] and tools:
+        example["tools"] = call["tools"]
+    return example
+
+
+def normalised(example: dict[str, Any]) -> dict[str, Any]:
+    """Tool arguments compared as JSON (an instrumentation may re-serialise them), and no message
+    without content given one."""
+    example = json.loads(json.dumps(example))
+    for message in example["messages"]:
+        message.setdefault("content", None)
+        for call in message.get("tool_calls") or ():
+            call["function"]["arguments"] = json.loads(call["function"]["arguments"])
+    return example
+
+
+def redacted(call: dict[str, Any]) -> dict[str, Any]:
+    text = json.dumps(call, ensure_ascii=False)
+    text = text.replace("jane.doe@example.com", "<PII:EMAIL_ADDRESS:1>")
+    return json.loads(text.replace("tok-live-0f9e8d7c6b5a", "<REDACTED:keyed-secret>"))
+
+
+@pytest.mark.parametrize("instrumentation", ["genai", "openinference", "both"])
+def test_a_traced_agent_becomes_conversations_as_the_client_sent_them(
+    runs: dict[str, tuple[Path, list[dict[str, Any]]]], instrumentation: str, tmp_path: Path
+) -> None:
+    folder, sent = runs[instrumentation]
+    result = build_datasets(folder, tmp_path / "out", PrivacyFilter("strict"))
+    out = tmp_path / "out"
+    tool_use, chat = lines(out / "tool_use.jsonl"), lines(out / "chat.jsonl")
+    tools = RECORDS_TOOLS[instrumentation]
+    assert [normalised(line) for line in tool_use] == [
+        normalised(expected(redacted(c), tools)) for c in sent[:2]
+    ]
+    assert [normalised(line) for line in chat] == [normalised(expected(call, tools)) for call in sent[2:]]
+    assert "jane.doe" not in (out / "tool_use.jsonl").read_text()
+    assert "tok-live" not in (out / "tool_use.jsonl").read_text()
+    summary = json.loads((out / TRACE_SUMMARY_FILE_NAME).read_text())
+    spans = summary["spans"]
+    # the weather conversation (an agent span, a tool span, two calls) and the translation: two
+    # trajectories; with both instrumentations each call is written twice and kept once
+    assert spans["trajectories"] == 2 and spans["llmCalls"] == 3 and spans["steps"] == 2
+    assert spans["duplicates"] == (3 if instrumentation == "both" else 0)
+    assert spans["spansIn"] == sum(
+        v for k, v in spans.items() if k not in ("spansIn", "trajectories", "unreadableRequests")
+    )
+    assert summary["datasets"] == {
+        "chat": {"examples": 1, "trajectories": 1},
+        "tool_use": {"examples": 2, "trajectories": 1},
+    }
+    assert result.as_line()["traceDatasets"] == {"chat": 1, "tool_use": 2}
+    # elizaOS's datasets stay elizaOS's: no trace call is in them
+    assert all(
+        (out / f"{task}_trajectories.jsonl").read_text() == "" for task in ("response", "action_planner")
+    )
+
+
+def test_collector_json_lines_plain_or_gzip_read_as_the_protobuf_does(
+    runs: dict[str, tuple[Path, list[dict[str, Any]]]], tmp_path: Path
+) -> None:
+    folder, _ = runs["genai"]
+    requests = sorted(folder.glob("*.pb"))
+    (tmp_path / "json").mkdir()
+    (tmp_path / "json" / "traces.json").write_text(
+        "".join(collector_json_line(r.read_bytes()) + "\n" for r in requests)
+    )
+    (tmp_path / "gz").mkdir()
+    with gzip.open(tmp_path / "gz" / "traces.json.gz", "wt") as handle:
+        handle.writelines(collector_json_line(r.read_bytes()) + "\n" for r in requests)
+    outputs = {}
+    for name, source in (("pb", folder), ("json", tmp_path / "json"), ("gz", tmp_path / "gz")):
+        build_datasets(source, tmp_path / f"out-{name}", PrivacyFilter("strict"))
+        outputs[name] = {
+            f: (tmp_path / f"out-{name}" / f).read_text() for f in ("chat.jsonl", "tool_use.jsonl")
+        }
+    assert outputs["pb"] == outputs["json"] == outputs["gz"]
+
+
+def test_a_mixed_folder_reads_exports_and_traces_and_quarantines_what_it_cannot_read(
+    runs: dict[str, tuple[Path, list[dict[str, Any]]]], tmp_path: Path
+) -> None:
+    folder, _ = runs["openinference"]
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    for request in folder.glob("*.pb"):
+        (mixed / request.name).write_bytes(request.read_bytes())
+    (mixed / "eliza.jsonl").write_text(
+        json.dumps(
+            {
+                "trajectoryId": "t-1",
+                "startTime": 1_764_000_000_000,
+                "steps": [{"llmCalls": [{"systemPrompt": "s", "userPrompt": "u", "response": "r"}]}],
+            }
+        )
+        + "\n"
+    )
+    good = collector_json_line(sorted(folder.glob("*.pb"))[0].read_bytes())
+    broken = json.loads(good)
+    span = broken["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+    span["attributes"].append({"key": "llm.input_messages.0.message.role", "value": {"stringValue": "user"}})
+    span["attributes"].append(
+        {"key": "llm.input_messages.0.message.tool_calls", "value": {"stringValue": "x"}}
+    )
+    span["traceId"] = "0" * 31 + "1"
+    (mixed / "more.json").write_text('{"resourceSpans": [}\n' + json.dumps(broken) + "\n")
+    (mixed / "old.jsonl.gz").write_bytes(gzip.compress(b'{"trajectoryId": "x"}\n'))
+
+    result = build_datasets(
+        mixed, tmp_path / "out", PrivacyFilter("strict"), routing=TraceRouting.parse("weather-agent=weather")
+    )
+    out = tmp_path / "out"
+    assert len(lines(out / "response_trajectories.jsonl")) == 1  # the elizaOS export
+    assert len(lines(out / "weather.jsonl")) == 2  # routed by the agent's name
+    assert len(lines(out / "chat.jsonl")) == 1  # no agent name: the service's, which no route names
+    reasons = [json.loads(line)["reason"] for line in (out / QUARANTINE_FILE_NAME).read_text().splitlines()]
+    assert any(reason.startswith("invalid OTLP/JSON") for reason in reasons)
+    assert any(reason.startswith("unreadable messages") for reason in reasons)
+    assert any("neither OTLP traces nor an uncompressed elizaOS export" in reason for reason in reasons)
+    assert result.quarantined == 3
+
+
+def test_a_route_must_name_a_dataset() -> None:
+    with pytest.raises(ValueError, match="PATTERN=DATASET"):
+        TraceRouting.parse("weather-*")
+    with pytest.raises(ValueError, match="lower-case"):
+        TraceRouting.parse("weather-*=Weather Data")
+
+
+def test_the_cli_builds_trace_datasets_and_says_what_the_spans_became(
+    runs: dict[str, tuple[Path, list[dict[str, Any]]]], tmp_path: Path
+) -> None:
+    folder, _ = runs["genai"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINING_PIPELINE_")}
+    done = cli(
+        env, "build-datasets", str(folder), str(tmp_path / "out"), "--trace-routes", "weather-agent=weather"
+    )
+    assert done.returncode == 0, done.stderr
+    line = json.loads(done.stdout.splitlines()[-1])
+    assert line["traceDatasets"] == {"chat": 1, "weather": 2}
+    assert line["spans"]["llmCalls"] == 3 and line["spans"]["trajectories"] == 2
+    wrong = cli(env, "build-datasets", str(folder), str(tmp_path / "out2"), "--trace-routes", "weather-agent")
+    assert wrong.returncode == 2 and "PATTERN=DATASET" in wrong.stderr and "Traceback" not in wrong.stderr
+
+
+def test_the_elizaos_profile_still_redacts_everything_a_trace_brings(
+    runs: dict[str, tuple[Path, list[dict[str, Any]]]], tmp_path: Path
+) -> None:
+    """The elizaos profile reaches elizaOS's prompt fields only: its contract for its own format. A
+    trace's messages have none of them, and are redacted all the same."""
+    folder, _ = runs["openinference"]
+    build_datasets(folder, tmp_path / "out", PrivacyFilter("elizaos", env_secrets=("tok-live-0f9e8d7c6b5a",)))
+    text = (tmp_path / "out" / "tool_use.jsonl").read_text()
+    assert "tok-live-0f9e8d7c6b5a" not in text and "<REDACTED:env-secret>" in text

@@ -1,0 +1,67 @@
+"""A day of traces through the Dagster daily layers: trace files in the trajectory folder are read by
+content beside elizaOS exports, stored and filtered as trajectories, their conversations redacted."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+import pyarrow.parquet as pq
+from dagster import AssetKey, materialize
+
+from resources.privacy import PrivacySettings
+from resources.sources import FileTrajectorySource
+from resources.storage import DataStore
+from tests.helpers import DATASET_ASSETS, layer_resources
+from tests.otlp_store import collector_json_line, moved_to_day
+from tests.unit.test_traces import traced_run
+from training_pipeline.trajectories.earliest import earliest_day_in_files
+
+DAY = date(2026, 11, 24)
+
+
+def test_a_day_of_traces_is_stored_and_filtered_by_the_daily_layers(tmp_path: Path) -> None:
+    traced_run("openinference", tmp_path / "made")
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    start = int(datetime(DAY.year, DAY.month, DAY.day, tzinfo=UTC).timestamp()) * 10**9
+    for request in sorted((tmp_path / "made").glob("*.pb")):
+        (folder / request.name).write_bytes(moved_to_day(request.read_bytes(), start))
+    store = DataStore(root=str(tmp_path / "data"))
+    result = materialize(
+        DATASET_ASSETS,
+        selection=[AssetKey("trajectories"), AssetKey("filtered_trajectories")],
+        partition_key=DAY.isoformat(),
+        resources=layer_resources(
+            FileTrajectorySource(path=str(folder), trace_routes="weather-agent=weather"),
+            PrivacySettings(env_secrets="NONE"),
+            store,
+        ),
+    )
+    assert result.success
+    rows = pq.read_table(store.filtered(DAY.isoformat())).to_pylist()
+    trajectories = {row["trajectory_id"]: json.loads(row["raw"]) for row in rows}
+    assert set(trajectories) >= {"conversation-weather-1"}
+    assert len(trajectories) == 2
+    weather = trajectories["conversation-weather-1"]
+    calls = [call for step in weather["steps"] for call in step.get("llmCalls") or ()]
+    assert [call["metadata"]["dataset"] for call in calls] == ["weather", "weather"]
+    assert [step["kind"] for step in weather["steps"]] == ["agent", "llm", "tool", "llm"]
+    kept = pq.read_table(store.trajectories(DAY.isoformat())).column("raw").to_pylist()
+    stored = json.dumps(trajectories) + "".join(kept)
+    assert "jane.doe@example.com" not in stored and "tok-live-0f9e8d7c6b5a" not in stored
+    assert "<PII:EMAIL_ADDRESS:1>" in stored
+
+
+def test_the_first_daily_partition_is_the_earliest_span_of_otlp_json(tmp_path: Path) -> None:
+    traced_run("genai", tmp_path / "made")
+    start = int(datetime(DAY.year, DAY.month, DAY.day, tzinfo=UTC).timestamp()) * 10**9
+    lines = [
+        collector_json_line(moved_to_day(r.read_bytes(), start))
+        for r in sorted((tmp_path / "made").glob("*.pb"))
+    ]
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    (folder / "traces.json").write_text("\n".join(lines) + "\n")
+    assert earliest_day_in_files(folder) == DAY
