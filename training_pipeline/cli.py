@@ -37,6 +37,46 @@ def _trace_routes(text: str) -> TraceRouting:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
+def _receive(args: argparse.Namespace) -> int:
+    import signal
+    import threading
+
+    from training_pipeline.traces.receiver import ReceiverSettings, serve
+
+    folder = args.out
+    if folder is None:
+        if not settings().trajectory_dir:
+            raise ValueError("say where traces go: --out FOLDER, or set TRAJECTORY_DIR (then FOLDER/otlp)")
+        folder = Path(settings().trajectory_dir) / "otlp"
+    token = None
+    if args.token_env:
+        token = os.environ.get(args.token_env)
+        if not token:
+            raise ValueError(f"--token-env {args.token_env}: that environment variable is not set")
+    server = serve(
+        ReceiverSettings(
+            folder.resolve(),
+            args.host,
+            args.port,
+            token,
+            args.max_request_bytes,
+            args.max_pending,
+            args.min_free_bytes,
+        )
+    )
+    host, port = server.server_address[:2]
+    print(f"receiving OTLP traces on http://{host}:{port}/v1/traces into {folder}", flush=True)
+    signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    print(f"stopped: {server.receiver.stored} requests stored", flush=True)  # type: ignore[attr-defined]
+    return 0
+
+
 def _build(args: argparse.Namespace) -> int:
     from training_pipeline import SAMPLE_ENTITIES, SAMPLE_TRAJECTORIES
 
@@ -561,6 +601,30 @@ def parser() -> argparse.ArgumentParser:
         "CPU-heavy steps; celery: steps on the workers of CELERY_BROKER_URL",
     )
     task_run.set_defaults(run=_task_run)
+
+    receiver = commands.add_parser(
+        "otlp-receiver",
+        help="receive OTLP/HTTP traces (POST /v1/traces) into a trace folder the daily assets read",
+    )
+    receiver.add_argument(
+        "--out", type=Path, help="the trace folder (default: $TRAJECTORY_DIR/otlp, read with the exports)"
+    )
+    receiver.add_argument("--host", default="127.0.0.1", help="where to listen (default: loopback only)")
+    receiver.add_argument("--port", type=int, default=4318, help="OTLP/HTTP's port (default: 4318)")
+    receiver.add_argument(
+        "--token-env",
+        metavar="NAME",
+        help="the environment variable holding the bearer token every request must carry (required "
+        "beyond loopback; never the token itself on the command line, where `ps` shows it)",
+    )
+    receiver.add_argument("--max-request-bytes", type=int, default=16 << 20)
+    receiver.add_argument(
+        "--max-pending", type=int, default=32, help="requests written at once; past it, 429"
+    )
+    receiver.add_argument(
+        "--min-free-bytes", type=int, default=256 << 20, help="free disk to keep; below it, 503"
+    )
+    receiver.set_defaults(run=_receive)
 
     demo = commands.add_parser("demo", help="materialise the whole graph for the bundled sample days")
     demo.set_defaults(run=_demo)

@@ -16,10 +16,14 @@ stored), or unreadable (quarantined with the reason).
 from __future__ import annotations
 
 import fnmatch
+import heapq
+import sqlite3
+import tempfile
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -60,12 +64,13 @@ class TraceRouting:
             rules.append((pattern.strip(), dataset))
         return cls(tuple(rules))
 
-    def dataset(self, agent: str | None, call: InferenceCall) -> str:
+    def dataset(self, agent: str | None, call: dict[str, Any]) -> str:
+        """The dataset of an LLM call's record (`messages`, `output`, `tools`)."""
         for pattern, dataset in self.rules:
             if agent is not None and fnmatch.fnmatchcase(agent, pattern):
                 return dataset
-        called = any(m.get("tool_calls") for m in (*call.messages, *call.output))
-        return "tool_use" if call.tools or called else "chat"
+        called = any(m.get("tool_calls") for m in (*call["messages"], *call["output"]))
+        return "tool_use" if call.get("tools") or called else "chat"
 
 
 def dataset_name_ok(name: str) -> bool:
@@ -87,13 +92,6 @@ class TraceReport:
         return report
 
 
-@dataclass
-class _Group:
-    items: list[InferenceCall | Step] = field(default_factory=list)
-    traces: list[str] = field(default_factory=list)
-    agent: str | None = None
-
-
 #: a record for the pipeline, and for one that cannot be read, the day it is quarantined in
 TraceRecord = tuple[RawRecord, date | None]
 
@@ -103,115 +101,148 @@ def trajectory_records(
 ) -> Iterator[TraceRecord]:
     """The trajectories the spans make, as records the pipeline parses (`parsing.parse_record`), and a
     quarantined record for each span or request that cannot be read (dated by the span's start, else
-    by its file). Spans are grouped in memory: a trace's spans may arrive in any order, in any file."""
-    by_trace: dict[str, list[InferenceCall | Step]] = {}
+    by its file).
+
+    A trace's spans may arrive in any order, in any file, and a conversation's traces anywhere: what
+    each span keeps goes to a temporary SQLite file as it is read, and each trajectory is put together
+    from there, so memory holds one trajectory and a few strings per trace, whatever the input's size."""
     conversation_of: dict[str, str] = {}
     agent_of: dict[str, str] = {}  # gen_ai.agent.name, where a span names it
     service_of: dict[str, str] = {}  # else the resource's service.name
-    for item in spans:
-        if isinstance(item, Unreadable):
-            report.counts["unreadableRequests"] += 1
-            yield RawRecord(item.origin, b"", item.reason), item.fallback
-            continue
-        read = read_span(item)
-        if isinstance(read, SpanProblem):
-            report.counts["unreadableSpans"] += 1
-            yield RawRecord(f"{item.origin} span {item.span_id}", b"", read.reason), _day(item)
-            continue
-        if read is None:
-            report.counts["otherSpans"] += 1
-            continue
-        if isinstance(read, NoContent):
-            report.counts["withoutContent"] += 1
-            continue
-        attributes = item.attributes
-        conversation = attributes.get("gen_ai.conversation.id") or attributes.get("session.id")
-        if conversation:
-            conversation_of.setdefault(item.trace_id, str(conversation))
-        agent = attributes.get("gen_ai.agent.name") or attributes.get("agent.name")
-        if agent:
-            agent_of.setdefault(item.trace_id, str(agent))
-        elif item.resource.get("service.name"):
-            service_of.setdefault(item.trace_id, str(item.resource["service.name"]))
-        by_trace.setdefault(item.trace_id, []).append(read)
-    groups: dict[str, _Group] = {}
-    for trace_id, items in by_trace.items():
-        key = conversation_of.get(trace_id, trace_id)
-        group = groups.setdefault(key, _Group())
-        group.items.extend(items)
-        group.traces.append(trace_id)
-        group.agent = group.agent or agent_of.get(trace_id) or service_of.get(trace_id)
-    for key, group in groups.items():
-        trajectory = _trajectory(key, group, routing, report, key != group.traces[0])
-        report.counts["trajectories"] += 1
-        first = group.items[0].span
-        yield RawRecord(f"{first.origin} trace {first.trace_id}", orjson.dumps(trajectory)), None
+    origin_of: dict[str, str] = {}
+    with tempfile.TemporaryDirectory(prefix="training-pipeline-spans-") as folder:
+        db = sqlite3.connect(Path(folder) / "spans.sqlite", isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode = OFF")
+            db.execute("PRAGMA synchronous = OFF")
+            db.execute("CREATE TABLE kept (trace TEXT, start INTEGER, span TEXT, item BLOB)")
+            db.execute("BEGIN")
+            for item in spans:
+                if isinstance(item, Unreadable):
+                    report.counts["unreadableRequests"] += 1
+                    yield RawRecord(item.origin, b"", item.reason), item.fallback
+                    continue
+                read = read_span(item)
+                if isinstance(read, SpanProblem):
+                    report.counts["unreadableSpans"] += 1
+                    yield RawRecord(f"{item.origin} span {item.span_id}", b"", read.reason), _day(item)
+                    continue
+                if read is None:
+                    report.counts["otherSpans"] += 1
+                    continue
+                if isinstance(read, NoContent):
+                    report.counts["withoutContent"] += 1
+                    continue
+                attributes = item.attributes
+                conversation = attributes.get("gen_ai.conversation.id") or attributes.get("session.id")
+                if conversation:
+                    conversation_of.setdefault(item.trace_id, str(conversation))
+                agent = attributes.get("gen_ai.agent.name") or attributes.get("agent.name")
+                if agent:
+                    agent_of.setdefault(item.trace_id, str(agent))
+                elif item.resource.get("service.name"):
+                    service_of.setdefault(item.trace_id, str(item.resource["service.name"]))
+                origin_of.setdefault(item.trace_id, item.origin)
+                db.execute(
+                    "INSERT INTO kept VALUES (?, ?, ?, ?)",
+                    (item.trace_id, item.start_unix_nano, item.span_id, orjson.dumps(_kept(read))),
+                )
+            db.execute("COMMIT")
+            db.execute("CREATE INDEX by_trace ON kept (trace, start, span)")
+            groups: dict[str, list[str]] = {}
+            for trace_id in origin_of:
+                groups.setdefault(conversation_of.get(trace_id, trace_id), []).append(trace_id)
+            for key, traces in groups.items():
+                agent = next((agent_of[t] for t in traces if t in agent_of), None) or next(
+                    (service_of[t] for t in traces if t in service_of), None
+                )
+                rows = heapq.merge(
+                    *(
+                        db.execute(
+                            "SELECT start, span, item FROM kept WHERE trace = ? ORDER BY start, span", (t,)
+                        )
+                        for t in traces
+                    )
+                )
+                items = [orjson.loads(item) for _, _, item in rows]
+                trajectory = _trajectory(key, traces, agent, items, routing, report)
+                report.counts["trajectories"] += 1
+                yield RawRecord(f"{origin_of[traces[0]]} trace {traces[0]}", orjson.dumps(trajectory)), None
+        finally:
+            db.close()
+
+
+def _kept(read: InferenceCall | Step) -> dict[str, Any]:
+    """What a trajectory keeps of a span: a step's record, or an LLM call's with its times."""
+    span = read.span
+    if isinstance(read, Step):
+        step: dict[str, Any] = {
+            "stepId": span.span_id,
+            "timestamp": _ms(span.start_unix_nano),
+            "kind": read.kind,
+        }
+        for name, value in (
+            ("name", read.name),
+            ("toolCallId", read.tool_call_id),
+            ("arguments", read.arguments),
+            ("result", read.result),
+        ):
+            if value is not None:
+                step[name] = value
+        return {"step": step}
+    return {"call": _llm_call(read), "start": span.start_unix_nano, "end": span.end_unix_nano}
 
 
 def _trajectory(
-    key: str, group: _Group, routing: TraceRouting, report: TraceReport, conversation: bool
+    key: str,
+    traces: list[str],
+    agent: str | None,
+    items: list[dict[str, Any]],
+    routing: TraceRouting,
+    report: TraceReport,
 ) -> dict[str, Any]:
-    items = sorted(group.items, key=lambda item: (item.span.start_unix_nano, item.span.span_id))
     steps: list[dict[str, Any]] = []
-    seen: dict[bytes, tuple[InferenceCall, dict[str, Any]]] = {}
+    seen: dict[bytes, dict[str, Any]] = {}
     for item in items:
-        span = item.span
-        if isinstance(item, Step):
+        if "step" in item:
             report.counts["steps"] += 1
-            step: dict[str, Any] = {
-                "stepId": span.span_id,
-                "timestamp": _ms(span.start_unix_nano),
-                "kind": item.kind,
-            }
-            for name, value in (
-                ("name", item.name),
-                ("toolCallId", item.tool_call_id),
-                ("arguments", item.arguments),
-                ("result", item.result),
-            ):
-                if value is not None:
-                    step[name] = value
-            steps.append(step)
+            steps.append(item["step"])
             continue
-        fingerprint = orjson.dumps([item.messages, item.output], option=orjson.OPT_SORT_KEYS)
+        call = item["call"]
+        fingerprint = orjson.dumps([call["messages"], call["output"]], option=orjson.OPT_SORT_KEYS)
         earlier = seen.get(fingerprint)
-        if earlier is not None and _overlap(earlier[0].span, span):
+        if earlier is not None and earlier["start"] <= item["end"] and item["start"] <= earlier["end"]:
             # one call written by two instrumentations: kept once, with the tools either recorded
             report.counts["duplicates"] += 1
-            record = earlier[1]
-            if item.tools and not record.get("tools"):
-                record["tools"] = item.tools
+            if call.get("tools") and not earlier["call"].get("tools"):
+                earlier["call"]["tools"] = call["tools"]
             continue
-        record = _llm_call(item, routing.dataset(group.agent, item))
-        seen[fingerprint] = (item, record)
+        seen[fingerprint] = item
         report.counts["llmCalls"] += 1
         steps.append(
-            {
-                "stepId": span.span_id,
-                "timestamp": _ms(span.start_unix_nano),
-                "kind": "llm",
-                "llmCalls": [record],
-            }
+            {"stepId": call["callId"], "timestamp": call["timestamp"], "kind": "llm", "llmCalls": [call]}
         )
-    start = min(item.span.start_unix_nano for item in items)
-    end = max(item.span.end_unix_nano for item in items)
-    metadata: dict[str, Any] = {"source": TRACE_SOURCE, "traceIds": sorted(group.traces)}
-    if conversation:
+    for item in seen.values():  # routed once the tools are known
+        item["call"]["metadata"]["dataset"] = routing.dataset(agent, item["call"])
+    starts = [step["timestamp"] for step in steps]
+    ends = [item["end"] / 1e6 for item in seen.values()] or starts
+    metadata: dict[str, Any] = {"source": TRACE_SOURCE, "traceIds": sorted(traces)}
+    if key != traces[0] or len(traces) > 1:
         metadata["conversationId"] = key
     trajectory: dict[str, Any] = {
         "trajectoryId": key,
-        "startTime": _ms(start),
-        "endTime": _ms(end),
-        "durationMs": max(0.0, _ms(end) - _ms(start)),
+        "startTime": min(starts),
+        "endTime": max(max(ends), max(starts)),
         "steps": steps,
         "metadata": metadata,
     }
-    if group.agent:
-        trajectory["agentId"] = group.agent
+    trajectory["durationMs"] = max(0.0, trajectory["endTime"] - trajectory["startTime"])
+    if agent:
+        trajectory["agentId"] = agent
     return trajectory
 
 
-def _llm_call(call: InferenceCall, dataset: str) -> dict[str, Any]:
+def _llm_call(call: InferenceCall) -> dict[str, Any]:
     span = call.span
     record: dict[str, Any] = {
         "callId": span.span_id,
@@ -231,7 +262,7 @@ def _llm_call(call: InferenceCall, dataset: str) -> dict[str, Any]:
     ):
         if value is not None:
             record[name] = value
-    metadata: dict[str, Any] = {"convention": call.convention, "dataset": dataset}
+    metadata: dict[str, Any] = {"convention": call.convention}
     if call.provider:
         metadata["provider"] = call.provider
     if call.finish_reasons:
@@ -245,10 +276,6 @@ def _day(span: Span) -> date | None:
         return start_day(span.start_unix_nano / 1e6) if span.start_unix_nano else span.fallback
     except (OverflowError, OSError, ValueError):
         return span.fallback
-
-
-def _overlap(a: Span, b: Span) -> bool:
-    return a.start_unix_nano <= b.end_unix_nano and b.start_unix_nano <= a.end_unix_nano
 
 
 def _ms(nanos: int) -> float:
