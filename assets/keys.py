@@ -51,6 +51,10 @@ class Keys:
         return next((task for task in TASKS if self.dataset(task) == key), None)
 
     @property
+    def trace_datasets(self) -> AssetKey:
+        return self.key("trace_datasets")
+
+    @property
     def shared_datasets(self) -> AssetKey:
         return self.key("shared_datasets")
 

@@ -42,6 +42,9 @@ class DataStore(ConfigurableResource):
     def datasets(self, day: str) -> Path:
         return self._path("datasets", day)
 
+    def trace_datasets(self, day: str) -> Path:
+        return self._path("trace_datasets", day)
+
     def runs(self) -> RunStore:
         """The training run records, copied to the shared storage when there is one."""
         return RunStore(self.state_dir(), self.shared())

@@ -8,6 +8,7 @@ from assets.code_references import with_code_references
 from assets.datasets.automation import datasets_job, nightly, nightly_automation
 from assets.datasets.daily import daily_layers
 from assets.datasets.shared import shared_datasets
+from assets.datasets.traces import trace_datasets
 from assets.keys import UNPREFIXED, Keys
 from assets.partitions import GROUP, daily_partitions
 from training_pipeline.settings import Settings
@@ -16,11 +17,13 @@ from training_pipeline.settings import Settings
 def daily_graph(
     settings: Settings, keys: Keys = UNPREFIXED, group: str = GROUP, owners: list[str] | None = None
 ) -> list[AssetsDefinition]:
-    """The day's layers (one multi-asset, its checks in it), and the day's copy on shared storage
-    where one is configured: what `materialize()` and the job take."""
+    """The day's layers (one multi-asset, its checks in it), the day's trace datasets, and the day's
+    copy on shared storage where one is configured: what `materialize()` and the job take."""
     partitions = daily_partitions(settings)
     layers = daily_layers(partitions, keys, group, owners, nightly(settings.nightly_cron))
-    return [layers, *([shared_datasets(partitions, keys, group, owners)] if settings.shared_url else [])]
+    traces = trace_datasets(partitions, keys, group, owners)
+    shared = [shared_datasets(partitions, keys, group, owners)] if settings.shared_url else []
+    return [layers, traces, *shared]
 
 
 def datasets_definitions(

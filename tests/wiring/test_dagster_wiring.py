@@ -52,6 +52,7 @@ def test_definitions_load_with_the_expected_graph() -> None:
         "trajectories",
         "filtered_trajectories",
         *TASKS,
+        "trace_datasets",
         "training_run",
         "tuned_model",
         "prompt_evaluation",
@@ -59,9 +60,11 @@ def test_definitions_load_with_the_expected_graph() -> None:
     }
     assert graph.get(AssetKey("should_respond")).parent_keys == {AssetKey("filtered_trajectories")}
     assert graph.get(AssetKey("filtered_trajectories")).parent_keys == {AssetKey("trajectories")}
+    assert graph.get(AssetKey("trace_datasets")).parent_keys == {AssetKey("filtered_trajectories")}
     checks = {f"{k.asset_key.to_user_string()}.{k.name}" for k in graph.asset_check_keys}
     names = ("no_credentials", "no_personal_data", "valid_jsonl", "counts_add_up")
     assert {f"{t}.{c}" for t in TASKS for c in names} <= checks
+    assert {f"trace_datasets.{c}" for c in names[:3]} <= checks
     job = defs.resolve_job_def("datasets_job")
     assert job.partitions_def.get_partition_keys()[0] == "2026-11-23"  # the bundled sample's first day
 
@@ -88,12 +91,13 @@ def test_a_day_materialises_with_counts_that_add_up(tmp_path: Path) -> None:
     result = _run(resources)
     assert result.success
     assert all(e.passed for e in result.get_asset_check_evaluations())
-    assert len(result.get_asset_check_evaluations()) == 22
+    assert len(result.get_asset_check_evaluations()) == 22 + 3  # the trace datasets' three too
     # the datasets were inspected as the day's pass wrote them; the checks only hashed the files
     assert {
         e.metadata["inspected"].value
         for e in result.get_asset_check_evaluations()
         if e.check_name in ("no_credentials", "no_personal_data", "valid_jsonl")
+        and e.asset_key != AssetKey("trace_datasets")
     } == {"while exporting; the file's SHA-256 matches"}
 
     raw = asset_metadata(result, "trajectories")
@@ -192,7 +196,7 @@ def test_a_range_of_days_is_one_run_with_each_days_own_metadata_and_checks(tmp_p
         assert by_day[("response", day)]["dagster/uri"].endswith(f"{day}/{TASK_FILE_NAMES['response']}")
     evaluations = result.get_asset_check_evaluations()
     assert {e.partition for e in evaluations} == set(days) and all(e.passed for e in evaluations)
-    assert len(evaluations) == 22 * len(days)
+    assert len(evaluations) == (22 + 3) * len(days)  # the layers' and the trace datasets'
 
 
 def test_rematerialising_replaces_the_partition_it_never_appends(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ SNAPSHOT = {
         "prompt_evaluation",
         "response",
         "should_respond",
+        "trace_datasets",
         "training_run",
         "trajectories",
         "tuned_model",
@@ -38,6 +39,7 @@ SNAPSHOT = {
             for task in ("media_description", "response", "should_respond")
             for check in ("counts_add_up", "no_credentials", "no_personal_data", "valid_jsonl")
         ),
+        *(f"trace_datasets:{check}" for check in ("no_credentials", "no_personal_data", "valid_jsonl")),
         "training_run:not_skipped",
         "trajectories:counts_add_up",
     ],

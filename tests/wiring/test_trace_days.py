@@ -16,6 +16,7 @@ from resources.storage import DataStore
 from tests.helpers import DATASET_ASSETS, layer_resources
 from tests.otlp_store import collector_json_line, moved_to_day
 from tests.unit.test_traces import traced_run
+from training_pipeline.datasets.trace_datasets import inspect_trace_datasets
 from training_pipeline.trajectories.earliest import earliest_day_in_files
 
 DAY = date(2026, 11, 24)
@@ -31,7 +32,7 @@ def test_a_day_of_traces_is_stored_and_filtered_by_the_daily_layers(tmp_path: Pa
     store = DataStore(root=str(tmp_path / "data"))
     result = materialize(
         DATASET_ASSETS,
-        selection=[AssetKey("trajectories"), AssetKey("filtered_trajectories")],
+        selection=[AssetKey("trajectories"), AssetKey("filtered_trajectories"), AssetKey("trace_datasets")],
         partition_key=DAY.isoformat(),
         resources=layer_resources(
             FileTrajectorySource(path=str(folder), trace_routes="weather-agent=weather"),
@@ -52,6 +53,33 @@ def test_a_day_of_traces_is_stored_and_filtered_by_the_daily_layers(tmp_path: Pa
     stored = json.dumps(trajectories) + "".join(kept)
     assert "jane.doe@example.com" not in stored and "tok-live-0f9e8d7c6b5a" not in stored
     assert "<PII:EMAIL_ADDRESS:1>" in stored
+    # the day's trace datasets, routed, with their blocking checks passed
+    datasets = store.trace_datasets(DAY.isoformat())
+    assert sorted(p.name for p in datasets.glob("*.jsonl")) == ["chat.jsonl", "weather.jsonl"]
+    assert len((datasets / "weather.jsonl").read_text().splitlines()) == 2
+    checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
+    assert {name: checks[name] for name in ("no_credentials", "no_personal_data", "valid_jsonl")} == {
+        "no_credentials": True,
+        "no_personal_data": True,
+        "valid_jsonl": True,
+    }
+
+
+def test_a_secret_left_in_a_trace_dataset_fails_its_blocking_check(tmp_path: Path) -> None:
+    """The check re-scans what the datasets hold: a dataset written around the filter is caught."""
+    folder = tmp_path / "day"
+    folder.mkdir()
+    line = {
+        "messages": [
+            {"role": "user", "content": "use AKIAZ3MHLKT4XBQ7WN2P and mail jane.doe@example.com"},
+            {"role": "assistant", "content": "ok"},
+        ]
+    }
+    (folder / "chat.jsonl").write_text(json.dumps(line) + "\n" + json.dumps({"messages": []}) + "\n")
+    inspection = inspect_trace_datasets(folder, PrivacySettings(env_secrets="NONE").scanner())
+    assert inspection.credentials and inspection.personal == {"EMAIL_ADDRESS": 1}
+    assert inspection.locations == ["chat.jsonl line 1"]
+    assert inspection.problems == ["chat.jsonl line 2: messages must be a list of at least two"]
 
 
 def test_the_first_daily_partition_is_the_earliest_span_of_otlp_json(tmp_path: Path) -> None:

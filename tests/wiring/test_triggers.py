@@ -153,11 +153,13 @@ def test_the_nightly_condition_asks_for_yesterday_once_per_tick_as_one_run() -> 
     before = at(1, 0, 26)
     assert before.total_requested == 0
     tick = at(2, 1, 26, before.cursor)
-    # every layer, yesterday only, asked for together: one run of the multi-asset, one pass over the day
+    # every layer, yesterday only, asked for together: one run of the multi-asset, one pass over the day;
+    # the trace datasets (eager) in the same tick, after them
     assert {key: tick.get_requested_partitions(key) for key in layers} == {
         key: {"2026-11-25"} for key in layers
     }
-    assert tick.total_requested == len(layers)
+    assert tick.get_requested_partitions(UNPREFIXED.trace_datasets) == {"2026-11-25"}
+    assert tick.total_requested == len(layers) + 1
     again = at(2, 30, 26, tick.cursor)
     assert again.total_requested == 0  # a tick is handled once
     next_night = at(2, 1, 27, again.cursor)

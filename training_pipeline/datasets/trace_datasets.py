@@ -11,14 +11,27 @@ A call feeds the dataset its route named when the trace was read (`traces.assemb
 from __future__ import annotations
 
 import json
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO, Any
 
 import orjson
 
 from training_pipeline.atomic import StagedFiles
-from training_pipeline.trajectories.models import iter_llm_calls
+from training_pipeline.privacy.scan import PERSONAL_PREFIX, SecretScanner
+from training_pipeline.trajectories.models import is_trace, iter_llm_calls
 
-__all__ = ["TRACE_SUMMARY_FILE_NAME", "TraceDatasetWriter", "trace_examples"]
+__all__ = [
+    "TRACE_SUMMARY_FILE_NAME",
+    "TraceDatasetWriter",
+    "TraceInspection",
+    "build_trace_datasets",
+    "chat_line_problem",
+    "inspect_trace_datasets",
+    "trace_examples",
+]
 
 TRACE_SUMMARY_FILE_NAME = "trace_datasets_summary.json"
 _BUFFER = 1 << 20
@@ -62,16 +75,17 @@ class TraceDatasetWriter:
             self.counts[dataset] += 1
             self._trajectories[dataset].add(trajectory_id)
 
-    def close(self, spans: dict[str, int]) -> dict[str, Any]:
-        summary = {
+    def close(self, spans: dict[str, int] | None = None) -> dict[str, Any]:
+        summary: dict[str, Any] = {
             "format": "openai-chat",
             "trajectoryCount": self.trajectory_count,
             "datasets": {
                 name: {"examples": self.counts[name], "trajectories": len(self._trajectories[name])}
                 for name in sorted(self.counts)
             },
-            "spans": spans,
         }
+        if spans is not None:
+            summary["spans"] = spans
         try:
             for handle in self._files.values():
                 handle.close()
@@ -87,3 +101,106 @@ class TraceDatasetWriter:
         for handle in self._files.values():
             handle.close()
         self._staged.discard()
+
+
+def build_trace_datasets(filtered: Path, out_dir: Path) -> dict[str, Any]:
+    """A day's trace datasets from its privacy-filtered trajectories (the daily `filtered_trajectories`
+    Parquet file, read a batch at a time): the summary, with a dataset per route."""
+    import pyarrow.parquet as pq
+
+    writer = TraceDatasetWriter(out_dir)
+    try:
+        for batch in pq.ParquetFile(filtered).iter_batches(columns=["trajectory_id", "raw"], batch_size=1024):
+            for trajectory_id, raw in zip(*(column.to_pylist() for column in batch.columns), strict=True):
+                if b'"otlp"' not in (raw.encode() if isinstance(raw, str) else raw):
+                    continue  # an elizaOS trajectory: not parsed for nothing
+                trajectory = orjson.loads(raw)
+                if is_trace(trajectory):
+                    writer.add(trajectory_id, trace_examples(trajectory))
+    except BaseException:
+        writer.abort()
+        raise
+    return writer.close()
+
+
+_ROLES = frozenset(("system", "user", "assistant", "tool"))
+
+
+def chat_line_problem(record: Any) -> str | None:
+    """What is wrong with a line of an OpenAI-chat dataset (None: nothing): `messages` of known roles,
+    string or null contents, well-formed tool calls and tool results, an assistant's answer last."""
+    if not isinstance(record, dict) or "messages" not in record or not set(record) <= {"messages", "tools"}:
+        return 'expected an object with "messages" (and "tools")'
+    messages = record["messages"]
+    if not isinstance(messages, list) or len(messages) < 2:
+        return "messages must be a list of at least two"
+    for message in messages:
+        if not isinstance(message, dict) or message.get("role") not in _ROLES:
+            return f"each message needs a role among {sorted(_ROLES)}"
+        content = message.get("content")
+        if content is not None and not isinstance(content, str):
+            return "a message's content is a string or null"
+        for call in message.get("tool_calls") or ():
+            function = call.get("function") if isinstance(call, dict) else None
+            if not isinstance(function, dict) or not isinstance(function.get("arguments"), str):
+                return "a tool call needs a function with its arguments as a JSON string"
+        if message["role"] == "tool" and not isinstance(message.get("tool_call_id"), str):
+            return "a tool message needs the tool_call_id it answers"
+    if messages[-1]["role"] != "assistant":
+        return "the last message is the assistant's answer"
+    if not isinstance(record.get("tools", []), list):
+        return "tools must be a list"
+    return None
+
+
+@dataclass
+class TraceInspection:
+    """What the checks learn from a day's trace datasets."""
+
+    lines: int = 0
+    problems: list[str] = field(default_factory=list)
+    texts: int = 0
+    #: credential types and kinds of personal data found, never the values
+    credentials: Counter[str] = field(default_factory=Counter)
+    personal: Counter[str] = field(default_factory=Counter)
+    #: where each finding was (`file line N`), never the value
+    locations: list[str] = field(default_factory=list)
+
+
+def inspect_trace_datasets(out_dir: Path, scanner: SecretScanner) -> TraceInspection:
+    """Every line of the day's trace datasets validated and every string in it (messages, tool
+    arguments and results, tool definitions) scanned again by the independent scanner."""
+    inspection = TraceInspection()
+    for path in sorted(out_dir.glob("*.jsonl")):
+        with path.open("rb") as handle:
+            for number, line in enumerate(handle, start=1):
+                inspection.lines += 1
+                try:
+                    record = orjson.loads(line)
+                except orjson.JSONDecodeError as err:
+                    inspection.problems.append(f"{path.name} line {number}: not JSON ({err})")
+                    continue
+                problem = chat_line_problem(record)
+                if problem is not None:
+                    inspection.problems.append(f"{path.name} line {number}: {problem}")
+                for text in _strings(record):
+                    inspection.texts += 1
+                    found = [kind for kind, _ in scanner.find(text)]
+                    personal = [kind.removeprefix(PERSONAL_PREFIX) for kind in scanner.find_personal(text)]
+                    inspection.credentials.update(found)
+                    inspection.personal.update(personal)
+                    if (found or personal) and len(inspection.locations) < 50:
+                        inspection.locations.append(f"{path.name} line {number}")
+    return inspection
+
+
+def _strings(node: Any) -> Iterator[str]:
+    if isinstance(node, str):
+        if len(node) > 3:
+            yield node
+    elif isinstance(node, dict):
+        for value in node.values():
+            yield from _strings(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _strings(value)
