@@ -64,23 +64,27 @@ def measure(profile: str) -> dict:
 
 
 def table(result: dict, profile: str) -> str:
+    """Per corpus, with the contexts that leaked named (`contexts` gives every context's figures)."""
     rows = [
-        "| corpus | context | positives | leaked | near-miss negatives | over-redacted |",
-        "|---|---|---:|---:|---:|---:|",
+        "| corpus | positives | leaked | near-miss negatives | over-redacted | contexts that leaked |",
+        "|---|---:|---:|---:|---:|---|",
     ]
-    totals = defaultdict(int)
+    totals: dict[str, int] = defaultdict(int)
     for corpus, data in result["corpora"].items():
-        for context, counts in sorted(data["contexts"].items()):
-            rows.append(
-                f"| {corpus} | {context} | {counts['positives']} | {counts['leaked']} | "
-                f"{counts['negatives']} | {counts['over_redacted']} |"
-            )
+        sums: dict[str, int] = defaultdict(int)
+        for counts in data["contexts"].values():
             for key in ("positives", "leaked", "negatives", "over_redacted"):
+                sums[key] += counts[key]
                 totals[key] += counts[key]
+        leaked = ", ".join(f"{c} {n['leaked']}" for c, n in sorted(data["contexts"].items()) if n["leaked"])
+        rows.append(
+            f"| {corpus} | {sums['positives']} | {sums['leaked']} | {sums['negatives']} | "
+            f"{sums['over_redacted']} | {leaked or 'none'} |"
+        )
     over = totals["over_redacted"] / max(1, totals["negatives"])
     rows.append(
-        f"| **all** | | **{totals['positives']}** | **{totals['leaked']}** | **{totals['negatives']}** | "
-        f"**{totals['over_redacted']} ({over:.1%})** |"
+        f"| **all** | **{totals['positives']}** | **{totals['leaked']}** | **{totals['negatives']}** | "
+        f"**{totals['over_redacted']} ({over:.1%})** | |"
     )
     families = {
         corpus: (
@@ -103,6 +107,16 @@ def table(result: dict, profile: str) -> str:
     return "\n".join(lines)
 
 
+def contexts(result: dict) -> str:
+    """Every corpus and context: positives, leaked, near-miss negatives, over-redacted."""
+    return "\n".join(
+        f"  {corpus:<10} {context:<11} "
+        + " ".join(f"{n[key]:>5}" for key in ("positives", "leaked", "negatives", "over_redacted"))
+        for corpus, data in result["corpora"].items()
+        for context, n in sorted(data["contexts"].items())
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--profile", default="strict")
@@ -112,6 +126,7 @@ def main() -> None:
     result = measure(args.profile)
     text = table(result, args.profile)
     print(text)
+    print(contexts(result))
     for miss in result["misses"][: args.show]:
         print(
             f"  [{miss['corpus']} {miss['kind']} {miss['family']} / {miss['context']}] "

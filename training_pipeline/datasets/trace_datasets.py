@@ -60,27 +60,29 @@ class TraceDatasetWriter:
         self._staged = StagedFiles(out_dir)
         self._files: dict[str, IO[bytes]] = {}
         self.counts: dict[str, int] = {}
-        self._trajectories: dict[str, set[Any]] = {}
+        self._trajectories: dict[str, int] = {}
         self.trajectory_count = 0
 
     def add(self, trajectory_id: Any, examples: list[tuple[str, bytes]]) -> None:
+        """One trajectory's examples (each trajectory is added once: a trace's is whole when read)."""
         self.trajectory_count += 1
         for dataset, line in examples:
             handle = self._files.get(dataset)
             if handle is None:
                 handle = self._files[dataset] = self._staged.open(f"{dataset}.jsonl", "wb", _BUFFER)
                 self.counts[dataset] = 0
-                self._trajectories[dataset] = set()
+                self._trajectories[dataset] = 0
             handle.write(line)
             self.counts[dataset] += 1
-            self._trajectories[dataset].add(trajectory_id)
+        for dataset in {dataset for dataset, _ in examples}:
+            self._trajectories[dataset] += 1
 
     def close(self, spans: dict[str, int] | None = None) -> dict[str, Any]:
         summary: dict[str, Any] = {
             "format": "openai-chat",
             "trajectoryCount": self.trajectory_count,
             "datasets": {
-                name: {"examples": self.counts[name], "trajectories": len(self._trajectories[name])}
+                name: {"examples": self.counts[name], "trajectories": self._trajectories[name]}
                 for name in sorted(self.counts)
             },
         }

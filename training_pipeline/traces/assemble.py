@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import fnmatch
 import heapq
+import itertools
 import sqlite3
 import tempfile
 from collections import Counter
@@ -104,18 +105,18 @@ def trajectory_records(
     by its file).
 
     A trace's spans may arrive in any order, in any file, and a conversation's traces anywhere: what
-    each span keeps goes to a temporary SQLite file as it is read, and each trajectory is put together
-    from there, so memory holds one trajectory and a few strings per trace, whatever the input's size."""
-    conversation_of: dict[str, str] = {}
-    agent_of: dict[str, str] = {}  # gen_ai.agent.name, where a span names it
-    service_of: dict[str, str] = {}  # else the resource's service.name
-    origin_of: dict[str, str] = {}
+    each span keeps goes to a temporary SQLite file as it is read, with what it says of its trace
+    (conversation, agent, service), and each trajectory is put together from there: memory holds one
+    trajectory, whatever the input's size."""
     with tempfile.TemporaryDirectory(prefix="training-pipeline-spans-") as folder:
         db = sqlite3.connect(Path(folder) / "spans.sqlite", isolation_level=None)
         try:
             db.execute("PRAGMA journal_mode = OFF")
             db.execute("PRAGMA synchronous = OFF")
-            db.execute("CREATE TABLE kept (trace TEXT, start INTEGER, span TEXT, item BLOB)")
+            db.execute(
+                "CREATE TABLE kept (trace TEXT, start INTEGER, span TEXT, item BLOB,"
+                " conversation TEXT, agent TEXT, service TEXT, origin TEXT)"
+            )
             db.execute("BEGIN")
             for item in spans:
                 if isinstance(item, Unreadable):
@@ -134,29 +135,35 @@ def trajectory_records(
                     report.counts["withoutContent"] += 1
                     continue
                 attributes = item.attributes
-                conversation = attributes.get("gen_ai.conversation.id") or attributes.get("session.id")
-                if conversation:
-                    conversation_of.setdefault(item.trace_id, str(conversation))
-                agent = attributes.get("gen_ai.agent.name") or attributes.get("agent.name")
-                if agent:
-                    agent_of.setdefault(item.trace_id, str(agent))
-                elif item.resource.get("service.name"):
-                    service_of.setdefault(item.trace_id, str(item.resource["service.name"]))
-                origin_of.setdefault(item.trace_id, item.origin)
                 db.execute(
-                    "INSERT INTO kept VALUES (?, ?, ?, ?)",
-                    (item.trace_id, item.start_unix_nano, item.span_id, orjson.dumps(_kept(read))),
+                    "INSERT INTO kept VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        item.trace_id,
+                        item.start_unix_nano,
+                        item.span_id,
+                        orjson.dumps(_kept(read)),
+                        _text(attributes.get("gen_ai.conversation.id") or attributes.get("session.id")),
+                        _text(attributes.get("gen_ai.agent.name") or attributes.get("agent.name")),
+                        _text(item.resource.get("service.name")),
+                        item.origin,
+                    ),
                 )
             db.execute("COMMIT")
             db.execute("CREATE INDEX by_trace ON kept (trace, start, span)")
-            groups: dict[str, list[str]] = {}
-            for trace_id in origin_of:
-                groups.setdefault(conversation_of.get(trace_id, trace_id), []).append(trace_id)
-            for key, traces in groups.items():
-                agent = next((agent_of[t] for t in traces if t in agent_of), None) or next(
-                    (service_of[t] for t in traces if t in service_of), None
+            # a trace's group is its conversation, if a span names one; its agent the first named
+            db.execute(
+                "CREATE TABLE traces AS SELECT trace, COALESCE(MIN(conversation), trace) AS grp, MIN(agent)"
+                " AS agent, MIN(service) AS service, MIN(origin) AS origin FROM kept GROUP BY trace"
+            )
+            db.execute("CREATE INDEX by_group ON traces (grp, trace)")
+            groups = db.execute("SELECT grp, trace, agent, service, origin FROM traces ORDER BY grp, trace")
+            for key, members in itertools.groupby(groups, key=lambda row: row[0]):
+                rows = list(members)
+                traces = [row[1] for row in rows]
+                agent = next((row[2] for row in rows if row[2]), None) or next(
+                    (row[3] for row in rows if row[3]), None
                 )
-                rows = heapq.merge(
+                merged = heapq.merge(
                     *(
                         db.execute(
                             "SELECT start, span, item FROM kept WHERE trace = ? ORDER BY start, span", (t,)
@@ -164,12 +171,16 @@ def trajectory_records(
                         for t in traces
                     )
                 )
-                items = [orjson.loads(item) for _, _, item in rows]
+                items = [orjson.loads(item) for _, _, item in merged]
                 trajectory = _trajectory(key, traces, agent, items, routing, report)
                 report.counts["trajectories"] += 1
-                yield RawRecord(f"{origin_of[traces[0]]} trace {traces[0]}", orjson.dumps(trajectory)), None
+                yield RawRecord(f"{rows[0][4]} trace {traces[0]}", orjson.dumps(trajectory)), None
         finally:
             db.close()
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None or value == "" else str(value)
 
 
 def _kept(read: InferenceCall | Step) -> dict[str, Any]:
