@@ -86,9 +86,8 @@ def _build(args: argparse.Namespace) -> int:
     directory = EntityDirectory.load(anonymizer) if anonymizer else None
     env_secrets = secret_env_values(args.privacy_profile, names=args.env_secrets)
     privacy = PrivacyFilter(args.privacy_profile, directory, env_secrets, args.personal_data)
-    result = build_datasets(
-        args.input, args.out_dir, privacy, workers=args.workers, routing=args.trace_routes
-    )
+    routing = args.trace_routes or TraceRouting.parse(settings().trace_routes)
+    result = build_datasets(args.input, args.out_dir, privacy, workers=args.workers, routing=routing)
     print(json.dumps(result.as_line(), separators=(",", ":")))
     return 0
 
@@ -539,10 +538,10 @@ def parser() -> argparse.ArgumentParser:
     build.add_argument(
         "--trace-routes",
         type=_trace_routes,
-        default=TraceRouting(),
         metavar="PATTERN=DATASET,…",
         help="which dataset a trace's LLM call feeds, by its agent's name (shell globs, first match "
-        "wins; default: tool_use when tools were offered, else chat). docs/traces.md",
+        "wins; default: TRAINING_PIPELINE_TRACE_ROUTES, else tool_use when tools were offered, else "
+        "chat). docs/traces.md",
     )
     build.set_defaults(run=_build)
 

@@ -128,6 +128,8 @@ def test_a_traced_agent_becomes_conversations_as_the_client_sent_them(
     assert all(
         (out / f"{task}_trajectories.jsonl").read_text() == "" for task in ("response", "action_planner")
     )
+    # and elizaOS's summary counts every trajectory, as the daily pass does
+    assert result.summary["trajectoryCount"] == 2 and sum(result.summary["counts"].values()) == 0
 
 
 def test_collector_json_lines_plain_or_gzip_read_as_the_protobuf_does(
@@ -213,6 +215,10 @@ def test_the_cli_builds_trace_datasets_and_says_what_the_spans_became(
     line = json.loads(done.stdout.splitlines()[-1])
     assert line["traceDatasets"] == {"chat": 1, "weather": 2}
     assert line["spans"]["llmCalls"] == 3 and line["spans"]["trajectories"] == 2
+    # the deployment's routes when the flag is not given
+    deployment = {**env, "TRAINING_PIPELINE_TRACE_ROUTES": "weather-*=weather"}
+    routed = cli(deployment, "build-datasets", str(folder), str(tmp_path / "out3"))
+    assert json.loads(routed.stdout.splitlines()[-1])["traceDatasets"] == {"weather": 3}
     wrong = cli(env, "build-datasets", str(folder), str(tmp_path / "out2"), "--trace-routes", "weather-agent")
     assert wrong.returncode == 2 and "PATTERN=DATASET" in wrong.stderr and "Traceback" not in wrong.stderr
 

@@ -100,10 +100,12 @@ def _process(privacy: PrivacyFilter, work: _Work) -> _Chunk:
             late = over_budget(parsed.origin, parsed.text, err)
             quarantine.append((quarantine_line(late), late.reason or "unknown"))
             continue
-        if kept and is_trace(parsed.trajectory):
-            traces.append((parsed.trajectory["trajectoryId"], trace_examples(parsed.trajectory)))
-        elif kept:
+        if kept:
+            # every trajectory is counted in elizaOS's summary, as the daily pass counts it; a trace's
+            # calls hold no elizaOS prompt fields, so they give elizaOS's datasets no example
             prepared.append(prepare(parsed.trajectory))
+            if is_trace(parsed.trajectory):
+                traces.append((parsed.trajectory["trajectoryId"], trace_examples(parsed.trajectory)))
     return _Chunk(records, quarantine, ExampleBatch.of(prepared), privacy.stats, traces)
 
 
