@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -29,6 +30,16 @@ def postgres() -> Iterator[PostgresServer]:
     finally:
         server.stop()
         server.remove()
+
+
+@pytest.fixture(scope="session")
+def traced_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, list[dict[str, Any]]]]:
+    """The traced agent run once under each instrumentation (`otlp_store.traced_run`): the folder of
+    its OTLP requests, and what its client sent and got."""
+    from tests.otlp_store import traced_run
+
+    base = tmp_path_factory.mktemp("traces")
+    return {kind: (base / kind, traced_run(kind, base / kind)) for kind in ("genai", "openinference", "both")}
 
 
 @pytest.fixture

@@ -1,16 +1,20 @@
 """Where a test's traced agent exports to: an OTLP/HTTP endpoint on loopback that keeps each request's
-body as a file (`NNNN.pb`), and the OTLP/JSON line the OpenTelemetry Collector's `file` exporter would
-write for it (the OTLP spec's JSON: ids in hex, enums as integers)."""
+body as a file (`NNNN.pb`), the OTLP/JSON line the OpenTelemetry Collector's `file` exporter would
+write for it (the OTLP spec's JSON: ids in hex, enums as integers), and the agent's run into it."""
 
 from __future__ import annotations
 
 import base64
 import json
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
 
 from tests.loopback import Answer, LoopbackJSONServer
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 class OTLPStore(LoopbackJSONServer):
@@ -64,3 +68,34 @@ def moved_to_day(protobuf: bytes, day_start_unix_nano: int) -> bytes:
                 for event in span.events:
                     event.time_unix_nano += shift
     return request.SerializeToString()
+
+
+def traced_run(instrumentation: str, folder: Path) -> list[dict[str, Any]]:
+    """Runs the traced agent (`tests.traced_agent`) in a process of its own against a scripted chat
+    server; its spans land in `folder` as OTLP protobuf requests. Returns what the client sent and got,
+    call by call."""
+    from tests.fake_chat import FakeChatServer
+    from tests.traced_agent import reply
+
+    folder.mkdir(parents=True, exist_ok=True)
+    record = folder.parent / f"sent-{instrumentation}.json"
+    with FakeChatServer(reply) as chat, OTLPStore(folder) as store:
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "tests.traced_agent",
+                "--instrumentation",
+                instrumentation,
+                "--chat-url",
+                chat.base_url,
+                "--otlp-endpoint",
+                store.endpoint,
+                "--record",
+                str(record),
+            ],
+            cwd=REPO,
+            check=True,
+            timeout=120,
+        )
+    return json.loads(record.read_text())

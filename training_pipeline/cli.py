@@ -13,6 +13,7 @@ from typing import Any
 from training_pipeline import jscompat
 from training_pipeline.atomic import atomic_open
 from training_pipeline.datasets.build import build_datasets
+from training_pipeline.datasets.formats import FORMATS, write_format
 from training_pipeline.datasets.training_tasks import TASKS
 from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.filter import PrivacyFilter, secret_env_values
@@ -88,7 +89,11 @@ def _build(args: argparse.Namespace) -> int:
     privacy = PrivacyFilter(args.privacy_profile, directory, env_secrets, args.personal_data)
     routing = args.trace_routes or TraceRouting.parse(settings().trace_routes)
     result = build_datasets(args.input, args.out_dir, privacy, workers=args.workers, routing=routing)
-    print(json.dumps(result.as_line(), separators=(",", ":")))
+    line = result.as_line()
+    written = write_format(args.out_dir, args.dataset_format)
+    if written:
+        line["formatted"] = {args.dataset_format: [str(path.relative_to(args.out_dir)) for path in written]}
+    print(json.dumps(line, separators=(",", ":")))
     return 0
 
 
@@ -542,6 +547,13 @@ def parser() -> argparse.ArgumentParser:
         help="which dataset a trace's LLM call feeds, by its agent's name (shell globs, first match "
         "wins; default: TRAINING_PIPELINE_TRACE_ROUTES, else tool_use when tools were offered, else "
         "chat). docs/traces.md",
+    )
+    build.add_argument(
+        "--dataset-format",
+        choices=FORMATS,
+        default="elizaos",
+        help="also write every dataset as OpenAI chat JSONL (openai-chat/) or Parquet with a dataset card "
+        "(parquet/); elizaos (the default): the files as they are. docs/traces.md",
     )
     build.set_defaults(run=_build)
 

@@ -19,9 +19,8 @@ import pytest
 
 from tests.fake_chat import FakeChatServer
 from tests.helpers import CLI
-from tests.otlp_store import collector_json_line
+from tests.otlp_store import REPO, collector_json_line
 from tests.traced_agent import reply
-from tests.unit.test_traces import ROOT, traced_run
 from training_pipeline.datasets.build import build_datasets
 from training_pipeline.privacy.filter import PrivacyFilter
 from training_pipeline.traces import receiver as receiver_module
@@ -44,12 +43,10 @@ def start_receiver(
     return process, line.split(" on ")[1].split(" into ")[0]
 
 
-@pytest.fixture(scope="module")
-def request_body(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+@pytest.fixture
+def request_body(traced_runs: dict) -> bytes:
     """One real request, as the OTLP/HTTP exporter of a traced agent posts it."""
-    folder = tmp_path_factory.mktemp("made") / "pb"
-    traced_run("openinference", folder)
-    return sorted(folder.glob("*.pb"))[0].read_bytes()
+    return sorted(traced_runs["openinference"][0].glob("*.pb"))[0].read_bytes()
 
 
 def test_a_traced_agent_exports_to_the_receiver_and_its_calls_become_datasets(tmp_path: Path) -> None:
@@ -71,7 +68,7 @@ def test_a_traced_agent_exports_to_the_receiver_and_its_calls_become_datasets(tm
                     "--record",
                     str(tmp_path / "sent.json"),
                 ],
-                cwd=ROOT,
+                cwd=REPO,
                 check=True,
                 timeout=120,
             )

@@ -7,56 +7,17 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.fake_chat import FakeChatServer
 from tests.helpers import cli
-from tests.otlp_store import OTLPStore, collector_json_line
-from tests.traced_agent import reply
+from tests.otlp_store import collector_json_line
 from training_pipeline.datasets.build import QUARANTINE_FILE_NAME, build_datasets
 from training_pipeline.datasets.trace_datasets import TRACE_SUMMARY_FILE_NAME
 from training_pipeline.privacy.filter import PrivacyFilter
 from training_pipeline.traces.assemble import TraceRouting
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def traced_run(instrumentation: str, folder: Path) -> list[dict[str, Any]]:
-    """Runs the traced agent in a process of its own; its spans land in `folder` as OTLP protobuf
-    requests. Returns what the client sent and got, call by call."""
-    folder.mkdir(parents=True, exist_ok=True)
-    record = folder.parent / f"sent-{instrumentation}.json"
-    with FakeChatServer(reply) as chat, OTLPStore(folder) as store:
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "tests.traced_agent",
-                "--instrumentation",
-                instrumentation,
-                "--chat-url",
-                chat.base_url,
-                "--otlp-endpoint",
-                store.endpoint,
-                "--record",
-                str(record),
-            ],
-            cwd=ROOT,
-            check=True,
-            timeout=120,
-        )
-    return json.loads(record.read_text())
-
-
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, list[dict[str, Any]]]]:
-    base = tmp_path_factory.mktemp("traces")
-    return {kind: (base / kind, traced_run(kind, base / kind)) for kind in ("genai", "openinference", "both")}
 
 
 def lines(path: Path) -> list[dict[str, Any]]:
@@ -97,9 +58,9 @@ def redacted(call: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.parametrize("instrumentation", ["genai", "openinference", "both"])
 def test_a_traced_agent_becomes_conversations_as_the_client_sent_them(
-    runs: dict[str, tuple[Path, list[dict[str, Any]]]], instrumentation: str, tmp_path: Path
+    traced_runs: dict[str, tuple[Path, list[dict[str, Any]]]], instrumentation: str, tmp_path: Path
 ) -> None:
-    folder, sent = runs[instrumentation]
+    folder, sent = traced_runs[instrumentation]
     result = build_datasets(folder, tmp_path / "out", PrivacyFilter("strict"))
     out = tmp_path / "out"
     tool_use, chat = lines(out / "tool_use.jsonl"), lines(out / "chat.jsonl")
@@ -133,9 +94,9 @@ def test_a_traced_agent_becomes_conversations_as_the_client_sent_them(
 
 
 def test_collector_json_lines_plain_or_gzip_read_as_the_protobuf_does(
-    runs: dict[str, tuple[Path, list[dict[str, Any]]]], tmp_path: Path
+    traced_runs: dict[str, tuple[Path, list[dict[str, Any]]]], tmp_path: Path
 ) -> None:
-    folder, _ = runs["genai"]
+    folder, _ = traced_runs["genai"]
     requests = sorted(folder.glob("*.pb"))
     (tmp_path / "json").mkdir()
     (tmp_path / "json" / "traces.json").write_text(
@@ -154,9 +115,9 @@ def test_collector_json_lines_plain_or_gzip_read_as_the_protobuf_does(
 
 
 def test_a_mixed_folder_reads_exports_and_traces_and_quarantines_what_it_cannot_read(
-    runs: dict[str, tuple[Path, list[dict[str, Any]]]], tmp_path: Path
+    traced_runs: dict[str, tuple[Path, list[dict[str, Any]]]], tmp_path: Path
 ) -> None:
-    folder, _ = runs["openinference"]
+    folder, _ = traced_runs["openinference"]
     mixed = tmp_path / "mixed"
     mixed.mkdir()
     for request in folder.glob("*.pb"):
@@ -204,9 +165,9 @@ def test_a_route_must_name_a_dataset() -> None:
 
 
 def test_the_cli_builds_trace_datasets_and_says_what_the_spans_became(
-    runs: dict[str, tuple[Path, list[dict[str, Any]]]], tmp_path: Path
+    traced_runs: dict[str, tuple[Path, list[dict[str, Any]]]], tmp_path: Path
 ) -> None:
-    folder, _ = runs["genai"]
+    folder, _ = traced_runs["genai"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINING_PIPELINE_")}
     done = cli(
         env, "build-datasets", str(folder), str(tmp_path / "out"), "--trace-routes", "weather-agent=weather"
@@ -224,11 +185,11 @@ def test_the_cli_builds_trace_datasets_and_says_what_the_spans_became(
 
 
 def test_the_elizaos_profile_still_redacts_everything_a_trace_brings(
-    runs: dict[str, tuple[Path, list[dict[str, Any]]]], tmp_path: Path
+    traced_runs: dict[str, tuple[Path, list[dict[str, Any]]]], tmp_path: Path
 ) -> None:
     """The elizaos profile reaches elizaOS's prompt fields only: its contract for its own format. A
     trace's messages have none of them, and are redacted all the same."""
-    folder, _ = runs["openinference"]
+    folder, _ = traced_runs["openinference"]
     build_datasets(folder, tmp_path / "out", PrivacyFilter("elizaos", env_secrets=("tok-live-0f9e8d7c6b5a",)))
     text = (tmp_path / "out" / "tool_use.jsonl").read_text()
     assert "tok-live-0f9e8d7c6b5a" not in text and "<REDACTED:env-secret>" in text

@@ -15,19 +15,20 @@ from resources.sources import FileTrajectorySource
 from resources.storage import DataStore
 from tests.helpers import DATASET_ASSETS, layer_resources
 from tests.otlp_store import collector_json_line, moved_to_day
-from tests.unit.test_traces import traced_run
 from training_pipeline.datasets.trace_datasets import inspect_trace_datasets
 from training_pipeline.trajectories.earliest import earliest_day_in_files
 
 DAY = date(2026, 11, 24)
 
 
-def test_a_day_of_traces_is_stored_and_filtered_by_the_daily_layers(tmp_path: Path) -> None:
-    traced_run("openinference", tmp_path / "made")
+def test_a_day_of_traces_is_stored_and_filtered_by_the_daily_layers(
+    traced_runs: dict, tmp_path: Path
+) -> None:
+    made = traced_runs["openinference"][0]
     folder = tmp_path / "traces"
     folder.mkdir()
     start = int(datetime(DAY.year, DAY.month, DAY.day, tzinfo=UTC).timestamp()) * 10**9
-    for request in sorted((tmp_path / "made").glob("*.pb")):
+    for request in sorted(made.glob("*.pb")):
         (folder / request.name).write_bytes(moved_to_day(request.read_bytes(), start))
     store = DataStore(root=str(tmp_path / "data"))
     result = materialize(
@@ -82,13 +83,12 @@ def test_a_secret_left_in_a_trace_dataset_fails_its_blocking_check(tmp_path: Pat
     assert inspection.problems == ["chat.jsonl line 2: messages must be a list of at least two"]
 
 
-def test_the_first_daily_partition_is_the_earliest_span_of_otlp_json(tmp_path: Path) -> None:
-    traced_run("genai", tmp_path / "made")
+def test_the_first_daily_partition_is_the_earliest_span_of_otlp_json(
+    traced_runs: dict, tmp_path: Path
+) -> None:
+    made = traced_runs["genai"][0]
     start = int(datetime(DAY.year, DAY.month, DAY.day, tzinfo=UTC).timestamp()) * 10**9
-    lines = [
-        collector_json_line(moved_to_day(r.read_bytes(), start))
-        for r in sorted((tmp_path / "made").glob("*.pb"))
-    ]
+    lines = [collector_json_line(moved_to_day(r.read_bytes(), start)) for r in sorted(made.glob("*.pb"))]
     folder = tmp_path / "traces"
     folder.mkdir()
     (folder / "traces.json").write_text("\n".join(lines) + "\n")
