@@ -60,6 +60,11 @@ class TrainingPipelineComponent(dg.Component, dg.Resolvable, dg.Model):
         "(shell globs, first match wins); unnamed calls go to tool_use when tools were offered, else chat",
     )
     trajectory_table: str | None = Field(default=None, description="the database table (TRAJECTORY_DB_TABLE)")
+    dataset_format: Literal["elizaos", "openai-chat", "parquet"] | None = Field(
+        default=None,
+        description="every dataset also as OpenAI chat JSONL (openai-chat/) or Parquet with a dataset card "
+        "(parquet/) beside the JSONL files; elizaos (the default): the files as they are",
+    )
     start_date: str | None = Field(
         default=None,
         description="the first daily partition, YYYY-MM-DD (UTC days); unset: the source's first day",
@@ -107,6 +112,7 @@ class TrainingPipelineComponent(dg.Component, dg.Resolvable, dg.Model):
             "TRAINING_PIPELINE_TRACE_ROUTES": ",".join(self.trace_routes)
             if self.trace_routes is not None
             else None,
+            "TRAINING_PIPELINE_DATASET_FORMAT": self.dataset_format,
             "TRAINING_PIPELINE_START_DATE": self.start_date,
             "TRAINING_PIPELINE_PRIVACY_PROFILE": self.privacy_profile,
             "TRAINING_PIPELINE_ENTITIES": path(self.entity_directory),

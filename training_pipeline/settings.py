@@ -66,6 +66,10 @@ class Settings(BaseModel):
     trajectory_db_table: str = Field("trajectories", alias="TRAJECTORY_DB_TABLE")
     #: a folder of trajectory files (default: the bundled sample days)
     trajectory_dir: str | None = Field(None, alias="TRAJECTORY_DIR")
+    #: every dataset also written as OpenAI chat JSONL or Parquet with a card (`datasets.formats`)
+    dataset_format: Literal["elizaos", "openai-chat", "parquet"] = Field(
+        "elizaos", alias="TRAINING_PIPELINE_DATASET_FORMAT"
+    )
     #: which dataset a trace's LLM call feeds, by its agent's name: `PATTERN=DATASET,…` (docs/traces.md)
     trace_routes: str = Field("", alias="TRAINING_PIPELINE_TRACE_ROUTES")
     #: the entity directory (default: the sample's, with the sample data)

@@ -48,6 +48,7 @@ from resources.privacy import PrivacySettings
 from resources.sources import TrajectorySource
 from resources.storage import DataStore
 from training_pipeline.datasets.daily import DayBuilt, DayFiles, LayerMissing, build_day
+from training_pipeline.datasets.formats import DatasetFormat, write_format
 from training_pipeline.datasets.training_tasks import SUMMARY_FILE_NAME, TASK_FILE_NAMES, TASKS, Task
 from training_pipeline.datasets.validate import INSPECTION_FILE_NAME, inspect_dataset_files
 from training_pipeline.intake.filtered import FilteredDay
@@ -94,8 +95,10 @@ def daily_layers(
     group: str,
     owners: list[str] | None = None,
     automation_condition: AutomationCondition | None = None,
+    dataset_format: DatasetFormat = "elizaos",
 ) -> AssetsDefinition:
-    """The day's three layers and their checks on the deployment's days, keyed under `keys`;
+    """The day's three layers and their checks on the deployment's days, keyed under `keys`, the
+    datasets also written in `dataset_format` (`datasets.formats`);
     `automation_condition` on each layer (the same on all three, so they are asked for together: one
     run, one pass)."""
     layers = [
@@ -206,8 +209,13 @@ def daily_layers(
                 missing = f"{err.layer} for {day} is not materialised ({err.path} is missing)"
                 raise Failure(f"{missing}; materialise it first.") from err
             context.log.info(_said(day, built))
+            if tasks:
+                formatted = write_format(files.datasets, dataset_format)
+                if formatted:
+                    context.log.info(f"{day}: {len(formatted)} files in {dataset_format}/")
             for key, metadata in _metadata(keys, day, files, built, scanner).items():
-                context.add_asset_metadata(metadata, asset_key=key, partition_key=day)
+                if key in selected:  # a subset of the datasets is built, and published, alone
+                    context.add_asset_metadata(metadata, asset_key=key, partition_key=day)
         for key in [keys.trajectories, keys.filtered, *keys.datasets]:  # in the graph's order
             if key in selected:
                 yield MaterializeResult(asset_key=key)

@@ -20,8 +20,10 @@ def daily_graph(
     """The day's layers (one multi-asset, its checks in it), the day's trace datasets, and the day's
     copy on shared storage where one is configured: what `materialize()` and the job take."""
     partitions = daily_partitions(settings)
-    layers = daily_layers(partitions, keys, group, owners, nightly(settings.nightly_cron))
-    traces = trace_datasets(partitions, keys, group, owners)
+    layers = daily_layers(
+        partitions, keys, group, owners, nightly(settings.nightly_cron), settings.dataset_format
+    )
+    traces = trace_datasets(partitions, keys, group, owners, settings.dataset_format)
     shared = [shared_datasets(partitions, keys, group, owners)] if settings.shared_url else []
     return [layers, traces, *shared]
 

@@ -4,6 +4,7 @@ with blocking checks: the independent scanner finds no credential and no persona
 any line, and every line is a valid chat example. A day with no traces materialises an empty set."""
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from dagster import (
@@ -26,6 +27,7 @@ from assets.compat import PARTITIONED_CHECKS
 from assets.keys import Keys
 from resources.privacy import PrivacySettings
 from resources.storage import DataStore
+from training_pipeline.datasets.formats import DatasetFormat, write_format
 from training_pipeline.datasets.trace_datasets import build_trace_datasets, inspect_trace_datasets
 
 __all__ = ["trace_datasets"]
@@ -45,7 +47,9 @@ def trace_datasets(
     keys: Keys,
     group: str,
     owners: list[str] | None = None,
+    dataset_format: DatasetFormat = "elizaos",
 ) -> AssetsDefinition:
+    """The day's trace datasets under `keys`, also written in `dataset_format` (`datasets.formats`)."""
     daily = {"partitions_def": partitions} if PARTITIONED_CHECKS else {}
 
     spec = AssetSpec(
@@ -81,53 +85,65 @@ def trace_datasets(
         wanted = {key.name for key in context.selected_asset_check_keys}
         built = keys.trace_datasets in context.selected_asset_keys
         for day in context.partition_keys:
-            filtered = training_pipeline_store.filtered(day)
-            if not filtered.exists():
-                raise Failure(f"filtered_trajectories for {day} is not materialised ({filtered} is missing)")
             folder = training_pipeline_store.trace_datasets(day)
-            summary = build_trace_datasets(filtered, folder)
-            counts = {name: d["examples"] for name, d in summary["datasets"].items()}
-            context.log.info(
-                f"{day}: {summary['trajectoryCount']} traced trajectories: {counts or 'no calls'}"
-            )
-            context.add_asset_metadata(
-                {
-                    "dagster/row_count": sum(counts.values()),
-                    "dagster/uri": str(folder),
-                    "datasets": MetadataValue.json(counts),
-                    "trajectories": summary["trajectoryCount"],
-                },
-                partition_key=day,
-            )
-            inspection = inspect_trace_datasets(folder, scanner)
-            for name, passed, metadata in (
-                ("no_credentials", not inspection.credentials, _found(inspection.credentials, inspection)),
-                ("no_personal_data", not inspection.personal, _found(inspection.personal, inspection)),
-                (
-                    "valid_jsonl",
-                    not inspection.problems,
-                    {"lines": inspection.lines, "problems": MetadataValue.json(inspection.problems[:20])},
-                ),
-            ):
-                if name not in wanted:
-                    continue
-                where = {"partition": day} if PARTITIONED_CHECKS else {}
-                evaluations.append(
-                    AssetCheckEvaluation(
-                        asset_key=keys.trace_datasets,
-                        check_name=name,
-                        passed=passed,
-                        metadata=metadata if PARTITIONED_CHECKS else {"partition": day, **metadata},
-                        severity=AssetCheckSeverity.ERROR,
-                        blocking=True,
-                        **where,
+            if built:
+                filtered = training_pipeline_store.filtered(day)
+                if not filtered.exists():
+                    raise Failure(
+                        f"filtered_trajectories for {day} is not materialised ({filtered} is missing)"
                     )
+                summary = build_trace_datasets(filtered, folder)
+                formatted = write_format(folder, dataset_format)
+                counts = {name: d["examples"] for name, d in summary["datasets"].items()}
+                context.log.info(
+                    f"{day}: {summary['trajectoryCount']} traced trajectories: {counts or 'no calls'}"
                 )
+                context.add_asset_metadata(
+                    {
+                        "dagster/row_count": sum(counts.values()),
+                        "dagster/uri": str(folder),
+                        "datasets": MetadataValue.json(counts),
+                        "trajectories": summary["trajectoryCount"],
+                        "formatted": MetadataValue.json([str(p.relative_to(folder)) for p in formatted]),
+                    },
+                    partition_key=day,
+                )
+            if wanted:
+                evaluations.extend(_checks(keys, day, folder, wanted, scanner))
         if built:
             yield MaterializeResult(asset_key=keys.trace_datasets)
         yield from evaluations
 
     return _trace_datasets
+
+
+def _checks(keys: Keys, day: str, folder: Path, wanted: set[str], scanner: Any) -> list[AssetCheckEvaluation]:
+    """The day's selected checks, read from the files on disk (whatever this run made of them)."""
+    if not folder.is_dir():
+        raise Failure(f"trace_datasets for {day} is not materialised ({folder} is missing)")
+    inspection = inspect_trace_datasets(folder, scanner)
+    verdicts = {
+        "no_credentials": (not inspection.credentials, _found(inspection.credentials, inspection)),
+        "no_personal_data": (not inspection.personal, _found(inspection.personal, inspection)),
+        "valid_jsonl": (
+            not inspection.problems,
+            {"lines": inspection.lines, "problems": MetadataValue.json(inspection.problems[:20])},
+        ),
+    }
+    where = {"partition": day} if PARTITIONED_CHECKS else {}
+    return [
+        AssetCheckEvaluation(
+            asset_key=keys.trace_datasets,
+            check_name=name,
+            passed=passed,
+            metadata=metadata if PARTITIONED_CHECKS else {"partition": day, **metadata},
+            severity=AssetCheckSeverity.ERROR,
+            blocking=True,
+            **where,
+        )
+        for name, (passed, metadata) in verdicts.items()
+        if name in wanted
+    ]
 
 
 def _found(found: Any, inspection: Any) -> dict[str, Any]:

@@ -10,12 +10,15 @@ from pathlib import Path
 import pyarrow.parquet as pq
 from dagster import AssetKey, materialize
 
+from assets.datasets.definitions import daily_graph
 from resources.privacy import PrivacySettings
 from resources.sources import FileTrajectorySource
 from resources.storage import DataStore
-from tests.helpers import DATASET_ASSETS, layer_resources
+from tests.helpers import layer_resources
 from tests.otlp_store import collector_json_line, moved_to_day
+from training_pipeline.datasets.formats import parquet_rows
 from training_pipeline.datasets.trace_datasets import inspect_trace_datasets
+from training_pipeline.settings import load_settings
 from training_pipeline.trajectories.earliest import earliest_day_in_files
 
 DAY = date(2026, 11, 24)
@@ -31,9 +34,15 @@ def test_a_day_of_traces_is_stored_and_filtered_by_the_daily_layers(
     for request in sorted(made.glob("*.pb")):
         (folder / request.name).write_bytes(moved_to_day(request.read_bytes(), start))
     store = DataStore(root=str(tmp_path / "data"))
+    # the deployment also wants every dataset as Parquet (TRAINING_PIPELINE_DATASET_FORMAT)
     result = materialize(
-        DATASET_ASSETS,
-        selection=[AssetKey("trajectories"), AssetKey("filtered_trajectories"), AssetKey("trace_datasets")],
+        daily_graph(load_settings({"TRAINING_PIPELINE_DATASET_FORMAT": "parquet"})),
+        selection=[
+            AssetKey("trajectories"),
+            AssetKey("filtered_trajectories"),
+            AssetKey("response"),
+            AssetKey("trace_datasets"),
+        ],
         partition_key=DAY.isoformat(),
         resources=layer_resources(
             FileTrajectorySource(path=str(folder), trace_routes="weather-agent=weather"),
@@ -58,6 +67,8 @@ def test_a_day_of_traces_is_stored_and_filtered_by_the_daily_layers(
     datasets = store.trace_datasets(DAY.isoformat())
     assert sorted(p.name for p in datasets.glob("*.jsonl")) == ["chat.jsonl", "weather.jsonl"]
     assert len((datasets / "weather.jsonl").read_text().splitlines()) == 2
+    assert len(list(parquet_rows(datasets / "parquet" / "weather.parquet"))) == 2
+    assert (store.datasets(DAY.isoformat()) / "parquet" / "response.parquet").is_file()
     checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
     assert {name: checks[name] for name in ("no_credentials", "no_personal_data", "valid_jsonl")} == {
         "no_credentials": True,

@@ -14,6 +14,7 @@ Each file is written atomically, and the rows are read back and checked (`chat_l
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -56,7 +57,11 @@ def chat_rows(path: Path) -> Iterator[dict[str, Any]]:
 
 
 def write_format(out_dir: Path, dataset_format: DatasetFormat) -> list[Path]:
-    """The datasets of `out_dir` written in `dataset_format` (see the module); the files written."""
+    """The datasets of `out_dir` written in `dataset_format` (see the module); the files written. Another
+    format's folder, from an earlier build, is removed: the folder holds the format asked for."""
+    for other in FORMATS:
+        if other != dataset_format and (out_dir / other).is_dir():
+            shutil.rmtree(out_dir / other)
     if dataset_format == "elizaos":
         return []
     datasets = datasets_in(out_dir)

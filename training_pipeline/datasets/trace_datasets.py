@@ -107,7 +107,8 @@ class TraceDatasetWriter:
 
 def build_trace_datasets(filtered: Path, out_dir: Path) -> dict[str, Any]:
     """A day's trace datasets from its privacy-filtered trajectories (the daily `filtered_trajectories`
-    Parquet file, read a batch at a time): the summary, with a dataset per route."""
+    Parquet file, read a batch at a time) in `out_dir`, the day's own folder: the summary, with a
+    dataset per route. A dataset an earlier build of the day had and this one has not is removed."""
     import pyarrow.parquet as pq
 
     writer = TraceDatasetWriter(out_dir)
@@ -122,7 +123,11 @@ def build_trace_datasets(filtered: Path, out_dir: Path) -> dict[str, Any]:
     except BaseException:
         writer.abort()
         raise
-    return writer.close()
+    summary = writer.close()
+    for stale in out_dir.glob("*.jsonl"):  # a route an earlier build had: gone with it
+        if stale.stem not in summary["datasets"]:
+            stale.unlink()
+    return summary
 
 
 _ROLES = frozenset(("system", "user", "assistant", "tool"))
