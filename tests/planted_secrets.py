@@ -91,3 +91,57 @@ def stored_text(root: Path, skip: set[Path]) -> dict[Path, str]:
         else:
             texts[path] = path.read_bytes().decode("utf-8", errors="replace")
     return texts
+
+
+def write_planted_traces(folder: Path, name: str = "traces-2026-11-24.json") -> None:
+    """A collector's OTLP/JSON line of 2026-11-24: an agent's two chat spans (GenAI attributes form) whose
+    messages, tool call and tool result hold the planted secrets and personal data."""
+    secret, other = IN_TRAJECTORY[0], IN_TRAJECTORY[2]
+    user = (
+        f"my key is {secret}, the service token {IN_ENVIRONMENT}. I am {PERSONAL['name']}, "
+        f"{PERSONAL['email']}, {PERSONAL['phone']}, card {PERSONAL['card']}"
+    )
+    call = {"type": "tool_call", "id": "c1", "name": "store_key", "arguments": {"key": other}}
+    result = {"type": "tool_call_response", "id": "c1", "response": f"stored {other} for {PERSONAL['email']}"}
+    first_in = [{"role": "user", "parts": [{"type": "text", "content": user}]}]
+    second_in = [*first_in, {"role": "assistant", "parts": [call]}, {"role": "tool", "parts": [result]}]
+    outputs = (
+        [{"role": "assistant", "parts": [call], "finish_reason": "tool_calls"}],
+        [{"role": "assistant", "parts": [{"type": "text", "content": f"Done, {PERSONAL['name']}."}]}],
+    )
+
+    def attributes(values: dict) -> list[dict]:
+        return [{"key": k, "value": {"stringValue": v}} for k, v in values.items()]
+
+    start = 1_795_478_500_000_000_000  # 2026-11-24
+    spans = [
+        {
+            "traceId": "5b8efff798038103d269b633813fc60c",
+            "spanId": f"{n + 1:016x}",
+            "name": "chat gpt-4o-mini",
+            "kind": 3,
+            "startTimeUnixNano": str(start + n * 10**9),
+            "endTimeUnixNano": str(start + n * 10**9 + 5 * 10**8),
+            "attributes": attributes(
+                {
+                    "gen_ai.operation.name": "chat",
+                    "gen_ai.request.model": "gpt-4o-mini",
+                    "gen_ai.conversation.id": f"planted-{PERSONAL['email']}",
+                    "gen_ai.system_instructions": json.dumps([{"type": "text", "content": "You keep keys."}]),
+                    "gen_ai.input.messages": json.dumps(messages),
+                    "gen_ai.output.messages": json.dumps(output),
+                }
+            ),
+        }
+        for n, (messages, output) in enumerate(zip((first_in, second_in), outputs, strict=True))
+    ]
+    request = {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": attributes({"service.name": "planted-agent"})},
+                "scopeSpans": [{"scope": {"name": "test"}, "spans": spans}],
+            }
+        ]
+    }
+    folder.mkdir(exist_ok=True)
+    (folder / name).write_text(json.dumps(request) + "\n")

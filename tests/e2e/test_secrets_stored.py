@@ -22,6 +22,7 @@ from tests.planted_secrets import (
     PERSONAL,
     stored_text,
     write_planted_day,
+    write_planted_traces,
 )
 
 #: What the task script makes up and leaks: printed, written to its work folder, and mailed into its env.
@@ -48,6 +49,7 @@ def test_no_planted_secret_is_stored_anywhere(tmp_path: Path) -> None:
     tasks.mkdir()
     (home / "dagster.yaml").symlink_to(REPO / "dagster.yaml")
     write_planted_day(source)
+    write_planted_traces(source)  # an agent's OpenTelemetry traces beside the exports
     with (source / "2026-11-24.jsonl").open("a") as day:  # cut off mid-record: quarantined whole
         cut = {"trajectoryId": "cut", "note": f"token {IN_TRAJECTORY[1]}, reply to {PERSONAL['email']}"}
         day.write(json.dumps(cut)[:-10] + "\n")
@@ -106,5 +108,10 @@ def test_no_planted_secret_is_stored_anywhere(tmp_path: Path) -> None:
     assert [e["body"] for e in snapshot["emails"]] == ["<REDACTED:github-token>"]
     quarantine = (data / "trajectories" / "2026-11-24.quarantine.jsonl").read_text()
     assert "<REDACTED:github-token>" in quarantine and '"origin"' in quarantine
+    # the traced conversation came through, redacted in every message, tool call and tool result
+    traced = (data / "trace_datasets" / "2026-11-24" / "tool_use.jsonl").read_text().splitlines()
+    text = "".join(traced)
+    assert len(traced) == 2
+    assert "<REDACTED:" in text and "<PII:EMAIL_ADDRESS:" in text and "store_key" in text
     report = json.loads((data / "filtered_trajectories" / "2026-11-24.privacy_report.json").read_text())
     assert report["redactionsByRule"].get("env-secret", 0) >= 12
