@@ -162,6 +162,9 @@ def test_a_route_must_name_a_dataset() -> None:
         TraceRouting.parse("weather-*")
     with pytest.raises(ValueError, match="lower-case"):
         TraceRouting.parse("weather-*=Weather Data")
+    for own in ("quarantine", "response_trajectories"):  # would overwrite the build's own files
+        with pytest.raises(ValueError, match="the build's own files"):
+            TraceRouting.parse(f"weather-*={own}")
 
 
 def test_the_cli_builds_trace_datasets_and_says_what_the_spans_became(

@@ -60,7 +60,7 @@ class TraceRouting:
             if not equals or not pattern.strip() or not dataset_name_ok(dataset):
                 raise ValueError(
                     f"trace route {item.strip()!r}: write PATTERN=DATASET, the dataset a name of lower-case "
-                    "letters, digits, '_' or '-'"
+                    "letters, digits, '_' or '-', not quarantine or …_trajectories (the build's own files)"
                 )
             rules.append((pattern.strip(), dataset))
         return cls(tuple(rules))
@@ -70,12 +70,17 @@ class TraceRouting:
         for pattern, dataset in self.rules:
             if agent is not None and fnmatch.fnmatchcase(agent, pattern):
                 return dataset
+        chat, tool_use = DEFAULT_DATASETS
         called = any(m.get("tool_calls") for m in (*call["messages"], *call["output"]))
-        return "tool_use" if call.get("tools") or called else "chat"
+        return tool_use if call.get("tools") or called else chat
 
 
 def dataset_name_ok(name: str) -> bool:
-    return bool(name) and all(c.islower() or c.isdigit() or c in "_-" for c in name) and name.isascii()
+    """A name a dataset file can carry beside elizaOS's: lower-case letters, digits, `_` and `-`, and
+    none of the build's own files (`quarantine`, `<task>_trajectories`)."""
+    if not name or not name.isascii() or not all(c.islower() or c.isdigit() or c in "_-" for c in name):
+        return False
+    return name != "quarantine" and not name.endswith("_trajectories")
 
 
 @dataclass
