@@ -157,11 +157,26 @@ def test_a_mixed_folder_reads_exports_and_traces_and_quarantines_what_it_cannot_
     assert result.quarantined == 3
 
 
+def test_a_route_may_match_a_span_attribute_that_is_never_stored(
+    traced_runs: dict[str, tuple[Path, list[dict[str, Any]]]], tmp_path: Path
+) -> None:
+    """OpenInference writes `llm.system`; a route on it sends every call there. The attribute decides
+    the dataset and is stored nowhere."""
+    folder, _ = traced_runs["openinference"]
+    routing = TraceRouting.parse("llm.system:open*=openai-calls")
+    build_datasets(folder, tmp_path / "out", PrivacyFilter("strict"), routing=routing)
+    assert len(lines(tmp_path / "out" / "openai-calls.jsonl")) == 3
+    stored = (tmp_path / "out" / "openai-calls.jsonl").read_text()
+    assert "llm.system" not in stored and '"openai"' not in stored
+
+
 def test_a_route_must_name_a_dataset() -> None:
     with pytest.raises(ValueError, match="PATTERN=DATASET"):
         TraceRouting.parse("weather-*")
     with pytest.raises(ValueError, match="lower-case"):
         TraceRouting.parse("weather-*=Weather Data")
+    with pytest.raises(ValueError, match="PATTERN=DATASET"):
+        TraceRouting.parse(":x=data")  # an attribute's name is needed before its colon
     for own in ("quarantine", "response_trajectories"):  # would overwrite the build's own files
         with pytest.raises(ValueError, match="the build's own files"):
             TraceRouting.parse(f"weather-*={own}")

@@ -42,33 +42,51 @@ DEFAULT_DATASETS = ("chat", "tool_use")
 
 @dataclass(frozen=True)
 class TraceRouting:
-    """Which dataset a trace's LLM call feeds: the first rule whose pattern (a shell glob, case as
-    written) matches the call's agent (`gen_ai.agent.name`, else the service's `service.name`), else
-    the default (`DEFAULT_DATASETS`). Rules are written `pattern=dataset`."""
+    """Which dataset a trace's LLM call feeds: the first rule that matches, else the default
+    (`DEFAULT_DATASETS`). A rule is `PATTERN=DATASET`, matched (a shell glob, case as written) against
+    the call's agent (`gen_ai.agent.name`, else the resource's `service.name`), or
+    `ATTRIBUTE:PATTERN=DATASET`, against the value of the call's span attribute (or resource attribute)
+    `ATTRIBUTE`: `app.workflow:refund-*=refunds`. Such an attribute is read for routing only; like every
+    attribute outside the conventions', it is never stored."""
 
-    rules: tuple[tuple[str, str], ...] = ()
+    #: (attribute, or None for the agent; pattern; dataset)
+    rules: tuple[tuple[str | None, str, str], ...] = ()
 
     @classmethod
     def parse(cls, text: str | None) -> TraceRouting:
-        """`support-*=support,billing=billing` (a comma-separated list of rules)."""
+        """`support-*=support,app.workflow:refund-*=refunds` (a comma-separated list of rules)."""
         rules = []
         for item in (text or "").split(","):
             if not item.strip():
                 continue
-            pattern, equals, dataset = item.partition("=")
+            matched, equals, dataset = item.partition("=")
             dataset = dataset.strip()
-            if not equals or not pattern.strip() or not dataset_name_ok(dataset):
+            attribute, colon, pattern = matched.strip().rpartition(":")
+            if (
+                not equals
+                or not pattern.strip()
+                or (colon and not attribute.strip())
+                or not dataset_name_ok(dataset)
+            ):
                 raise ValueError(
-                    f"trace route {item.strip()!r}: write PATTERN=DATASET, the dataset a name of lower-case "
-                    "letters, digits, '_' or '-', not quarantine or …_trajectories (the build's own files)"
+                    f"trace route {item.strip()!r}: write [ATTRIBUTE:]PATTERN=DATASET, the dataset a name "
+                    "of lower-case letters, digits, '_' or '-', not quarantine or …_trajectories (the "
+                    "build's own files)"
                 )
-            rules.append((pattern.strip(), dataset))
+            rules.append((attribute.strip() or None, pattern.strip(), dataset))
         return cls(tuple(rules))
 
-    def dataset(self, agent: str | None, call: dict[str, Any]) -> str:
-        """The dataset of an LLM call's record (`messages`, `output`, `tools`)."""
-        for pattern, dataset in self.rules:
-            if agent is not None and fnmatch.fnmatchcase(agent, pattern):
+    @property
+    def attributes(self) -> tuple[str, ...]:
+        """The span attributes the rules read."""
+        return tuple(sorted({attribute for attribute, _, _ in self.rules if attribute is not None}))
+
+    def dataset(self, agent: str | None, call: dict[str, Any], values: dict[str, Any] | None = None) -> str:
+        """The dataset of an LLM call's record (`messages`, `output`, `tools`), with the values of the
+        rules' attributes on its span (`values`)."""
+        for attribute, pattern, dataset in self.rules:
+            value = agent if attribute is None else (values or {}).get(attribute)
+            if value is not None and fnmatch.fnmatchcase(str(value), pattern):
                 return dataset
         chat, tool_use = DEFAULT_DATASETS
         called = any(m.get("tool_calls") for m in (*call["messages"], *call["output"]))
@@ -146,7 +164,7 @@ def trajectory_records(
                         item.trace_id,
                         item.start_unix_nano,
                         item.span_id,
-                        orjson.dumps(_kept(read)),
+                        orjson.dumps(_kept(read, _route_values(item, routing.attributes))),
                         _text(attributes.get("gen_ai.conversation.id") or attributes.get("session.id")),
                         _text(attributes.get("gen_ai.agent.name") or attributes.get("agent.name")),
                         _text(item.resource.get("service.name")),
@@ -188,8 +206,19 @@ def _text(value: Any) -> str | None:
     return None if value is None or value == "" else str(value)
 
 
-def _kept(read: InferenceCall | Step) -> dict[str, Any]:
-    """What a trajectory keeps of a span: a step's record, or an LLM call's with its times."""
+def _route_values(span: Span, attributes: tuple[str, ...]) -> dict[str, Any]:
+    """The values of the attributes routing reads, on the span or else on its resource."""
+    found = {}
+    for attribute in attributes:
+        value = span.attributes.get(attribute, span.resource.get(attribute))
+        if value is not None:
+            found[attribute] = value if isinstance(value, str | int | float | bool) else str(value)
+    return found
+
+
+def _kept(read: InferenceCall | Step, route: dict[str, Any]) -> dict[str, Any]:
+    """What a trajectory keeps of a span: a step's record, or an LLM call's with its times and the
+    values it is routed by (dropped once it is routed)."""
     span = read.span
     if isinstance(read, Step):
         step: dict[str, Any] = {
@@ -206,7 +235,7 @@ def _kept(read: InferenceCall | Step) -> dict[str, Any]:
             if value is not None:
                 step[name] = value
         return {"step": step}
-    return {"call": _llm_call(read), "start": span.start_unix_nano, "end": span.end_unix_nano}
+    return {"call": _llm_call(read), "start": span.start_unix_nano, "end": span.end_unix_nano, "route": route}
 
 
 def _trajectory(
@@ -239,7 +268,7 @@ def _trajectory(
             {"stepId": call["callId"], "timestamp": call["timestamp"], "kind": "llm", "llmCalls": [call]}
         )
     for item in seen.values():  # routed once the tools are known
-        item["call"]["metadata"]["dataset"] = routing.dataset(agent, item["call"])
+        item["call"]["metadata"]["dataset"] = routing.dataset(agent, item["call"], item["route"])
     starts = [step["timestamp"] for step in steps]
     ends = [item["end"] / 1e6 for item in seen.values()] or starts
     metadata: dict[str, Any] = {"source": TRACE_SOURCE, "traceIds": sorted(traces)}
