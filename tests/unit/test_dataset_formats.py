@@ -48,13 +48,13 @@ def test_openai_chat_holds_every_dataset_with_assistant_answers(built: Path) -> 
 
 def test_parquet_rows_are_the_chat_rows_and_load_with_datasets(built: Path) -> None:
     write_format(built, "openai-chat")
+    chat = {name: jsonl(built / "openai-chat" / f"{name}.jsonl") for name in [*TASKS, "chat", "tool_use"]}
     written = write_format(built, "parquet")
     folder = built / "parquet"
     assert folder / "README.md" in written
-    for name in [*TASKS, "chat", "tool_use"]:
-        assert list(parquet_rows(folder / f"{name}.parquet")) == jsonl(
-            built / "openai-chat" / f"{name}.jsonl"
-        )
+    assert not (built / "openai-chat").exists()  # the folder holds the format asked for
+    for name, rows in chat.items():
+        assert list(parquet_rows(folder / f"{name}.parquet")) == rows
     from datasets import load_dataset
 
     loaded = load_dataset("parquet", data_files=str(folder / "tool_use.parquet"), split="train")

@@ -152,13 +152,14 @@ class DayProfile:
         if not batch.num_rows:
             return
         self.agents.update(batch.column("agent_id").to_pylist())
-        calls = batch.column("llm_call_count").to_numpy()
-        starts = batch.column("start_time_ms").to_numpy()
+        # as lists: `to_numpy` imports pandas where it is installed (see `rows._array`)
+        calls = batch.column("llm_call_count").to_pylist()
+        starts = batch.column("start_time_ms").to_pylist()
         self.trajectories += batch.num_rows
-        self.llm_calls += int(calls.sum())
-        self.most_calls = max(self.most_calls, int(calls.max()))
-        self.first_start = min(self.first_start, float(starts.min()))
-        self.last_start = max(self.last_start, float(starts.max()))
+        self.llm_calls += sum(calls)
+        self.most_calls = max(self.most_calls, max(calls))
+        self.first_start = min(self.first_start, min(starts))
+        self.last_start = max(self.last_start, max(starts))
 
     def summary(self) -> dict[str, Any]:
         """The 20 agents with most trajectories (most first, then by name; `(none)` for a trajectory
