@@ -88,7 +88,15 @@ def _build(args: argparse.Namespace) -> int:
     env_secrets = secret_env_values(args.privacy_profile, names=args.env_secrets)
     privacy = PrivacyFilter(args.privacy_profile, directory, env_secrets, args.personal_data)
     routing = args.trace_routes or TraceRouting.parse(settings().trace_routes)
-    result = build_datasets(args.input, args.out_dir, privacy, workers=args.workers, routing=routing)
+    shown = args.progress if args.progress is not None else sys.stderr.isatty()
+    result = build_datasets(
+        args.input,
+        args.out_dir,
+        privacy,
+        workers=args.workers,
+        routing=routing,
+        progress=sys.stderr if shown else None,
+    )
     line = result.as_line()
     written = write_format(args.out_dir, args.dataset_format)
     if written:
@@ -547,6 +555,12 @@ def parser() -> argparse.ArgumentParser:
         help="which dataset a trace's LLM call feeds, by its agent's name (shell globs, first match "
         "wins; default: TRAINING_PIPELINE_TRACE_ROUTES, else tool_use when tools were offered, else "
         "chat). docs/traces.md",
+    )
+    build.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        help="show on stderr how far the build has gone: input read, records, rate, time left (default: "
+        "when stderr is a terminal)",
     )
     build.add_argument(
         "--dataset-format",

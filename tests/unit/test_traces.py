@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from tests.otlp_store import collector_json_line
 from training_pipeline.datasets.build import QUARANTINE_FILE_NAME, build_datasets
 from training_pipeline.datasets.trace_datasets import TRACE_SUMMARY_FILE_NAME
 from training_pipeline.privacy.filter import PrivacyFilter
+from training_pipeline.samples import write_long_sample
 from training_pipeline.traces.assemble import TraceRouting
 
 
@@ -211,3 +213,20 @@ def test_the_elizaos_profile_still_redacts_everything_a_trace_brings(
     build_datasets(folder, tmp_path / "out", PrivacyFilter("elizaos", env_secrets=("tok-live-0f9e8d7c6b5a",)))
     text = (tmp_path / "out" / "tool_use.jsonl").read_text()
     assert "tok-live-0f9e8d7c6b5a" not in text and "<REDACTED:env-secret>" in text
+
+
+def test_a_build_shows_how_far_it_has_gone_on_stderr_and_keeps_stdout_for_the_result(
+    traced_runs: dict[str, tuple[Path, list[dict[str, Any]]]], tmp_path: Path
+) -> None:
+    source = tmp_path / "in"
+    shutil.copytree(traced_runs["genai"][0], source / "traces")
+    write_long_sample(source / "day.jsonl", 300)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINING_PIPELINE_")}
+    done = cli(env, "build-datasets", str(source), str(tmp_path / "out"), "--progress")
+    assert done.returncode == 0, done.stderr
+    total = sum(p.stat().st_size for p in source.rglob("*") if p.is_file()) / 2**20
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"{total:,.0f} of {total:,.0f} MB read (100%), 302 records") and "done in" in last
+    assert json.loads(done.stdout.strip())["recordsIn"] == 302  # stdout: the result line alone
+    quiet = cli(env, "build-datasets", str(source), str(tmp_path / "out2"))  # not a terminal: nothing
+    assert quiet.stderr == ""

@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from training_pipeline.atomic import atomic_write_text
 from training_pipeline.datasets.export import DatasetWriter, ExampleBatch, prepare
@@ -20,6 +20,7 @@ from training_pipeline.datasets.trace_datasets import TraceDatasetWriter, trace_
 from training_pipeline.intake.quarantine import QuarantineWriter, quarantine_line
 from training_pipeline.privacy.budget import OverBudget
 from training_pipeline.privacy.filter import FilterStats, PrivacyFilter, start_worker_filter, worker_filter
+from training_pipeline.progress import Progress
 from training_pipeline.traces.assemble import TraceRouting
 from training_pipeline.traces.source import TraceFiles, split_traces
 from training_pipeline.trajectories.files import (
@@ -113,30 +114,40 @@ def _process_in_worker(work: _Work) -> _Chunk:
     return _process(worker_filter(), work)
 
 
-def _shares(exports: list, traces: TraceFiles, span_bytes: int) -> Iterator[_Work]:
+def _shares(exports: list, traces: TraceFiles, span_bytes: int, progress: Progress | None) -> Iterator[_Work]:
+    read = progress.read if progress is not None else (lambda size: None)
     for file in exports:
         if in_lines(file):
             for span in line_spans(file, span_bytes):
                 yield span if isinstance(span, LineSpan) else list(span.records())
+                read(span.size if isinstance(span, LineSpan) else 0)
             continue
         chunk: list[RawRecord] = []
         for raw in iter_file_records(file):
             chunk.append(raw)
             if len(chunk) == _ARRAY_CHUNK:
                 yield chunk
+                read(sum(len(r.data) for r in chunk))
                 chunk = []
         if chunk:
             yield chunk
+            read(sum(len(r.data) for r in chunk))
+    traces.on_read = read
     yield from traces.shares()
 
 
 def _processed(
-    exports: list, traces: TraceFiles, privacy: PrivacyFilter, workers: int, span_bytes: int
+    exports: list,
+    traces: TraceFiles,
+    privacy: PrivacyFilter,
+    workers: int,
+    span_bytes: int,
+    progress: Progress | None = None,
 ) -> Iterator[_Chunk]:
     """Shares of the input processed in input order: here, or on `workers` processes (the bounded pool,
     `workers.ordered_map`)."""
     return ordered_map(
-        _shares(exports, traces, span_bytes),
+        _shares(exports, traces, span_bytes, progress),
         lambda work: _process(privacy, work),
         workers,
         _process_in_worker,
@@ -152,19 +163,27 @@ def build_datasets(
     workers: int = 1,
     span_bytes: int = 2 << 20,
     routing: TraceRouting | None = None,
+    progress: TextIO | None = None,
 ) -> BuildResult:
     """Every record of `input_path` ends in a dataset, the quarantine or the privacy drop list. With
     `workers` > 1 the records are filtered and turned into examples on that many processes; the files are
-    the same, byte for byte, as with one. Trace files' LLM calls go to the datasets `routing` names."""
+    the same, byte for byte, as with one. Trace files' LLM calls go to the datasets `routing` names.
+    With `progress` (a stream: the CLI's stderr), how far the build has gone is shown there."""
     records_in = 0
     stats = FilterStats()
     exports, traces = split_traces(export_files(input_path), routing or TraceRouting())
+    shown = None
+    if progress is not None:
+        files = [e for e in exports if isinstance(e, Path)] + [path for path, _ in traces.files]
+        shown = Progress(sum(_size(f) for f in files), progress)
     writer = DatasetWriter(out_dir)
     trace_writer = TraceDatasetWriter(out_dir)
     try:
         with QuarantineWriter(out_dir / QUARANTINE_FILE_NAME) as quarantine:
-            for chunk in _processed(exports, traces, privacy, workers, span_bytes):
+            for chunk in _processed(exports, traces, privacy, workers, span_bytes, shown):
                 records_in += chunk.records
+                if shown is not None:
+                    shown.done(chunk.records)
                 for line, reason in chunk.quarantine:
                     quarantine.add_line(line, reason)
                 writer.add_batch(chunk.examples)
@@ -175,6 +194,8 @@ def build_datasets(
         writer.abort()
         trace_writer.abort()
         raise
+    if shown is not None:
+        shown.finish()
     privacy.stats = stats
     summary = writer.close()
     trace_summary = trace_writer.close(traces.report.as_dict()) if traces else None
@@ -183,3 +204,10 @@ def build_datasets(
     report = stats.as_report()
     atomic_write_text(out_dir / PRIVACY_REPORT_FILE_NAME, json.dumps(report, indent=2) + "\n")
     return BuildResult(records_in, quarantine.count, report, summary, trace_summary)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:  # gone since it was listed: its record says so
+        return 0

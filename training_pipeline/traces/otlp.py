@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 import gzip
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
@@ -98,23 +98,33 @@ def _gunzipped_head(data: bytes) -> bytes:
         return b""
 
 
-def spans_of_file(path: Path, kind: TraceKind) -> Iterator[Span | Unreadable]:
+def spans_of_file(
+    path: Path, kind: TraceKind, on_read: Callable[[int], None] | None = None
+) -> Iterator[Span | Unreadable]:
     """Every span of a trace file, in file order; what cannot be read, as `Unreadable`. JSON lines are
-    streamed (a line at a time); a protobuf file is one request, read whole."""
+    streamed (a line at a time); a protobuf file is one request, read whole. `on_read` is told how many
+    more bytes of the file (as stored, compressed or not) have been read."""
     fallback = fallback_day(path)
-    for item in _spans_of_file(path, kind):
+    for item in _spans_of_file(path, kind, on_read or (lambda size: None)):
         yield replace(item, fallback=fallback)
 
 
-def _spans_of_file(path: Path, kind: TraceKind) -> Iterator[Span | Unreadable]:
-    opener = gzip.open if _is_gzip(path) else open
+def _spans_of_file(
+    path: Path, kind: TraceKind, on_read: Callable[[int], None]
+) -> Iterator[Span | Unreadable]:
+    zipped = _is_gzip(path)
     try:
-        with opener(path, "rb") as handle:
+        with (gzip.open if zipped else open)(path, "rb") as handle:
+            stored = handle.fileobj if zipped else handle  # where the file's own bytes are read
             if kind == "otlp-protobuf":
                 data = handle.read()
+                on_read(stored.tell())
                 yield from spans_of_request(data, "application/x-protobuf", str(path))
                 return
+            position = 0
             for number, line in enumerate(handle, start=1):
+                on_read(stored.tell() - position)
+                position = stored.tell()
                 if line.strip():
                     yield from spans_of_request(line, "application/json", f"{path}:{number}")
     except (OSError, EOFError, zlib.error) as err:

@@ -3,7 +3,7 @@ spans may be in several files), and handed on as trajectory records in shares, a
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import date
 from pathlib import Path
 
@@ -32,6 +32,8 @@ class TraceFiles:
         self.files = files
         self.routing = routing
         self.report = TraceReport()
+        #: told how many more bytes of the trace files were read (`progress.Progress.read`)
+        self.on_read: Callable[[int], None] | None = None
 
     def __bool__(self) -> bool:
         return bool(self.files)
@@ -39,7 +41,7 @@ class TraceFiles:
     def records(self) -> Iterator[TraceRecord]:
         """The trajectories of every file, with a quarantined record for each span or request that
         could not be read, and the day that one belongs to."""
-        spans = (span for path, kind in self.files for span in spans_of_file(path, kind))
+        spans = (span for path, kind in self.files for span in spans_of_file(path, kind, self.on_read))
         return trajectory_records(spans, self.routing, self.report)
 
     def shares(self) -> Iterator[list[RawRecord]]:
