@@ -112,8 +112,8 @@ def spans_of_file(
 def _spans_of_file(
     path: Path, kind: TraceKind, on_read: Callable[[int], None]
 ) -> Iterator[Span | Unreadable]:
-    zipped = _is_gzip(path)
     try:
+        zipped = _is_gzip(path)
         with (gzip.open if zipped else open)(path, "rb") as handle:
             stored = handle.fileobj if zipped else handle  # where the file's own bytes are read
             if kind == "otlp-protobuf":
