@@ -20,6 +20,7 @@ from training_pipeline.datasets.trace_datasets import TRACE_SUMMARY_FILE_NAME
 from training_pipeline.privacy.filter import PrivacyFilter
 from training_pipeline.samples import write_long_sample
 from training_pipeline.traces.assemble import TraceRouting
+from training_pipeline.traces.otlp import Unreadable, spans_of_file
 
 
 def lines(path: Path) -> list[dict[str, Any]]:
@@ -230,3 +231,8 @@ def test_a_build_shows_how_far_it_has_gone_on_stderr_and_keeps_stdout_for_the_re
     assert json.loads(done.stdout.strip())["recordsIn"] == 302  # stdout: the result line alone
     quiet = cli(env, "build-datasets", str(source), str(tmp_path / "out2"))  # not a terminal: nothing
     assert quiet.stderr == ""
+
+
+def test_a_trace_file_gone_since_it_was_listed_is_one_unreadable_record(tmp_path: Path) -> None:
+    [item] = list(spans_of_file(tmp_path / "gone.pb", "otlp-protobuf"))
+    assert isinstance(item, Unreadable) and item.reason.startswith("unreadable trace file")
