@@ -172,7 +172,7 @@ def generate(folder: Path, json_bytes: int, protobuf_bytes: int) -> tuple[Path, 
 _READ = """
 import sys, time, resource
 from pathlib import Path
-from training_pipeline.traces.assemble import TraceRouting
+from training_pipeline.traces.routes import TraceRouting
 from training_pipeline.traces.source import split_traces
 from training_pipeline.trajectories.files import export_files
 started, cpu = time.perf_counter(), time.process_time()

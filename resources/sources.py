@@ -13,7 +13,7 @@ from pydantic import Field
 
 from training_pipeline import jscompat
 from training_pipeline.atomic import atomic_open
-from training_pipeline.traces.assemble import TraceRouting
+from training_pipeline.traces.routes import TraceRouting
 from training_pipeline.traces.source import day_shares
 from training_pipeline.trajectories.database import read_table, write_trajectory
 from training_pipeline.trajectories.files import Unparsed, UnparsedSpan, with_spans_read

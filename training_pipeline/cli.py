@@ -20,7 +20,7 @@ from training_pipeline.privacy.filter import PrivacyFilter, secret_env_values
 from training_pipeline.privacy.personal import kinds_from_setting
 from training_pipeline.samples import day_of_trajectories
 from training_pipeline.settings import settings
-from training_pipeline.traces.assemble import TraceRouting
+from training_pipeline.traces.routes import TraceRouting
 from training_pipeline.training.policy import BACKENDS
 
 

@@ -137,7 +137,7 @@ class Settings(BaseModel):
     @classmethod
     def _routes(cls, value: str) -> str:
         """A route without its dataset, or a dataset name no file could carry, is an error at load."""
-        from training_pipeline.traces.assemble import TraceRouting
+        from training_pipeline.traces.routes import TraceRouting
 
         TraceRouting.parse(value)
         return value

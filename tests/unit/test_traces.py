@@ -19,8 +19,8 @@ from training_pipeline.datasets.build import QUARANTINE_FILE_NAME, build_dataset
 from training_pipeline.datasets.trace_datasets import TRACE_SUMMARY_FILE_NAME
 from training_pipeline.privacy.filter import PrivacyFilter
 from training_pipeline.samples import write_long_sample
-from training_pipeline.traces.assemble import TraceRouting
 from training_pipeline.traces.otlp import Unreadable, spans_of_file
+from training_pipeline.traces.routes import TraceRouting
 
 
 def lines(path: Path) -> list[dict[str, Any]]:

@@ -21,7 +21,7 @@ from training_pipeline.intake.quarantine import QuarantineWriter, quarantine_lin
 from training_pipeline.privacy.budget import OverBudget
 from training_pipeline.privacy.filter import FilterStats, PrivacyFilter, start_worker_filter, worker_filter
 from training_pipeline.progress import Progress
-from training_pipeline.traces.assemble import TraceRouting
+from training_pipeline.traces.routes import TraceRouting
 from training_pipeline.traces.source import TraceFiles, split_traces
 from training_pipeline.trajectories.files import (
     LineSpan,

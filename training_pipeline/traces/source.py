@@ -7,8 +7,9 @@ from collections.abc import Callable, Iterator
 from datetime import date
 from pathlib import Path
 
-from training_pipeline.traces.assemble import TraceRecord, TraceReport, TraceRouting, trajectory_records
+from training_pipeline.traces.assemble import TraceRecord, TraceReport, trajectory_records
 from training_pipeline.traces.otlp import TraceKind, spans_of_file, trace_kind
+from training_pipeline.traces.routes import TraceRouting
 from training_pipeline.trajectories.files import (
     Entry,
     Refused,
