@@ -23,10 +23,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from process_tree import tree_rss_kb
+from process_tree import timed
 from readme import machine, spread, write_section
 
 from training_pipeline.datasets.training_tasks import SUMMARY_FILE_NAME, TASK_FILE_NAMES
@@ -35,25 +34,6 @@ from training_pipeline.samples import write_long_sample
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "tok-live-0f9e8d7c6b5a"
 PROFILES = ("elizaos", "strict")
-
-
-def timed(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, float]:
-    """Wall seconds, CPU seconds (user + system, the process and the children it reaped) and the peak
-    RSS in MB of the process tree, sampled every 50 ms."""
-    started = time.perf_counter()
-    proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    peak = 0
-    while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            break
-        peak = max(peak, tree_rss_kb(proc.pid))
-        time.sleep(0.05)
-    wall = time.perf_counter() - started
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode:
-        raise SystemExit(f"{' '.join(command)} in {cwd} failed: {proc.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
-    return wall, usage.ru_utime + usage.ru_stime, peak / 1024
 
 
 def same_datasets(a: Path, b: Path) -> list[str]:

@@ -15,16 +15,14 @@ from __future__ import annotations
 import argparse
 import base64
 import json
-import os
 import random
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from process_tree import tree_rss_kb
+from process_tree import timed
 from readme import machine, write_section
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -195,19 +193,7 @@ def read_rate(path: Path) -> tuple[float, float, float, int]:
 
 def build(path: Path, out: Path) -> tuple[float, float, float]:
     """Wall and CPU seconds (all processes) and peak RSS of the process tree (MB) of `build-datasets`."""
-    started = time.perf_counter()
-    command = [sys.executable, "-m", "training_pipeline", "build-datasets", str(path), str(out)]
-    proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    peak = 0
-    while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            break
-        peak = max(peak, tree_rss_kb(proc.pid))
-        time.sleep(0.05)
-    if os.waitstatus_to_exitcode(status):
-        raise SystemExit(f"build-datasets failed: {proc.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
-    return time.perf_counter() - started, usage.ru_utime + usage.ru_stime, peak / 1024
+    return timed([sys.executable, "-m", "training_pipeline", "build-datasets", str(path), str(out)], ROOT)
 
 
 def rate(values: list[float]) -> str:
