@@ -23,7 +23,16 @@ import orjson
 
 from training_pipeline.trajectories.files import TRACE_SUFFIXES, fallback_day
 
-__all__ = ["Span", "SpanEvent", "TraceKind", "Unreadable", "spans_of_file", "spans_of_request", "trace_kind"]
+__all__ = [
+    "Span",
+    "SpanEvent",
+    "TraceKind",
+    "Unreadable",
+    "parse_request",
+    "spans_of_file",
+    "spans_of_request",
+    "trace_kind",
+]
 
 TraceKind = Literal["otlp-json", "otlp-protobuf"]
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -136,28 +145,35 @@ def _is_gzip(path: Path) -> bool:
         return handle.read(2) == _GZIP_MAGIC
 
 
-def spans_of_request(data: bytes, content_type: str, origin: str) -> Iterator[Span | Unreadable]:
-    """The spans of one `ExportTraceServiceRequest`, JSON or protobuf (by `content_type`)."""
+def parse_request(data: bytes, content_type: str) -> tuple[Any, None] | tuple[None, str]:
+    """One `ExportTraceServiceRequest`, JSON (a dict, by `content_type`) or protobuf (the message), and
+    None; or None and why it is no request."""
     if "json" in content_type:
         try:
             request = orjson.loads(data)
         except orjson.JSONDecodeError as err:
-            yield Unreadable(origin, f"invalid OTLP/JSON: {err}")
-            return
+            return None, f"invalid OTLP/JSON: {err}"
         if not isinstance(request, dict) or not isinstance(request.get("resourceSpans", []), list):
-            yield Unreadable(origin, "not an OTLP ExportTraceServiceRequest (no resourceSpans list)")
-            return
-        yield from _json_spans(request, origin)
-        return
+            return None, "not an OTLP ExportTraceServiceRequest (no resourceSpans list)"
+        return request, None
     from google.protobuf.message import DecodeError
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
     try:
-        message = ExportTraceServiceRequest.FromString(data)
+        return ExportTraceServiceRequest.FromString(data), None
     except DecodeError as err:
-        yield Unreadable(origin, f"invalid OTLP protobuf: {err}")
-        return
-    yield from _protobuf_spans(message, origin)
+        return None, f"invalid OTLP protobuf: {err}"
+
+
+def spans_of_request(data: bytes, content_type: str, origin: str) -> Iterator[Span | Unreadable]:
+    """The spans of one `ExportTraceServiceRequest`, JSON or protobuf (by `content_type`)."""
+    request, problem = parse_request(data, content_type)
+    if problem is not None:
+        yield Unreadable(origin, problem)
+    elif isinstance(request, dict):
+        yield from _json_spans(request, origin)
+    else:
+        yield from _protobuf_spans(request, origin)
 
 
 # --- OTLP/JSON ------------------------------------------------------------------------------------------

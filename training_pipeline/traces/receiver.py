@@ -31,6 +31,7 @@ from typing import Any
 import orjson
 
 from training_pipeline.atomic import atomic_open
+from training_pipeline.traces.otlp import parse_request
 
 __all__ = ["Answer", "Receiver", "ReceiverSettings", "serve"]
 
@@ -114,9 +115,11 @@ class Receiver:
                 return _error(413, f"unzipped request over {settings.max_request_bytes} bytes")
         elif encoding not in ("identity", ""):
             return _error(415, f"content encoding {encoding!r}: send gzip or none")
-        problem = _unreadable(body, kind)
+        request, problem = parse_request(body, kind)
         if problem is not None:
             return _error(400, problem)
+        if kind == _JSON:  # one request a line, as the collector's file exporter writes them
+            body = orjson.dumps(request) + b"\n"
         if not self._pending.acquire(blocking=False):
             return _error(429, "the receiver is writing as fast as the disk allows", self._retry())
         try:
@@ -138,8 +141,6 @@ class Receiver:
         folder.mkdir(parents=True, exist_ok=True)
         suffix = ".pb" if kind == _PROTOBUF else ".json"
         name = f"{now.strftime('%H%M%S.%f')}-{secrets.token_hex(6)}{suffix}"
-        if kind == _JSON:  # one request a line, as the collector's file exporter writes them
-            body = orjson.dumps(orjson.loads(body)) + b"\n"
         with atomic_open(folder / name, "wb") as handle:
             handle.write(body)
         _sync_folder(folder)
@@ -162,25 +163,6 @@ def _gunzip(body: bytes, limit: int) -> bytes | None:
     if len(data) > limit or inflater.unconsumed_tail:
         return None
     return data
-
-
-def _unreadable(body: bytes, kind: str) -> str | None:
-    if kind == _JSON:
-        try:
-            request = orjson.loads(body)
-        except orjson.JSONDecodeError as err:
-            return f"invalid JSON: {err}"
-        if not isinstance(request, dict) or not isinstance(request.get("resourceSpans", []), list):
-            return "not an ExportTraceServiceRequest: no resourceSpans list"
-        return None
-    from google.protobuf.message import DecodeError
-    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-
-    try:
-        ExportTraceServiceRequest.FromString(body)
-    except DecodeError as err:
-        return f"invalid protobuf ExportTraceServiceRequest: {err}"
-    return None
 
 
 def _error(status: int, message: str, headers: dict[str, str] | None = None) -> Answer:
