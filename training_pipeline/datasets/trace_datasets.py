@@ -21,7 +21,7 @@ import orjson
 
 from training_pipeline.atomic import StagedFiles
 from training_pipeline.privacy.scan import PERSONAL_PREFIX, SecretScanner
-from training_pipeline.trajectories.models import is_trace, iter_llm_calls
+from training_pipeline.trajectories.models import TRACE_SOURCE, is_trace, iter_llm_calls
 
 __all__ = [
     "TRACE_SUMMARY_FILE_NAME",
@@ -115,7 +115,7 @@ def build_trace_datasets(filtered: Path, out_dir: Path) -> dict[str, Any]:
     try:
         for batch in pq.ParquetFile(filtered).iter_batches(columns=["trajectory_id", "raw"], batch_size=1024):
             for trajectory_id, raw in zip(*(column.to_pylist() for column in batch.columns), strict=True):
-                if b'"otlp"' not in (raw.encode() if isinstance(raw, str) else raw):
+                if f'"{TRACE_SOURCE}"' not in raw:  # `raw` is text (a string column): not encoded to look
                     continue  # an elizaOS trajectory: not parsed for nothing
                 trajectory = orjson.loads(raw)
                 if is_trace(trajectory):

@@ -162,14 +162,9 @@ def _kept(read: InferenceCall | Step, route: dict[str, Any]) -> dict[str, Any]:
             "timestamp": _ms(span.start_unix_nano),
             "kind": read.kind,
         }
-        for name, value in (
-            ("name", read.name),
-            ("toolCallId", read.tool_call_id),
-            ("arguments", read.arguments),
-            ("result", read.result),
-        ):
-            if value is not None:
-                step[name] = value
+        _present(
+            step, name=read.name, toolCallId=read.tool_call_id, arguments=read.arguments, result=read.result
+        )
         return {"step": step}
     return {"call": _llm_call(read), "start": span.start_unix_nano, "end": span.end_unix_nano, "route": route}
 
@@ -234,15 +229,14 @@ def _llm_call(call: InferenceCall) -> dict[str, Any]:
     }
     if call.tools:
         record["tools"] = call.tools
-    for name, value in (
-        ("model", call.model),
-        ("temperature", call.temperature),
-        ("maxTokens", call.max_tokens),
-        ("promptTokens", call.input_tokens),
-        ("completionTokens", call.output_tokens),
-    ):
-        if value is not None:
-            record[name] = value
+    _present(
+        record,
+        model=call.model,
+        temperature=call.temperature,
+        maxTokens=call.max_tokens,
+        promptTokens=call.input_tokens,
+        completionTokens=call.output_tokens,
+    )
     metadata: dict[str, Any] = {"convention": call.convention}
     if call.provider:
         metadata["provider"] = call.provider
@@ -250,6 +244,11 @@ def _llm_call(call: InferenceCall) -> dict[str, Any]:
         metadata["finishReasons"] = call.finish_reasons
     record["metadata"] = metadata
     return record
+
+
+def _present(record: dict[str, Any], **fields: Any) -> None:
+    """The fields a span gave, into `record`: one it did not give is left out, not written as null."""
+    record.update((name, value) for name, value in fields.items() if value is not None)
 
 
 def _day(span: Span) -> date | None:

@@ -11,6 +11,7 @@ from training_pipeline.traces.assemble import TraceRecord, TraceReport, trajecto
 from training_pipeline.traces.otlp import TraceKind, spans_of_file, trace_kind
 from training_pipeline.traces.routes import TraceRouting
 from training_pipeline.trajectories.files import (
+    EXPORT_SUFFIXES,
     Entry,
     Refused,
     Unparsed,
@@ -69,7 +70,7 @@ def split_traces(entries: list[Entry], routing: TraceRouting) -> tuple[list[Entr
         kind = trace_kind(entry)
         if kind is not None:
             traces.append((entry, kind))
-        elif entry.suffix in (".json", ".jsonl"):
+        elif entry.suffix in EXPORT_SUFFIXES:
             exports.append(entry)
         else:
             exports.append(

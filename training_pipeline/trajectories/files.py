@@ -18,7 +18,7 @@ from training_pipeline.trajectories.parsing import ParsedRecord, RawRecord, over
 
 _Item = TypeVar("_Item")
 _DATE_IN_NAME = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
-_SUFFIXES = (".jsonl", ".json")
+EXPORT_SUFFIXES = (".jsonl", ".json")
 #: names of files that may hold OTLP traces besides `.json`/`.jsonl` (`traces.otlp.trace_kind` reads
 #: their content to tell): protobuf, and any of them gzip'd
 TRACE_SUFFIXES = (".pb", ".binpb", ".protobuf", ".otlp", ".gz")
@@ -79,7 +79,7 @@ def export_files(path: Path) -> list[Entry]:
 
 
 def _listed(entry: Path) -> bool:
-    return entry.suffix in _SUFFIXES or entry.suffix in TRACE_SUFFIXES
+    return entry.suffix in EXPORT_SUFFIXES or entry.suffix in TRACE_SUFFIXES
 
 
 def _not_regular(entry: Path, target: Path) -> Refused:
