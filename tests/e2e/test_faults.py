@@ -151,12 +151,14 @@ def test_a_daemon_restart_between_ticks_neither_loses_nor_double_counts(tmp_path
     env = _env(
         tmp_path,
         TRAINING_PIPELINE_SENSOR_INTERVAL_SECONDS="1",
+        TRAINING_PIPELINE_TRIGGER_THRESHOLD="150",
         TRAINING_PIPELINE_BACKENDS="atropos",
         ATROPOS_DATA_DIR=str(tmp_path / "atropos"),
         ATROPOS_COMMAND=f"{sys.executable} {trainer}",
     )
     home = Path(env["DAGSTER_HOME"])
-    # threshold 100: should_respond has 70 examples a sample day, so it takes two days to fire
+    # threshold 150: should_respond has 106 examples on the first sample day, so it takes two days to
+    # fire; action_planner (54 + 49) never does
     assert _cli(env, "materialize", "--start", "2026-11-23").wait(timeout=120) == 0
     start = subprocess.run(
         [str(BIN / "dagster"), "sensor", "start", "training_threshold_sensor", "-w", str(WORKSPACE)],
@@ -168,7 +170,7 @@ def test_a_daemon_restart_between_ticks_neither_loses_nor_double_counts(tmp_path
     assert start.returncode == 0, start.stdout + start.stderr
     with DagsterServers(home, env, tmp_path / "logs", webserver=False) as servers:
         first = _wait(lambda: _sensor_cursor(home), 90, "the first tick")
-        assert first["tasks"]["should_respond"]["days"] == {"2026-11-23": 70}
+        assert first["tasks"]["should_respond"]["days"] == {"2026-11-23": 106}
         servers.restart_daemon()
         assert _cli(env, "materialize", "--start", "2026-11-24").wait(timeout=120) == 0
         [run] = _wait(lambda: [r for r in _training_runs(home) if r.is_finished], 120, "the training run")
@@ -180,7 +182,7 @@ def test_a_daemon_restart_between_ticks_neither_loses_nor_double_counts(tmp_path
     assert len(_training_runs(home)) == 1
     counter = cursor["tasks"]["should_respond"]
     assert counter["fired"] == 1 and counter["fired_run_key"] is None
-    assert cursor["tasks"]["action_planner"]["days"] == {"2026-11-23": 47, "2026-11-24": 45}  # 92 < 100
+    assert cursor["tasks"]["action_planner"]["days"] == {"2026-11-23": 54, "2026-11-24": 49}  # 103 < 150
 
 
 def test_two_training_launches_at_once_dispatch_one_at_a_time(tmp_path: Path) -> None:

@@ -26,7 +26,8 @@ from tests.helpers import DATASET_ASSETS, TRAINING, TRAINING_JOB, threshold
 from training_pipeline.settings import load_settings
 from training_pipeline.training.trigger import TriggerState
 
-# examples per sample day: should_respond 70/70/75, action_planner and response 47/45/54
+# examples per sample day: should_respond 106/110/109, action_planner and response 54/49/58,
+# context_routing 37/47/49, media_description 33/37/28
 DAYS = ["2026-11-23", "2026-11-24", "2026-11-25"]
 
 
@@ -63,28 +64,28 @@ def test_fires_once_per_threshold_crossing_even_for_a_backfill(env) -> None:
     instance, _, day = env
     day(DAYS[0])
     day(DAYS[1])  # two days arrive before the first tick, as in a backfill
-    result, cursor = _tick(instance, None)
+    result, cursor = _tick(instance, None, trigger_threshold=150)
     assert [(r.partition_key, r.run_key) for r in result.run_requests] == [
         ("should_respond", "threshold:should_respond:1")
     ]
     request = result.run_requests[0]
     assert request.run_config == {"ops": {"training_run": {"config": {"source": "threshold"}}}}
     state = TriggerState.from_cursor(cursor)
-    assert state.tasks["should_respond"].count == 140 and state.tasks["response"].count == 92
+    assert state.tasks["should_respond"].count == 216 and state.tasks["response"].count == 103
 
-    again, cursor = _tick(instance, cursor)  # nothing new, and its run is in flight
+    again, cursor = _tick(instance, cursor, trigger_threshold=150)  # nothing new, and its run is in flight
     assert not again.run_requests
 
 
 def test_rematerialised_days_are_not_counted_twice_and_the_cursor_survives_restarts(env) -> None:
     instance, _, day = env
     day(DAYS[0])
-    _, cursor = _tick(instance, None)
+    _, cursor = _tick(instance, None, trigger_threshold=150)
     day(DAYS[0])  # the same day again
     # a "restarted daemon": nothing but the stored cursor carries over
-    _, cursor = _tick(instance, cursor)
+    _, cursor = _tick(instance, cursor, trigger_threshold=150)
     state = TriggerState.from_cursor(cursor)
-    assert state.tasks["should_respond"].count == 70 and state.tasks["response"].count == 47
+    assert state.tasks["should_respond"].count == 106 and state.tasks["response"].count == 54
     assert TriggerState.from_cursor(state.to_cursor()) == state
 
 
@@ -92,7 +93,7 @@ def test_counter_resets_when_its_run_finishes_and_cooldown_holds(env) -> None:
     instance, resources, day = env
     day(DAYS[0])
     day(DAYS[1])
-    result, cursor = _tick(instance, None)
+    result, cursor = _tick(instance, None, trigger_threshold=150)
     [request] = result.run_requests
     job = Definitions(assets=TRAINING.assets, jobs=[TRAINING_JOB], resources=resources).resolve_job_def(
         "training_job"
@@ -104,13 +105,13 @@ def test_counter_resets_when_its_run_finishes_and_cooldown_holds(env) -> None:
         tags={"dagster/run_key": request.run_key, **request.tags},
     )
     assert run.success
-    _, cursor = _tick(instance, cursor)
+    _, cursor = _tick(instance, cursor, trigger_threshold=150)
     assert TriggerState.from_cursor(cursor).tasks["should_respond"].count == 0  # reset after the run
     day(DAYS[2])
-    held, cursor = _tick(instance, cursor, trigger_threshold=50)
-    # should_respond (75 new) is cooling down; the others fire, most examples first
+    held, cursor = _tick(instance, cursor, trigger_threshold=120)
+    # should_respond (109 new) is cooling down; the others past 120 fire, most examples first
     assert [r.partition_key for r in held.run_requests] == ["action_planner", "response", "context_routing"]
-    assert TriggerState.from_cursor(cursor).tasks["should_respond"].count == 75
+    assert TriggerState.from_cursor(cursor).tasks["should_respond"].count == 109
 
 
 def test_no_firing_while_any_run_for_the_task_is_in_flight(env) -> None:
@@ -123,7 +124,7 @@ def test_no_firing_while_any_run_for_the_task_is_in_flight(env) -> None:
         status=DagsterRunStatus.STARTED,
         tags={"dagster/partition": "should_respond", "training_pipeline/source": "manual"},
     )
-    result, _ = _tick(instance, None)
+    result, _ = _tick(instance, None, trigger_threshold=150)
     assert not result.run_requests
 
 
