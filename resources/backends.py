@@ -26,20 +26,28 @@ from training_pipeline.training.policy import BACKENDS
 
 
 class NativeBackend(ConfigurableResource):
-    """In-process prompt optimisation: one of the Stage-DSL optimisers, scored as elizaOS scores."""
+    """In-process prompt optimisation: one of the Stage-DSL optimisers, run once per seed, chosen on a
+    validation split and judged on a test split (docs/stage-dsl.md)."""
 
     llm: LLMResource
     optimizer: Literal["instruction-search", "prompt-evolution", "bootstrap-fewshot"] = "instruction-search"
-    seed: int = 0
-    validation_fraction: float = 0.3
+    seeds: list[int] = Field(
+        default=[0, 1, 2], description="one optimisation per seed; the gate also judges them pooled"
+    )
+    validation_fraction: float = Field(default=0.35, gt=0, lt=1)
+    test_fraction: float = Field(default=0.35, gt=0, lt=1)
+    max_validation: int = Field(default=150, ge=1, description="validation examples at most (a call each)")
+    max_test: int = Field(default=300, ge=1, description="test examples at most")
     train_batch: int = 8
     rounds: int = 3
     variants: int = 4
-    population: int = 6
+    population: int = 4
     generations: int = 3
     k: int = 4
+    demo_sets: int = 4
+    demo_style: Literal["turns", "system"] = "turns"
     answer_tokens: int = Field(default=512, description="longest answer a prompt may produce when scored")
-    max_calls: int | None = Field(default=2000, description="spend cap: LLM calls per run")
+    max_calls: int | None = Field(default=6000, description="spend cap: LLM calls per run")
     max_tokens: int | None = Field(default=None, description="spend cap: tokens per run")
     max_usd: float | None = Field(default=None, description="spend cap: USD per run (needs llm.prices)")
 
@@ -52,18 +60,25 @@ class NativeBackend(ConfigurableResource):
             )
         cfg = OptimiserConfig(
             optimizer=self.optimizer,
-            seed=self.seed,
             validation_fraction=self.validation_fraction,
+            test_fraction=self.test_fraction,
+            max_validation=self.max_validation,
+            max_test=self.max_test,
             train_batch=self.train_batch,
             rounds=self.rounds,
             variants=self.variants,
             population=self.population,
             generations=self.generations,
             k=self.k,
+            demo_sets=self.demo_sets,
+            demo_style=self.demo_style,
             max_tokens=self.answer_tokens,
         )
+        if self.validation_fraction + self.test_fraction >= 1:
+            raise ValueError("validation_fraction + test_fraction must leave a training share (< 1)")
+        budget = Budget(self.max_tokens, self.max_usd, self.max_calls)
         with self.llm.open(cache_all_temperatures=True) as client:  # seeded samples replay after a crash
-            return run_native(request, client, cfg, Budget(self.max_tokens, self.max_usd, self.max_calls))
+            return run_native(request, client, cfg, budget, seeds=self.seeds or [0])
 
 
 class AtroposBackend(ConfigurableResource):

@@ -82,6 +82,7 @@ def shared_resources(settings: Settings) -> dict[str, Any]:
             model=settings.llm_model,
             api_key=_secret(settings.llm_api_key, "LLM_API_KEY"),
             cache_dir=f"{data}/llm_cache",
+            constrained_decoding=settings.llm_constrained_decoding,
         ),
     }
 

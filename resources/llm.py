@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Literal
 
 from dagster import ConfigurableResource
 from pydantic import Field
 
-from training_pipeline.llm.client import ChatClient, Price
+from training_pipeline.llm.client import ChatClient, Constraint, Price
 from training_pipeline.llm.local import LocalModelServer, local_model_available
 
 
@@ -33,6 +34,12 @@ class LLMResource(ConfigurableResource):
     local_model: bool = Field(
         default=True, description="without base_url, serve the bundled SmolLM2 on loopback (make local-llm)"
     )
+    constrained_decoding: Literal["auto", "grammar", "json_schema", "off"] = Field(
+        default="auto",
+        description="how a decision's answer is held to its fixed choices: a GBNF `grammar` (llama.cpp "
+        "servers), an OpenAI `json_schema` response format (OpenAI, vLLM, most hosted servers), or `off`; "
+        "auto: grammar for the local model, json_schema for base_url",
+    )
 
     def available(self) -> bool:
         return bool(self.base_url) or (self.local_model and local_model_available())
@@ -51,13 +58,15 @@ class LLMResource(ConfigurableResource):
             raise ValueError("no LLM configured: set base_url (LLM_BASE_URL) or install the local model")
         with LocalModelServer() as server:
             local = self.model_copy(update={"base_url": server.base_url, "model": server.model_name})
-            client = local.client(cache_all_temperatures)
+            client = local.client(cache_all_temperatures, default_constraint="grammar")
             try:
                 yield client
             finally:
                 client.close()
 
-    def client(self, cache_all_temperatures: bool = False) -> ChatClient:
+    def client(
+        self, cache_all_temperatures: bool = False, default_constraint: Constraint = "json_schema"
+    ) -> ChatClient:
         if not self.base_url:
             raise ValueError("no LLM configured: set base_url (LLM_BASE_URL)")
         return ChatClient(
@@ -70,4 +79,7 @@ class LLMResource(ConfigurableResource):
             cache_dir=Path(self.cache_dir) if self.cache_dir else None,
             cache_all_temperatures=cache_all_temperatures,
             prices={model: Price(*pair) for model, pair in self.prices.items()},
+            constraint=default_constraint
+            if self.constrained_decoding == "auto"
+            else self.constrained_decoding,
         )

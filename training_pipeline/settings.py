@@ -88,6 +88,10 @@ class Settings(BaseModel):
     llm_base_url: str | None = Field(None, alias="LLM_BASE_URL")
     llm_model: str = Field("default", alias="LLM_MODEL")
     llm_api_key: SecretStr | None = Field(None, alias="LLM_API_KEY")
+    #: how decisions are held to their fixed answers (`resources.llm.LLMResource.constrained_decoding`)
+    llm_constrained_decoding: Literal["auto", "grammar", "json_schema", "off"] = Field(
+        "auto", alias="LLM_CONSTRAINED_DECODING"
+    )
     #: threads of the local model's server (`llm.local.local_model_threads` reads it where it starts;
     #: validated here with the others); unset: one per core
     local_model_threads: int | None = Field(None, alias="TRAINING_PIPELINE_LOCAL_MODEL_THREADS", ge=1)

@@ -294,7 +294,18 @@ def training_assets(keys: Keys, group: str, owners: list[str] | None = None) -> 
                 "improvement": float(artifact["score"] - artifact["baseline_score"]),
                 "train_examples": artifact["train_size"],
                 "validation_examples": artifact["validation_size"],
+                "test_examples": artifact["test_size"],
+                # where the candidate was chosen; the scores above are the test split's
+                "validation_baseline_score": float(artifact["validation_baseline_score"]),
+                "validation_score": float(artifact["validation_score"]),
+                "seeds": verdict.seeds,
+                **(
+                    {"seeds_gain": verdict.seeds_gain, "seeds_gain_low": verdict.seeds_low}
+                    if verdict.seeds_gain is not None
+                    else {}
+                ),
                 "few_shot_examples": len(artifact["few_shot_examples"]),
+                "demo_style": artifact["demo_style"],
                 "prompt": MetadataValue.md(f"```text\n{scanner.mask(shown)}\n```"),
                 "score_by_round": MetadataValue.md(score_chart(artifact["lineage"])),
                 "lineage": MetadataValue.json(artifact["lineage"][:200]),

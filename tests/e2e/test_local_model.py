@@ -13,10 +13,12 @@ import pytest
 
 from training_pipeline.backends.base import DispatchRequest
 from training_pipeline.datasets.training_tasks import ids_path
+from training_pipeline.llm.answer_form import AnswerForm
 from training_pipeline.llm.client import ChatClient
 from training_pipeline.llm.local import LocalModelServer, local_model_available
 from training_pipeline.optimizers.native import load_artifact, run_native
 from training_pipeline.optimizers.programs import OptimiserConfig
+from training_pipeline.optimizers.scoring import respond_decision
 
 pytestmark = pytest.mark.skipif(
     not local_model_available(), reason="local model not installed (make local-llm)"
@@ -40,6 +42,26 @@ def test_the_local_model_answers_deterministically_at_temperature_zero(server: L
     assert first.usage.prompt_tokens > 5 and 0 < first.usage.completion_tokens <= 24
 
 
+def test_a_decision_is_held_to_its_choices_by_a_grammar(server: LocalModelServer) -> None:
+    """Unconstrained, the tiny model rambles; held to should_respond's form by a GBNF grammar, every
+    answer is reasoning and then one of the decisions, which the strict decision scorer reads."""
+    client = ChatClient(server.base_url, server.model_name, constraint="grammar")
+    form = AnswerForm(
+        ("IGNORE", "RESPOND", "STOP"),
+        "<response><reasoning>",
+        "</reasoning><action>",
+        "</action></response>",
+        80,
+    )
+    for line in ("Eliza, what's the status of the invoice?", "@bob did you see the thread?", "lol same"):
+        messages = [
+            {"role": "system", "content": "You are Eliza. Decide whether to respond."},
+            {"role": "user", "content": f"# Conversation\ndana: {line}\n\nShould Eliza respond to dana?"},
+        ]
+        answer = client.chat(messages, max_tokens=64, answer_form=form)
+        assert respond_decision(answer.content) in form.choices, answer.content
+
+
 def test_a_native_optimisation_runs_on_the_local_model(server: LocalModelServer, tmp_path: Path) -> None:
     dataset = tmp_path / "response_trajectories.jsonl"
     rows = [
@@ -50,10 +72,10 @@ def test_a_native_optimisation_runs_on_the_local_model(server: LocalModelServer,
                 {"role": "model", "content": f"Hello {name}!"},
             ]
         }
-        for name in ("Ada", "Bo", "Cy", "Di")
+        for name in ("Ada", "Bo", "Cy", "Di", "Ed")
     ]
     dataset.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    ids_path(dataset).write_text("".join(json.dumps(f"t{i}") + "\n" for i in range(4)))
+    ids_path(dataset).write_text("".join(json.dumps(f"t{i}") + "\n" for i in range(5)))
     client = ChatClient(
         server.base_url, server.model_name, cache_dir=tmp_path / "cache", cache_all_temperatures=True
     )

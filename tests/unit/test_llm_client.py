@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.fake_chat import FakeChatServer
+from training_pipeline.llm.answer_form import AnswerForm
 from training_pipeline.llm.client import ChatClient, LLMError, Price
 from training_pipeline.llm.usage import capture_usage
 
@@ -118,3 +119,45 @@ def test_concurrency_is_capped_and_usage_is_attributed_per_context() -> None:
             thread.join()
     assert peak <= 2
     assert results == {n: 2 * (n + 1) for n in (1, 5, 9, 13)}  # each thread saw only its own calls
+
+
+def test_an_answer_is_held_to_its_form_in_the_way_the_server_speaks() -> None:
+    """llama.cpp servers take a GBNF grammar and answer in the form itself; OpenAI-style servers take
+    a `json_schema` response format and answer `{"reasoning", "answer"}`, which the client writes into
+    the form; an answer outside the choices comes back as it was, for the scorer to judge wrong."""
+    form = AnswerForm(("IGNORE", "RESPOND"), "<response><reasoning>", "</reasoning><action>", "</action>", 40)
+    answers = iter(
+        [
+            '{"reasoning": "dana asked <Eliza>\\n directly", "answer": "RESPOND"}',
+            '{"reasoning": "", "answer": "MAYBE"}',
+            "<response><reasoning>x</reasoning><action>IGNORE</action>",
+            "I think RESPOND",
+        ]
+    )
+    with FakeChatServer(lambda body: {"content": next(answers)}) as server:
+        structured = ChatClient(server.base_url, "m")
+        assert structured.chat([{"role": "user", "content": "q"}], answer_form=form).content == (
+            "<response><reasoning>dana asked Eliza> directly</reasoning><action>RESPOND</action>"
+        )
+        assert structured.chat([{"role": "user", "content": "q"}], answer_form=form).content == (
+            '{"reasoning": "", "answer": "MAYBE"}'
+        )
+        grammar = ChatClient(server.base_url, "m", constraint="grammar")
+        assert grammar.chat([{"role": "user", "content": "q"}], answer_form=form).content.endswith(
+            "IGNORE</action>"
+        )
+        off = ChatClient(server.base_url, "m", constraint="off")
+        assert off.chat([{"role": "user", "content": "q"}], answer_form=form).content == "I think RESPOND"
+    schema = server.requests[0]["response_format"]
+    assert schema["type"] == "json_schema" and schema["json_schema"]["strict"] is True
+    properties = schema["json_schema"]["schema"]["properties"]
+    assert list(properties) == ["reasoning", "answer"] and properties["answer"]["enum"] == [
+        "IGNORE",
+        "RESPOND",
+    ]
+    assert server.requests[2]["grammar"] == (
+        'root ::= "<response><reasoning>" reasoning "</reasoning><action>" ("IGNORE" | "RESPOND") '
+        '"</action>"\nreasoning ::= [^<\\n]{0,40}'
+    )
+    assert "response_format" not in server.requests[2]
+    assert not {"grammar", "response_format"} & set(server.requests[3])

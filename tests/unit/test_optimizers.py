@@ -15,7 +15,14 @@ from training_pipeline.llm.client import ChatClient
 from training_pipeline.optimizers.examples import load_examples, split_by_trajectory
 from training_pipeline.optimizers.native import load_artifact, run_native
 from training_pipeline.optimizers.programs import REWRITE, OptimiserConfig
-from training_pipeline.optimizers.scoring import action_match, agreement, planner_action
+from training_pipeline.optimizers.scoring import (
+    action_match,
+    actions_match,
+    agreement,
+    answer_form,
+    decision_match,
+    planner_action,
+)
 from training_pipeline.stages import Budget, StageRecord
 
 NAMES = ["ada", "bo", "cy", "di", "ed", "flo", "gus", "hal", "ivy", "jo", "kit", "lu"]
@@ -46,10 +53,14 @@ def _dataset(tmp_path: Path) -> Path:
 
 def _reply(body: dict) -> dict:
     system, user = body["messages"][0]["content"], body["messages"][-1]["content"]
-    if system.startswith(("Rewrite the system prompt", "Change one part")):
+    if system.startswith("Rewrite the system prompt"):
         return {"content": f"{user} IMPROVED-{body.get('seed')}"}
+    if system.startswith("You improve a system prompt"):
+        current = user.split("Current system prompt:\n", 1)[1].split("\n\nExamples it got wrong:")[0]
+        return {"content": f"{current} IMPROVED-{body.get('seed')}"}
     name = user.rsplit(" ", 1)[-1]
-    good = "IMPROVED" in system or "Examples of good answers" in system
+    # a model that follows a better instruction or copies the demonstrations it was shown as turns
+    good = "IMPROVED" in system or "Examples of good answers" in system or len(body["messages"]) > 2
     return {"content": f"Welcome {name}, glad you are here" if good else "hmm"}
 
 
@@ -60,6 +71,7 @@ def _run(
     budget: Budget | None = None,
     work: str = "work",
     scorer: str | None = None,
+    seeds: tuple[int, ...] = (0,),
 ):
     work_dir = tmp_path / work
     work_dir.mkdir(exist_ok=True)
@@ -67,17 +79,22 @@ def _run(
     request = DispatchRequest(
         "response", _dataset(tmp_path), work_dir, "run-1", log=lambda line: None, scorer=scorer
     )
-    return run_native(request, client, cfg, budget)
+    return run_native(request, client, cfg, budget, seeds=seeds)
 
 
 def test_examples_are_deduplicated_and_split_by_trajectory_with_a_seed(tmp_path: Path) -> None:
     examples = load_examples(_dataset(tmp_path), ids_path(tmp_path / "response_trajectories.jsonl"))
     assert len(examples) == 24
-    train, val = split_by_trajectory(examples, 0.3, seed=1)
-    assert {e.group for e in train}.isdisjoint({e.group for e in val})
-    assert len({e.group for e in val}) == 4 and len(train) + len(val) == 24
-    assert split_by_trajectory(examples, 0.3, seed=1) == (train, val)
-    assert split_by_trajectory(examples, 0.3, seed=2) != (train, val)
+    split = split_by_trajectory(examples, 0.25, 0.5, seed=1)
+    groups = [{e.group for e in side} for side in (split.train, split.validation, split.test)]
+    assert all(a.isdisjoint(b) for i, a in enumerate(groups) for b in groups[i + 1 :])
+    assert split.sizes == {"train": 6, "validation": 6, "test": 12}
+    assert split_by_trajectory(examples, 0.25, 0.5, seed=1) == split
+    assert split_by_trajectory(examples, 0.25, 0.5, seed=2) != split
+    # a cap moves what it leaves out into training; three groups are the least that splits
+    capped = split_by_trajectory(examples, 0.25, 0.5, seed=1, max_validation=2, max_test=4)
+    assert capped.sizes == {"train": 18, "validation": 2, "test": 4}
+    assert split_by_trajectory(examples[:4], seed=1).test == []
 
 
 def test_scorers_match_elizaos() -> None:
@@ -102,44 +119,50 @@ def test_each_optimiser_improves_the_prompt_and_records_every_step(tmp_path: Pat
         k=2,
         train_batch=4,
         seed=3,
-        mutation_rate=1.0,
+        demo_sets=2,
     )
     with FakeChatServer(_reply) as server:
-        result = _run(tmp_path, server, cfg)
+        result = _run(tmp_path, server, cfg, seeds=(3,))
     assert result.invoked
     artifact = load_artifact(Path(result.artifact_path))
     assert artifact["baseline_score"] < 0.2 and artifact["score"] == 1.0
-    assert artifact["train_size"] + artifact["validation_size"] == 24
+    assert artifact["validation_baseline_score"] < 0.2 and artifact["validation_score"] == 1.0
+    assert artifact["train_size"] + artifact["validation_size"] + artifact["test_size"] == 24
     tree = StageRecord.model_validate_json((tmp_path / "work" / "training_records.json").read_text())
-    baseline_stage = next(s for s in tree.substages if s.name == "validation: baseline")
+    [seed] = tree.substages
+    baseline_stage = next(s for s in seed.substages if s.name == "test: baseline")
     assert tree.metrics["llm_calls"] == len(server.requests) and tree.metrics["prompt_executions"] > 0
-    # baseline and winner are scored on exactly the same validation examples
-    winner = next(s for s in tree.substages if s.name.startswith("validation:") and s is not baseline_stage)
+    # baseline and winner are scored on exactly the same test examples, each once
+    winner = next(s for s in seed.substages if s.name == "test: candidate")
     assert [s.name for s in baseline_stage.substages] == [s.name for s in winner.substages]
-    assert len(baseline_stage.substages) == artifact["validation_size"]
+    assert len(baseline_stage.substages) == artifact["test_size"] == len(artifact["test_ids"])
+    examples = load_examples(
+        tmp_path / "response_trajectories.jsonl", ids_path(tmp_path / "response_trajectories.jsonl")
+    )
+    split = split_by_trajectory(examples, seed=3)
+    held_out = {e.user for e in split.validation + split.test}
+    assert {e.id for e in split.test} == set(artifact["test_ids"])
     if optimizer == "bootstrap-fewshot":
-        train_users = {
-            e.user
-            for e in load_examples(
-                tmp_path / "response_trajectories.jsonl", ids_path(tmp_path / "response_trajectories.jsonl")
-            )
-        }
         demo_users = {d["user"] for d in artifact["few_shot_examples"]}
-        _, val = split_by_trajectory(
-            load_examples(
-                tmp_path / "response_trajectories.jsonl", ids_path(tmp_path / "response_trajectories.jsonl")
-            ),
-            0.3,
-            3,
-        )
-        assert demo_users <= train_users and demo_users.isdisjoint({e.user for e in val})
+        assert demo_users and demo_users <= {e.user for e in split.train} and demo_users.isdisjoint(held_out)
+        # given as chat turns before the question, not pasted into the system prompt
+        assert artifact["prompt"] == artifact["baseline_prompt"] and artifact["demo_style"] == "turns"
+    elif optimizer == "prompt-evolution":
+        # the proposer was shown the failing training examples with what was expected, none held out
+        [reflection, *_] = [
+            r["messages"][1]["content"]
+            for r in server.requests
+            if r["messages"][0]["content"].startswith("You improve a system prompt")
+        ]
+        assert "Expected answer: Welcome" in reflection and "Model's answer: hmm" in reflection
+        assert not any(user in reflection for user in held_out)
     else:
         seeds = {r.get("seed") for r in server.requests if r["messages"][0]["content"] in (REWRITE,)}
         assert None not in seeds  # sampled calls carry a seed
 
 
 def test_a_crashed_run_resumes_from_cache_and_checkpoint(tmp_path: Path) -> None:
-    cfg = OptimiserConfig(rounds=3, variants=2, train_batch=4, seed=5)
+    cfg = OptimiserConfig(rounds=3, variants=2, train_batch=4)
     fresh = tmp_path / "fresh"
     fresh.mkdir()
     with FakeChatServer(_reply) as full:  # what an uninterrupted run pays
@@ -195,8 +218,65 @@ def test_an_llm_judge_scores_each_held_out_answer_in_a_recorded_prompt_execution
     artifact = load_artifact(Path(result.artifact_path))
     assert artifact["scorer"] == "llm_judge" and result.details["scorer"] == "llm_judge"
     assert artifact["baseline_score"] == pytest.approx(0.2) and artifact["score"] == 1.0
-    assert len(artifact["scores"]) == len(artifact["baseline_scores"]) == artifact["validation_size"]
-    assert artifact["validation_ids"] and set(artifact["scores"]) == {1.0}
+    assert len(artifact["scores"]) == len(artifact["baseline_scores"]) == artifact["test_size"]
+    assert artifact["test_ids"] and set(artifact["scores"]) == {1.0}
     judged = [r for r in server.requests if r["messages"][0]["content"].startswith("You grade an answer")]
     tree = StageRecord.model_validate_json((tmp_path / "work" / "training_records.json").read_text())
     assert judged and tree.metrics["llm_calls"] == len(server.requests)
+
+
+def test_a_decision_task_has_a_form_and_free_text_has_none() -> None:
+    """The form comes from the expected answers: their common opening tags, free reasoning where they
+    differ, the decision from the choices they hold, and the common closing tags; whatever the model
+    writes in it, the strict scorer reads its decision."""
+    expected = [
+        "<response><name>Eliza</name><reasoning>ada asked Eliza directly</reasoning>"
+        "<action>RESPOND</action></response>",
+        "<response><name>Eliza</name><reasoning>bo was not talking to Eliza</reasoning>"
+        "<action>IGNORE</action></response>",
+        "<response><name>Eliza</name></response>",  # no decision: not part of the form
+    ]
+    form = answer_form("respond_decision", expected)
+    assert form.choices == ("IGNORE", "RESPOND") and form.reasoning > 0
+    assert (form.opening, form.closing, form.after) == (
+        "<response><name>Eliza</name><reasoning>",
+        "</reasoning><action>",
+        "</action></response>",
+    )
+    assert all(decision_match(form.text("any <words>", c), f"<action>{c}</action>") for c in form.choices)
+    plans = [
+        "<thought>t</thought><actions>REPLY</actions>",
+        "<thought>u v</thought><actions>SEND_MESSAGE, REPLY</actions>",
+    ]
+    planner = answer_form("planner_actions", plans)
+    assert planner.choices == ("REPLY", "REPLY, SEND_MESSAGE") and planner.closing == "</thought><actions>"
+    assert all(
+        actions_match(planner.text("why", c), plan) for c, plan in zip(planner.choices, plans, strict=True)
+    )
+    # answers that are the bare decision: no reasoning, nothing around it
+    assert (
+        answer_form("respond_decision", ["<action>STOP</action>", "<action>RESPOND</action>"]).reasoning == 0
+    )
+    assert answer_form("token_overlap", ["anything"]) is None
+
+
+def test_each_seed_is_its_own_split_and_the_best_on_validation_is_kept(tmp_path: Path) -> None:
+    """Two seeds, two splits: the artifact keeps each seed's paired test scores for the gate, and the
+    candidate whose validation gain was largest; the notes give the test gain's mean and spread."""
+    cfg = OptimiserConfig(optimizer="bootstrap-fewshot", k=2, demo_sets=2)
+    with FakeChatServer(_reply) as server:
+        result = _run(tmp_path, server, cfg, seeds=(4, 5))
+    artifact = load_artifact(Path(result.artifact_path))
+    seeds = {summary["seed"]: summary for summary in artifact["seeds"]}
+    assert set(seeds) == {4, 5} and artifact["seed"] in seeds
+    examples = load_examples(
+        tmp_path / "response_trajectories.jsonl", ids_path(tmp_path / "response_trajectories.jsonl")
+    )
+    tests = {seed: {e.id for e in split_by_trajectory(examples, seed=seed).test} for seed in seeds}
+    assert tests[4] != tests[5] and set(artifact["test_ids"]) == tests[artifact["seed"]]
+    for summary in seeds.values():
+        assert len(summary["scores"]) == len(summary["baseline_scores"]) == len(tests[summary["seed"]])
+        assert summary["score"] == 1.0 and summary["baseline_score"] < 0.2
+    assert result.details["seeds"] == 2 and "test gain over seeds" in result.notes[0]
+    tree = StageRecord.model_validate_json((tmp_path / "work" / "training_records.json").read_text())
+    assert [stage.name for stage in tree.substages] == ["seed 4", "seed 5"]

@@ -219,3 +219,52 @@ def test_decisions_are_read_strictly_and_a_malformed_answer_is_wrong() -> None:
     assert planner_action_set(plan) == {"REPLY", "SEND_MESSAGE"}
     assert SCORERS["planner_actions"]("<actions>send_message,REPLY</actions>", plan) == 1.0
     assert SCORERS["planner_actions"]("REDACTED: I will REPLY", "<actions>REPLY</actions>") == 0.0
+
+
+def test_a_gain_one_seed_finds_and_the_others_do_not_is_rejected() -> None:
+    """The chosen seed's candidate passes on its own test split, but pooled over the three seeds'
+    test splits the gain's interval reaches 0: the verdict must not depend on which seed ran."""
+    lucky_base, lucky = _scores(60, seed=5, gain=0.3, noise=0.05)
+    flat_base, flat = _scores(200, seed=6, gain=-0.05, noise=0.05)
+    other_base, other = _scores(200, seed=7, gain=-0.03, noise=0.05)
+    artifact = {
+        "prompt": "new",
+        "baseline_prompt": "old",
+        "baseline_scores": lucky_base,
+        "scores": lucky,
+        "scorer": "respond_decision",
+        "seeds": [
+            {"seed": 0, "baseline_scores": lucky_base, "scores": lucky},
+            {"seed": 1, "baseline_scores": flat_base, "scores": flat},
+            {"seed": 2, "baseline_scores": other_base, "scores": other},
+        ],
+    }
+    assert judge(lucky_base, lucky, PromotionPolicy(), "respond_decision").promoted
+    verdict = judge_artifact(artifact, PromotionPolicy())
+    assert not verdict.promoted and "one seed's luck" in verdict.reason
+    assert verdict.seeds == 3 and verdict.seeds_low <= 0 < verdict.low
+    agreeing = {
+        **artifact,
+        "seeds": [{"seed": s, "baseline_scores": lucky_base, "scores": lucky} for s in range(3)],
+    }
+    passed = judge_artifact(agreeing, PromotionPolicy())
+    assert passed.promoted and passed.seeds_low > 0 and "over 3 seeds" in passed.reason
+
+
+def test_demonstrations_alone_are_a_candidate_and_are_published_with_the_prompt(tmp_path: Path) -> None:
+    base, better = _scores(100, seed=8, gain=0.3, noise=0.05)
+    demos = [{"user": "Eliza, help?", "expected": "RESPOND"}]
+    artifact = {
+        "optimizer": "bootstrap-fewshot",
+        "prompt": "same",
+        "baseline_prompt": "same",
+        "few_shot_examples": demos,
+        "demo_style": "turns",
+        "baseline_scores": base,
+        "scores": better,
+        "scorer": "respond_decision",
+    }
+    record = RunRecord(task="should_respond", backend="native", status="succeeded")
+    assert promote(record, artifact, RunStore(tmp_path), tmp_path / "prompts", PromotionPolicy()).promoted
+    published = read_published(tmp_path / "prompts", "should_respond")
+    assert published["demonstrations"] == demos and published["demo_style"] == "turns"

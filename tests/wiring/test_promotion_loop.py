@@ -63,7 +63,7 @@ def _resources(data: Path, llm: LLMResource, training: TrainingSettings) -> dict
     resources["training_pipeline_llm"] = llm
     resources["training_pipeline_policy"] = training
     resources["training_pipeline_backends"] = TrainingBackends(
-        native=NativeBackend(llm=llm, rounds=1, variants=1, train_batch=3, seed=1),
+        native=NativeBackend(llm=llm, rounds=1, variants=1, train_batch=3, seeds=[1]),
         atropos=AtroposBackend(data_dir=str(data / "atropos")),
         tinker=TinkerBackend(),
         openai=OpenAIBackend(),

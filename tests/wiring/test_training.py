@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -109,9 +110,9 @@ def test_dry_run_decides_everything_and_dispatches_nothing(days_ready) -> None:
         "atropos",
         "manual",
     )
-    assert record.window == DAYS and record.dataset_size == 47 + 45 + 54
-    assert record.per_task_counts["should_respond"] == 70 + 70 + 75
-    assert record.pulled_trajectories == 80 + 80 + 80 and record.filtered_trajectories == 70 + 70 + 75
+    assert record.window == DAYS and record.dataset_size == 54 + 49 + 58
+    assert record.per_task_counts["should_respond"] == 106 + 110 + 109
+    assert record.pulled_trajectories == 120 + 120 + 120 and record.filtered_trajectories == 106 + 110 + 109
     assert record.redaction_count > 0 and record.anonymization_count > 0
     assert not (days_ready[1] / "atropos").exists()
     meta = asset_metadata(result)
@@ -158,7 +159,7 @@ def test_atropos_stages_chat_data_and_runs_the_command(days_ready, tmp_path: Pat
     staged = Path(record.artifact_path)
     assert staged.parent == tmp_path / "atropos" / "action_planner"
     assert len(staged.read_text().splitlines()) == record.dataset_size
-    assert "trained action_planner on 146 examples" in record.details["stdout_tail"]
+    assert "trained action_planner on 161 examples" in record.details["stdout_tail"]
 
 
 def test_atropos_failure_fails_the_run_with_the_reason(days_ready, tmp_path: Path) -> None:
@@ -405,7 +406,7 @@ def test_vertex_tuning_uploads_creates_and_polls_to_the_endpoint(days_ready) -> 
     assert tuned[0].materialization.metadata["endpoint"].value == record.artifact_path
 
 
-def test_vertex_failures_are_clear(days_ready) -> None:
+def test_vertex_failures_are_clear(days_ready, tmp_path: Path) -> None:
 
     from tests.fake_vertex import FakeVertex
 
@@ -426,9 +427,18 @@ def test_vertex_failures_are_clear(days_ready) -> None:
         assert (record.status, record.reason) == ("failed", "Invalid GCP project ID: Bad_Project")
 
         uploads = len(fake.objects)
-        # one day of media_description holds 7 examples: Vertex's minimum is 16, checked before upload
+        # a day of media_description that holds 7 examples: Vertex's minimum is 16, checked before upload
+        instance, data = days_ready
+        small = tmp_path / "data"
+        shutil.copytree(data, small)
+        last_day = sorted((small / "datasets").iterdir())[-1] / "media_description_trajectories.jsonl"
+        last_day.write_text("".join(last_day.read_text().splitlines(keepends=True)[:7]))
         _, record = _training_job(
-            days_ready, "vertex", backend, task="media_description", settings=TrainingSettings(window_days=1)
+            (instance, small),
+            "vertex",
+            backend,
+            task="media_description",
+            settings=TrainingSettings(window_days=1),
         )
         assert (record.status, record.reason) == (
             "failed",
@@ -462,9 +472,9 @@ def test_tinker_trains_batch_by_batch_and_records_the_sampler_path(days_ready) -
     assert record.details["checkpoint"]["tinker_path"] == record.artifact_path  # confirmed by tuned_model
 
     examples = [json.loads(line)["messages"] for line in Path(record.dataset_path).read_text().splitlines()]
-    assert record.dataset_size == len(examples) == 146
-    assert len(fake.batches) == 2 * 146  # every example once per epoch
-    assert len(fake.optim_steps) == 2 * 10  # ceil(146 / 16) batches per epoch
+    assert record.dataset_size == len(examples) == 161
+    assert len(fake.batches) == 2 * 161  # every example once per epoch
+    assert len(fake.optim_steps) == 2 * 11  # ceil(161 / 16) batches per epoch
     assert {step["learning_rate"] for step in fake.optim_steps} == {1e-3}
     first, second = record.details["epoch_losses"]
     assert second < first  # the service's model learnt from the batches
@@ -524,7 +534,7 @@ def test_native_backend_materialises_an_optimized_prompt(days_ready, tmp_path: P
 
     with FakeChatServer(reply) as server:
         llm = LLMResource(base_url=server.base_url, model="m", cache_dir=str(tmp_path / "cache"))
-        backend = NativeBackend(llm=llm, rounds=1, variants=1, train_batch=3, seed=1)
+        backend = NativeBackend(llm=llm, rounds=1, variants=1, train_batch=3, seeds=[1])
         result, record = _training_job(days_ready, "native", backend)
     assert result.success, record.reason
     assert record.status == "succeeded" and record.artifact_path.endswith("optimized_prompt.json")
@@ -535,10 +545,10 @@ def test_native_backend_materialises_an_optimized_prompt(days_ready, tmp_path: P
     assert meta["optimizer"] == "instruction-search" and meta["run_id"] == record.run_id
     assert 0 <= meta["baseline_score"] <= 1 and meta["improvement"] == meta["score"] - meta["baseline_score"]
     assert meta["train_examples"] + meta["validation_examples"] <= record.dataset_size
-    assert "| final (validation) |" in meta["score_by_round"]
+    assert "| final (test) |" in meta["score_by_round"]
     assert Path(meta["training_records"]).is_file()
     assert meta["records/llm_calls"] == len(server.requests) and meta["records/tokens"] > 0
-    assert "| validation: baseline | done |" in meta["records_preview"]
+    assert "| seed 1 › validation: baseline | done |" in meta["records_preview"]
 
 
 def test_native_spend_cap_fails_the_run_and_keeps_the_partial_tree(days_ready, tmp_path: Path) -> None:

@@ -12,11 +12,16 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from training_pipeline.http_errors import TRANSIENT_STATUS, error_message, retry_after
+from training_pipeline.llm.answer_form import AnswerForm
 from training_pipeline.llm.cache import ResponseCache, request_key
 from training_pipeline.llm.usage import Usage, report_usage
+
+#: how a server is told an answer's form (`answer_form.AnswerForm`): a GBNF grammar (llama.cpp's
+#: servers), an OpenAI `json_schema` response format (OpenAI, vLLM, and most hosted servers), or not at all
+Constraint = Literal["grammar", "json_schema", "off"]
 
 
 class LLMError(RuntimeError):
@@ -70,8 +75,10 @@ class ChatClient:
         cache_dir: Path | None = None,
         cache_all_temperatures: bool = False,
         prices: Mapping[str, Price] | None = None,
+        constraint: Constraint = "json_schema",
     ) -> None:
         self.model = model
+        self.constraint = constraint
         self._retries = max_retries
         self._backoff = backoff_seconds
         self._gate = threading.Semaphore(max_concurrency)
@@ -94,8 +101,12 @@ class ChatClient:
         tool_choice: str | Mapping[str, Any] | None = None,
         model: str | None = None,
         seed: int | None = None,
+        answer_form: AnswerForm | None = None,
         **extra: Any,
     ) -> ChatResponse:
+        """One chat completion. With `answer_form`, the answer is held to that form (by the client's
+        `constraint`; with "off" the model answers freely and the caller's scorer judges what it
+        wrote)."""
         body: dict[str, Any] = {
             "model": model or self.model,
             "messages": list(messages),
@@ -111,17 +122,24 @@ class ChatClient:
             body["tool_choice"] = tool_choice
         if seed is not None:
             body["seed"] = seed
+        if answer_form and self.constraint == "grammar":
+            body["grammar"] = answer_form.grammar()
+        elif answer_form and self.constraint == "json_schema":
+            body["response_format"] = answer_form.response_format()
         body.update(extra)
 
         cacheable = self._cache is not None and (temperature == 0 or self._cache_all)
         key = request_key("/chat/completions", body) if cacheable else ""
         if cacheable and (hit := self._cache.get(key)) is not None:  # type: ignore[union-attr]
-            return self._parse(hit, cached=True)  # already paid for: no usage, no call, no cost
-        raw = self._post(body)
-        if cacheable:
-            self._cache.put(key, raw)  # type: ignore[union-attr]
-        response = self._parse(raw, cached=False)
-        report_usage(response.usage)
+            response = self._parse(hit, cached=True)  # already paid for: no usage, no call, no cost
+        else:
+            raw = self._post(body)
+            if cacheable:
+                self._cache.put(key, raw)  # type: ignore[union-attr]
+            response = self._parse(raw, cached=False)
+            report_usage(response.usage)
+        if answer_form and self.constraint == "json_schema":
+            response.content = answer_form.from_json(response.content)
         return response
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:

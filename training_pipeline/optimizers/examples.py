@@ -1,7 +1,7 @@
 """Optimisation examples: read from a dataset, duplicates removed, split by trajectory.
 
 Splitting by trajectory (not by row) keeps every call of a conversation on one side, so nothing the
-optimiser learns from (demonstrations, selection) has seen the validation conversations.
+optimiser learns from (demonstrations, selection) has seen the validation or test conversations.
 """
 
 from __future__ import annotations
@@ -42,20 +42,58 @@ def load_examples(dataset: Path, ids: Path | None = None) -> list[Example]:
     return examples
 
 
+@dataclass(frozen=True)
+class Split:
+    """Three disjoint sets of whole trajectories. `train` gives demonstrations and the proposer's
+    failing examples; `validation` chooses among candidates; `test` is read once, for the figure the
+    gate judges, so a candidate that won on validation by luck does not carry its luck into it."""
+
+    train: list[Example]
+    validation: list[Example]
+    test: list[Example]
+
+    @property
+    def sizes(self) -> dict[str, int]:
+        return {"train": len(self.train), "validation": len(self.validation), "test": len(self.test)}
+
+
 def split_by_trajectory(
-    examples: list[Example], validation_fraction: float = 0.3, seed: int = 0
-) -> tuple[list[Example], list[Example]]:
-    """A seeded, stable split of whole trajectories; both sides get at least one group when there
-    are two or more."""
+    examples: list[Example],
+    validation_fraction: float = 0.35,
+    test_fraction: float = 0.35,
+    seed: int = 0,
+    *,
+    max_validation: int | None = None,
+    max_test: int | None = None,
+) -> Split:
+    """A seeded, stable split of whole trajectories (groups in a hash order, test filled first, then
+    validation, train the rest, each to its share of the examples, at most `max_…` of them: every
+    candidate pays a call per validation example); each side gets at least one group when there are
+    three or more."""
     groups = sorted(
         {e.group for e in examples}, key=lambda g: hashlib.sha256(f"{seed}:{g}".encode()).hexdigest()
     )
-    if not groups:
-        return [], []
-    count = len(groups)
-    n_val = min(max(1, round(count * validation_fraction)), count - 1) if count > 1 else 0
-    validation = set(groups[:n_val])
-    return (
-        [e for e in examples if e.group not in validation],
-        [e for e in examples if e.group in validation],
+    if len(groups) < 3:
+        return Split(list(examples), [], [])
+    sizes: dict[str, int] = {}
+    for example in examples:
+        sizes[example.group] = sizes.get(example.group, 0) + 1
+    side: dict[str, str] = {}
+    wanted = {
+        "test": min(test_fraction * len(examples), max_test or len(examples)),
+        "validation": min(validation_fraction * len(examples), max_validation or len(examples)),
+    }
+    filled = dict.fromkeys(wanted, 0)
+    remaining = list(groups)
+    for name in ("test", "validation"):
+        while remaining and (filled[name] == 0 or filled[name] + sizes[remaining[0]] / 2 <= wanted[name]):
+            if len(remaining) <= (2 if name == "test" else 1):
+                break  # leave one group for each side still to fill
+            group = remaining.pop(0)
+            side[group] = name
+            filled[name] += sizes[group]
+    return Split(
+        [e for e in examples if e.group not in side],
+        [e for e in examples if side.get(e.group) == "validation"],
+        [e for e in examples if side.get(e.group) == "test"],
     )

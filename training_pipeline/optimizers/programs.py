@@ -1,9 +1,19 @@
 """The native optimisers as Stage-DSL programs, so every run leaves a records tree.
 
-Better than elizaOS's: candidates are chosen on training minibatches and only the final comparison
-(baseline and winner, always on the same examples) uses the validation split; demonstrations come from
-the training split only; every random choice comes from one seeded RNG, and sampled LLM calls carry a
-seed, so a run can be repeated (and replayed from the response cache after a crash).
+The protocol (what makes a reported gain believable):
+
+- examples are split by trajectory into train, validation and test (`examples.split_by_trajectory`);
+- candidates are *proposed* from the training split (demonstrations, the failing examples a reflective
+  proposer is shown, the minibatches that filter rewrites) and *chosen* on the validation split;
+- the test split is read once, for the baseline and the chosen candidate, on the same examples: that is
+  what the promotion gate judges, so a candidate that won on validation by luck does not carry its luck
+  into the figure;
+- every random choice comes from one seeded RNG and sampled LLM calls carry a seed, so a run can be
+  repeated (and replayed from the response cache after a crash); the native backend runs several seeds.
+
+A decision task's answers are held to their form (`Problem.form`: reasoning, then one of the decisions,
+sent as a grammar or a JSON schema by the client), so a small model is scored on its decisions, not on
+its formatting.
 """
 
 from __future__ import annotations
@@ -18,12 +28,14 @@ from statistics import fmean
 from typing import Any, Literal
 
 from training_pipeline.atomic import atomic_write_text
-from training_pipeline.optimizers.examples import Example
+from training_pipeline.llm.answer_form import AnswerForm
+from training_pipeline.optimizers.examples import Example, Split
 from training_pipeline.optimizers.scoring import LLMJudge, Scorer, best_constant
 from training_pipeline.stages.scope import StageScope
 
 Optimizer = Literal["instruction-search", "prompt-evolution", "bootstrap-fewshot"]
 OPTIMIZERS: tuple[str, ...] = ("instruction-search", "prompt-evolution", "bootstrap-fewshot")
+DemoStyle = Literal["turns", "system"]
 
 REWRITE = (
     "Rewrite the system prompt the user sends so that a model following it answers its task better. "
@@ -31,27 +43,83 @@ REWRITE = (
     "Make the wording precise and add guidance for the mistakes a model is likely to make. "
     "Reply with the new system prompt only."
 )
-MUTATE = (
-    "Change one part of the system prompt the user sends (its introduction, its rules, or its description "
-    "of the answer format) to try a different way of saying it; copy every other part unchanged. Keep "
-    "every {{placeholder}} exactly. Reply with the whole new system prompt only."
+REFLECT = (
+    "You improve a system prompt. The user sends the current prompt and examples a model following it "
+    "got wrong, each with the input, the model's answer, the expected answer and the metric's score. "
+    "Work out what rule would have given the expected answers, then write the improved system prompt: "
+    "keep its task and answer format, keep every {{placeholder}} exactly, and state that rule plainly. "
+    "Reply with the new system prompt only."
 )
+#: how much of a failing example's input the reflective proposer is shown (its end: where the question is)
+_SHOWN_INPUT = 1200
+#: answer length when the answer has a form (its reasoning, tags and the longest choice fit)
+_FORM_TOKENS = 128
 
 
 @dataclass(frozen=True)
 class OptimiserConfig:
     optimizer: Optimizer = "instruction-search"
     seed: int = 0
-    validation_fraction: float = 0.3
-    train_batch: int = 8  # training examples each candidate is scored on
+    validation_fraction: float = 0.35
+    test_fraction: float = 0.35
+    #: every candidate costs a call per validation example; the test split is paid twice
+    max_validation: int = 150
+    max_test: int = 300
+    train_batch: int = 8  # training examples a proposal is screened on before validation
     max_tokens: int = 512
-    temperature: float = 0.7  # for rewrites and mutations; answers are scored at temperature 0
+    temperature: float = 0.7  # for rewrites and reflections; answers are scored at temperature 0
     rounds: int = 3
     variants: int = 4
-    population: int = 6
+    population: int = 4  # prompt-evolution: candidates kept between generations
     generations: int = 3
-    mutation_rate: float = 0.5
-    k: int = 4  # demonstrations for bootstrap-fewshot
+    k: int = 4  # demonstrations per set (bootstrap-fewshot)
+    demo_sets: int = 4  # demonstration sets sampled and scored on validation (bootstrap-fewshot)
+    #: demonstrations as chat turns before the question, or pasted into the system prompt
+    demo_style: DemoStyle = "turns"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """What is being tested: a system prompt and, optionally, demonstrations given as chat turns."""
+
+    system: str
+    demos: tuple[tuple[str, str], ...] = ()  # (user, answer)
+
+    def messages(self, user: str) -> list[dict[str, str]]:
+        messages = [{"role": "system", "content": self.system}]
+        for question, answer in self.demos:
+            messages += [{"role": "user", "content": question}, {"role": "assistant", "content": answer}]
+        return [*messages, {"role": "user", "content": user}]
+
+    @property
+    def id(self) -> str:
+        return prompt_id(json.dumps([self.system, self.demos], ensure_ascii=False))
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One optimisation: the agent's prompt, the split, how answers are scored and constrained."""
+
+    baseline: str
+    split: Split
+    scorer: Scorer
+    #: the form of a decision task's answers (`scoring.answer_form`); None: free text
+    form: AnswerForm | None = None
+    max_tokens: int = 512
+
+    @property
+    def answer_tokens(self) -> int:
+        return min(self.max_tokens, _FORM_TOKENS) if self.form else self.max_tokens
+
+    def decision(self, answer: str) -> str:
+        """The decision an expected answer holds (its choice in the form), else the answer itself:
+        what a demonstration set should cover."""
+        if self.form is not None:
+            end = self.form.after[: self.form.after.find(">") + 1]
+            for choice in self.form.choices:
+                if f"{self.form.closing}{choice}{end}" in answer:
+                    return choice
+        return answer
 
 
 @dataclass
@@ -59,22 +127,30 @@ class OptimisationResult:
     optimizer: str
     baseline_prompt: str
     prompt: str
-    baseline_score: float  # on the validation split
-    score: float  # on the validation split, same examples
+    baseline_score: float  # on the test split
+    score: float  # on the test split, same examples
     few_shot_examples: list[dict[str, str]] = field(default_factory=list)
+    #: how the demonstrations are given: chat turns before the question, or in the system prompt
+    demo_style: str = "turns"
     lineage: list[dict[str, Any]] = field(default_factory=list)
+    seed: int = 0
     train_size: int = 0
     validation_size: int = 0
-    #: the held-out examples and each one's score for the baseline and the candidate, in the same
-    #: order: what the promotion gate pairs
-    validation_ids: list[str] = field(default_factory=list)
+    test_size: int = 0
+    #: the candidate's and the baseline's mean on the validation split, where the choice was made
+    validation_baseline_score: float = 0.0
+    validation_score: float = 0.0
+    #: the test examples and each one's score for the baseline and the candidate, in the same order:
+    #: what the promotion gate pairs
+    test_ids: list[str] = field(default_factory=list)
     baseline_scores: list[float] = field(default_factory=list)
     scores: list[float] = field(default_factory=list)
-    #: which scorer produced every score above
+    #: which scorer produced every score above, and the decisions decoding was held to (if any)
     scorer: str = ""
-    #: the best constant answer on the held-out examples (`scoring.best_constant`) and its score on
-    #: each, in the same order: what the gate also requires the candidate to beat (empty: none, as for
-    #: an LLM judge)
+    choices: list[str] | None = None
+    #: the best constant answer on the test examples (`scoring.best_constant`) and its score on each,
+    #: in the same order: what the gate also requires the candidate to beat (empty: none, as for an
+    #: LLM judge)
     reference_answer: str = ""
     reference_scores: list[float] = field(default_factory=list)
 
@@ -86,51 +162,65 @@ def prompt_id(prompt: str) -> str:
     return hashlib.sha256(prompt.encode()).hexdigest()[:12]
 
 
-def evaluate_each(
-    scope: StageScope, name: str, prompt: str, examples: list[Example], scorer: Scorer, max_tokens: int
-) -> list[float]:
-    """The score of `prompt` on each of `examples` (in their order), each answered at temperature 0; a
-    failed answer scores 0. An LLM judge grades in a prompt execution of its own."""
+def answer_each(
+    scope: StageScope, name: str, candidate: Candidate, examples: list[Example], problem: Problem
+) -> list[tuple[float, str | None]]:
+    """Each of `examples` answered under `candidate` at temperature 0 (held to `problem.form`)
+    and scored: (score, answer); a failed call scores 0 with no answer. An LLM judge grades in a
+    prompt execution of its own."""
+    form = {"answer_form": problem.form} if problem.form else {}
 
-    def one(stage: StageScope, example: Example) -> float:
-        messages = [{"role": "system", "content": prompt}, {"role": "user", "content": example.user}]
-        answer = stage.execute_prompt(messages, name="answer", temperature=0.0, max_tokens=max_tokens)
+    def one(stage: StageScope, example: Example) -> tuple[float, str | None]:
+        answer = stage.execute_prompt(
+            candidate.messages(example.user),
+            name="answer",
+            temperature=0.0,
+            max_tokens=problem.answer_tokens,
+            **form,
+        )
         text = (answer.value.content or "") if answer.ok else None
         if text is None:
             score = 0.0
-        elif isinstance(scorer, LLMJudge):
+        elif isinstance(problem.scorer, LLMJudge):
             grade = stage.execute_prompt(
-                scorer.messages(text, example.expected),
+                problem.scorer.messages(text, example.expected),
                 name="judge",
                 temperature=0.0,
-                max_tokens=scorer.max_tokens,
+                max_tokens=problem.scorer.max_tokens,
             )
-            score = scorer.parse(grade.value.content) if grade.ok else 0.0
+            score = problem.scorer.parse(grade.value.content) if grade.ok else 0.0
         else:
-            score = scorer(text, example.expected)
+            score = problem.scorer(text, example.expected)
         stage.record_custom_metric("score", score)
-        return score
+        return score, text
 
-    scores = scope.map_iterable_stage(name, examples, one, item_name=lambda e: e.id).get_or_raise()
+    scored = scope.map_iterable_stage(name, examples, one, item_name=lambda e: e.id).get_or_raise()
     scope.record.substages[-1].additional_data = {
-        "prompt_id": prompt_id(prompt),
-        "score": fmean(scores) if scores else 0.0,
+        "prompt_id": candidate.id,
+        "score": fmean(s for s, _ in scored) if scored else 0.0,
     }
-    return scores
+    return scored
+
+
+def evaluate_each(
+    scope: StageScope, name: str, candidate: Candidate, examples: list[Example], problem: Problem
+) -> list[float]:
+    """The score of `candidate` on each of `examples`, in their order (`answer_each`)."""
+    return [score for score, _ in answer_each(scope, name, candidate, examples, problem)]
 
 
 def evaluate(
-    scope: StageScope, name: str, prompt: str, examples: list[Example], scorer: Scorer, max_tokens: int
+    scope: StageScope, name: str, candidate: Candidate, examples: list[Example], problem: Problem
 ) -> float:
-    """Mean score of `prompt` over `examples` (`evaluate_each`)."""
-    scores = evaluate_each(scope, name, prompt, examples, scorer, max_tokens)
+    """Mean score of `candidate` over `examples` (`evaluate_each`)."""
+    scores = evaluate_each(scope, name, candidate, examples, problem)
     return fmean(scores) if scores else 0.0
 
 
 def _sample(
-    scope: StageScope, instructions: str, prompt: str, cfg: OptimiserConfig, seed: int, name: str
+    scope: StageScope, instructions: str, text: str, cfg: OptimiserConfig, seed: int, name: str
 ) -> str:
-    messages = [{"role": "system", "content": instructions}, {"role": "user", "content": prompt}]
+    messages = [{"role": "system", "content": instructions}, {"role": "user", "content": text}]
     answer = scope.execute_prompt(
         messages, name=name, temperature=cfg.temperature, max_tokens=cfg.max_tokens * 2, seed=seed
     )
@@ -138,6 +228,7 @@ def _sample(
 
 
 def with_demonstrations(prompt: str, demos: list[Example]) -> str:
+    """`demos` pasted into the system prompt (the `system` demo style)."""
     if not demos:
         return prompt
     parts = [prompt.rstrip(), "", "Examples of good answers:"]
@@ -146,41 +237,85 @@ def with_demonstrations(prompt: str, demos: list[Example]) -> str:
     return "\n".join(parts) + "\n"
 
 
+def demonstrated(prompt: str, demos: list[Example], style: DemoStyle) -> Candidate:
+    if style == "system":
+        return Candidate(with_demonstrations(prompt, demos))
+    return Candidate(prompt, tuple((demo.user, demo.expected) for demo in demos))
+
+
+class Selection:
+    """Candidates scored on the validation split, each once; the best so far, ties to the earlier
+    (so the baseline wins a tie: a candidate must do better to be chosen)."""
+
+    def __init__(self, root: StageScope, problem: Problem, lineage: list[dict[str, Any]]) -> None:
+        self.root, self.problem, self.lineage = root, problem, lineage
+        self.scores: dict[str, float] = {}
+        self.best: Candidate | None = None
+
+    def score(
+        self, candidate: Candidate, name: str, notes: str = "", scope: StageScope | None = None
+    ) -> float:
+        if candidate.id not in self.scores:
+            value = evaluate(
+                scope or self.root,
+                f"validation: {name}",
+                candidate,
+                self.problem.split.validation,
+                self.problem,
+            )
+            self.scores[candidate.id] = value
+            self.lineage.append(
+                {
+                    "round": name,
+                    "split": "validation",
+                    "score": value,
+                    "notes": notes,
+                    "prompt_id": candidate.id,
+                }
+            )
+            if self.best is None or value > self.scores[self.best.id]:
+                self.best = candidate
+        return self.scores[candidate.id]
+
+
 def bootstrap_fewshot(
-    root: StageScope,
-    baseline: str,
-    train: list[Example],
-    validation: list[Example],
-    scorer: Scorer,
-    cfg: OptimiserConfig,
-    rng: random.Random,
-    **_: Any,
+    root: StageScope, problem: Problem, cfg: OptimiserConfig, rng: random.Random, **_: Any
 ) -> OptimisationResult:
-    """Demonstrations are the training examples the baseline already answers best."""
-    pool = rng.sample(train, min(len(train), max(cfg.train_batch, cfg.k * 3)))
+    """A demonstration search: `demo_sets` sets of `k` training examples (each set covering as many
+    different expected answers as it can, so a set is not all one class), each scored on validation
+    beside the bare baseline; the best set is the candidate."""
+    lineage: list[dict[str, Any]] = []
+    selection = Selection(root, problem, lineage)
+    baseline = Candidate(problem.baseline)
+    selection.score(baseline, "baseline", "the agent's prompt")
+    for number in range(1, cfg.demo_sets + 1):
+        demos = _covering_sample(problem.split.train, cfg.k, rng, problem.decision)
+        selection.score(
+            demonstrated(problem.baseline, demos, cfg.demo_style),
+            f"demo set {number}",
+            f"{len(demos)} demonstrations",
+        )
+    assert selection.best is not None
+    return _final(root, "bootstrap-fewshot", problem, selection, lineage, cfg)
 
-    def rank(scope: StageScope) -> list[Example]:
-        scored = []
-        for example in pool:
-            scored.append((evaluate(scope, example.id, baseline, [example], scorer, cfg.max_tokens), example))
-        scored.sort(key=lambda pair: -pair[0])  # stable: ties keep the sampled order
-        return [example for _, example in scored[: cfg.k]]
 
-    demos = root.run_stage_or_raise("rank demonstrations", rank, substages_total=len(pool))
-    optimised = with_demonstrations(baseline, demos)
-    result = _final(
-        root,
-        "bootstrap-fewshot",
-        baseline,
-        optimised,
-        validation,
-        scorer,
-        cfg,
-        [],
-        notes=f"{len(demos)} demonstrations",
-    )
-    result.few_shot_examples = [{"user": d.user, "expected": d.expected} for d in demos]
-    return result
+def _covering_sample(
+    train: list[Example], k: int, rng: random.Random, decision: Callable[[str], str]
+) -> list[Example]:
+    """`k` examples sampled so that different decisions come first, in a shuffled order."""
+    by_answer: dict[str, list[Example]] = {}
+    for example in rng.sample(train, len(train)):
+        by_answer.setdefault(decision(example.expected), []).append(example)
+    # one of each answer before a second of any (the answers' order itself is random)
+    pools = list(by_answer.values())
+    rng.shuffle(pools)
+    chosen: list[Example] = []
+    while len(chosen) < min(k, len(train)):
+        for pool in pools:
+            if pool and len(chosen) < k:
+                chosen.append(pool.pop())
+    rng.shuffle(chosen)
+    return chosen
 
 
 class Checkpoint:
@@ -202,48 +337,42 @@ class Checkpoint:
 
 def instruction_search(
     root: StageScope,
-    baseline: str,
-    train: list[Example],
-    validation: list[Example],
-    scorer: Scorer,
+    problem: Problem,
     cfg: OptimiserConfig,
     rng: random.Random,
     checkpoint: Checkpoint | None = None,
     **_: Any,
 ) -> OptimisationResult:
-    """MIPRO-style: each round asks for `variants` rewrites of the current best and keeps the one that
-    scores highest on that round's training minibatch."""
+    """MIPRO-style: each round asks for `variants` rewrites of the current best, screens them on a
+    training minibatch, and scores the round's best on validation; the best on validation wins."""
     state = (checkpoint.load() if checkpoint else None) or {
         "round": 0,
-        "current": baseline,
-        "current_score": None,
+        "current": problem.baseline,
         "lineage": [],
+        "validation": {},
+        "best": problem.baseline,
         "rng": None,
     }
     if state["rng"] is not None:
         rng.setstate(_rng_state(state["rng"]))
+    lineage: list[dict[str, Any]] = state["lineage"]
+    selection = Selection(root, problem, lineage)
+    selection.scores.update(state["validation"])
+    if state["best"] != problem.baseline:  # resumed: the best of the finished rounds
+        selection.best = Candidate(state["best"])
+    baseline = Candidate(problem.baseline)
+    selection.score(baseline, "baseline", "the agent's prompt")
     for round_number in range(state["round"] + 1, cfg.rounds + 1):
-        batch = rng.sample(train, min(cfg.train_batch, len(train)))
+        batch = rng.sample(problem.split.train, min(cfg.train_batch, len(problem.split.train)))
 
         def run_round(scope: StageScope, number: int = round_number, batch: list[Example] = batch) -> None:
             current = state["current"]
-            current_score = evaluate(scope, "current", current, batch, scorer, cfg.max_tokens)
-            state["lineage"].append(
-                {
-                    "round": number,
-                    "variant": 0,
-                    "split": "train",
-                    "score": current_score,
-                    "notes": "current best",
-                    "prompt_id": prompt_id(current),
-                }
-            )
-            best, best_score = current, current_score
+            best, best_score = current, evaluate(scope, "current", Candidate(current), batch, problem)
             for variant in range(1, cfg.variants + 1):
                 seed = cfg.seed * 1_000_003 + number * 1000 + variant
-                candidate = _sample(scope, REWRITE, current, cfg, seed, f"rewrite {variant}")
-                if not candidate:
-                    state["lineage"].append(
+                rewrite = _sample(scope, REWRITE, current, cfg, seed, f"rewrite {variant}")
+                if not rewrite:
+                    lineage.append(
                         {
                             "round": number,
                             "variant": variant,
@@ -253,154 +382,156 @@ def instruction_search(
                         }
                     )
                     continue
-                score = evaluate(scope, f"variant {variant}", candidate, batch, scorer, cfg.max_tokens)
-                state["lineage"].append(
+                score = evaluate(scope, f"variant {variant}", Candidate(rewrite), batch, problem)
+                lineage.append(
                     {
                         "round": number,
                         "variant": variant,
                         "split": "train",
                         "score": score,
-                        "prompt_id": prompt_id(candidate),
+                        "prompt_id": prompt_id(rewrite),
                     }
                 )
                 if score > best_score:
-                    best, best_score = candidate, score
-            state.update(current=best, current_score=best_score, round=number)
+                    best, best_score = rewrite, score
+            selection.score(Candidate(best), f"round {number}", "the round's best on its minibatch", scope)
+            state.update(current=best, round=number)
 
-        root.run_stage_or_raise(f"round {round_number}", run_round, substages_total=cfg.variants * 2 + 1)
-        state["rng"] = _rng_json(rng.getstate())
+        root.run_stage_or_raise(f"round {round_number}", run_round, substages_total=cfg.variants * 2 + 2)
+        state["rng"], state["validation"] = _rng_json(rng.getstate()), dict(selection.scores)
+        state["best"] = selection.best.system if selection.best else problem.baseline
         if checkpoint:
             checkpoint.save(state)
-    return _final(
-        root, "instruction-search", baseline, state["current"], validation, scorer, cfg, state["lineage"]
-    )
+    return _final(root, "instruction-search", problem, selection, lineage, cfg)
 
 
 def prompt_evolution(
-    root: StageScope,
-    baseline: str,
-    train: list[Example],
-    validation: list[Example],
-    scorer: Scorer,
-    cfg: OptimiserConfig,
-    rng: random.Random,
-    **_: Any,
+    root: StageScope, problem: Problem, cfg: OptimiserConfig, rng: random.Random, **_: Any
 ) -> OptimisationResult:
-    """GEPA-style: a population of mutations; the better half survives each generation and breeds
-    (mutated with probability `mutation_rate`, else carried over)."""
-    batch = rng.sample(train, min(cfg.train_batch, len(train)))
+    """GEPA-style reflective evolution: each generation, every prompt of the population is run on a
+    training minibatch and the proposer is shown its failures (input, answer, expected answer, score)
+    to write an improved prompt; a child that does at least as well on the minibatch is scored on
+    validation, and the `population` best on validation breed the next generation."""
     lineage: list[dict[str, Any]] = []
-
-    def seed_population(scope: StageScope) -> list[tuple[str, float]]:
-        pool = [(baseline, evaluate(scope, "baseline", baseline, batch, scorer, cfg.max_tokens))]
-        for variant in range(1, cfg.population):
-            mutant = _sample(
-                scope, MUTATE, baseline, cfg, cfg.seed * 1_000_003 + variant, f"mutation {variant}"
-            )
-            pool.append(
-                (
-                    mutant,
-                    evaluate(scope, f"variant {variant}", mutant, batch, scorer, cfg.max_tokens)
-                    if mutant
-                    else 0.0,
-                )
-            )
-        for variant, (prompt, score) in enumerate(pool):
-            lineage.append(
-                {
-                    "round": 0,
-                    "variant": variant,
-                    "split": "train",
-                    "score": score,
-                    "notes": "baseline" if variant == 0 else "seed mutation",
-                    "prompt_id": prompt_id(prompt),
-                }
-            )
-        return pool
-
-    pool = root.run_stage_or_raise("generation 0", seed_population, substages_total=cfg.population * 2)
+    selection = Selection(root, problem, lineage)
+    population = [problem.baseline]
+    selection.score(Candidate(problem.baseline), "baseline", "the agent's prompt")
     for generation in range(1, cfg.generations + 1):
 
-        def breed(scope: StageScope, number: int = generation, pool: list[tuple[str, float]] = pool):
-            ranked = sorted(pool, key=lambda entry: -entry[1])
-            survivors = [entry for entry in ranked[: max(1, len(ranked) // 2)] if entry[0]]
-            children = list(survivors)
-            while len(children) < cfg.population:
-                parent = survivors[len(children) % len(survivors)][0]
-                mutated = rng.random() < cfg.mutation_rate
-                child = parent
-                if mutated:
-                    seed = cfg.seed * 1_000_003 + number * 1000 + len(children)
-                    child = _sample(scope, MUTATE, parent, cfg, seed, f"mutation {len(children)}") or parent
-                score = evaluate(scope, f"child {len(children)}", child, batch, scorer, cfg.max_tokens)
+        def breed(scope: StageScope, number: int = generation, parents: list[str] = population) -> list[str]:
+            children = []
+            for index, parent in enumerate(parents):
+                batch = rng.sample(problem.split.train, min(cfg.train_batch, len(problem.split.train)))
+                scored = answer_each(scope, f"parent {index}", Candidate(parent), batch, problem)
+                failures = [(e, a, s) for e, (s, a) in zip(batch, scored, strict=True) if s < 1.0]
+                if not failures:
+                    lineage.append(
+                        {
+                            "round": number,
+                            "variant": index,
+                            "split": "train",
+                            "score": 1.0,
+                            "notes": "no failure to reflect on",
+                        }
+                    )
+                    continue
+                seed = cfg.seed * 1_000_003 + number * 1000 + index
+                child = _sample(scope, REFLECT, _reflection(parent, failures), cfg, seed, f"reflect {index}")
+                if not child:
+                    continue
+                parent_score = fmean(s for s, _ in scored)
+                child_score = evaluate(scope, f"child {index}", Candidate(child), batch, problem)
                 lineage.append(
                     {
                         "round": number,
-                        "variant": len(children),
+                        "variant": index,
                         "split": "train",
-                        "score": score,
-                        "notes": "mutated child" if mutated else "carried forward",
+                        "score": child_score,
+                        "notes": f"reflected on {len(failures)} failures (parent {parent_score:.3f})",
                         "prompt_id": prompt_id(child),
                     }
                 )
-                children.append((child, score))
+                if child_score >= parent_score:
+                    selection.score(
+                        Candidate(child), f"generation {number} child {index}", "reflective mutation", scope
+                    )
+                    children.append(child)
             return children
 
-        pool = root.run_stage_or_raise(f"generation {generation}", breed)
-    best = max(pool, key=lambda entry: entry[1])[0]
-    return _final(root, "prompt-evolution", baseline, best, validation, scorer, cfg, lineage)
+        children = root.run_stage_or_raise(f"generation {generation}", breed)
+        pool = dict.fromkeys([*population, *children])
+        population = sorted(pool, key=lambda p: -selection.scores[Candidate(p).id])[: cfg.population]
+    return _final(root, "prompt-evolution", problem, selection, lineage, cfg)
+
+
+def _reflection(prompt: str, failures: list[tuple[Example, str | None, float]]) -> str:
+    parts = [f"Current system prompt:\n{prompt}", "", "Examples it got wrong:"]
+    for number, (example, answer, score) in enumerate(failures, start=1):
+        shown = example.user if len(example.user) <= _SHOWN_INPUT else "…" + example.user[-_SHOWN_INPUT:]
+        parts += [
+            "",
+            f"Example {number}",
+            f"Input:\n{shown}",
+            f"Model's answer: {answer if answer is not None else '(no answer: the call failed)'}",
+            f"Expected answer: {example.expected}",
+            f"Score: {score:.2f} of 1",
+        ]
+    return "\n".join(parts)
 
 
 def _final(
     root: StageScope,
     optimizer: str,
-    baseline: str,
-    best: str,
-    validation: list[Example],
-    scorer: Scorer,
-    cfg: OptimiserConfig,
+    problem: Problem,
+    selection: Selection,
     lineage: list[dict[str, Any]],
-    notes: str = "optimised",
+    cfg: OptimiserConfig,
 ) -> OptimisationResult:
-    """Baseline and candidate scored on the same held-out examples, example by example."""
-    base_scores = evaluate_each(root, "validation: baseline", baseline, validation, scorer, cfg.max_tokens)
-    scores = (
-        base_scores
-        if best == baseline
-        else evaluate_each(root, f"validation: {notes}", best, validation, scorer, cfg.max_tokens)
-    )
+    """The baseline and the candidate chosen on validation, scored once on the same test examples."""
+    baseline, best = Candidate(problem.baseline), selection.best or Candidate(problem.baseline)
+    test = problem.split.test
+    base_scores = evaluate_each(root, "test: baseline", baseline, test, problem)
+    scores = base_scores if best == baseline else evaluate_each(root, "test: candidate", best, test, problem)
     base_score, score = (fmean(base_scores) if base_scores else 0.0), (fmean(scores) if scores else 0.0)
     lineage = [
         *lineage,
         {
             "round": "final",
             "variant": 0,
-            "split": "validation",
+            "split": "test",
             "score": base_score,
             "notes": "baseline",
-            "prompt_id": prompt_id(baseline),
+            "prompt_id": baseline.id,
         },
         {
             "round": "final",
             "variant": 1,
-            "split": "validation",
+            "split": "test",
             "score": score,
-            "notes": notes,
-            "prompt_id": prompt_id(best),
+            "notes": "chosen on validation",
+            "prompt_id": best.id,
         },
     ]
-    reference = best_constant([e.expected for e in validation], scorer)
+    reference = best_constant([e.expected for e in test], problem.scorer)
     return OptimisationResult(
         optimizer,
-        baseline,
-        best,
+        problem.baseline,
+        best.system,
         base_score,
         score,
-        [],
+        [{"user": user, "expected": answer} for user, answer in best.demos],
+        cfg.demo_style,
         lineage,
-        validation_ids=[e.id for e in validation],
+        seed=cfg.seed,
+        train_size=len(problem.split.train),
+        validation_size=len(problem.split.validation),
+        test_size=len(test),
+        validation_baseline_score=selection.scores.get(baseline.id, 0.0),
+        validation_score=selection.scores.get(best.id, 0.0),
+        test_ids=[e.id for e in test],
         baseline_scores=base_scores,
         scores=scores,
+        choices=list(problem.form.choices) if problem.form else None,
         reference_answer=reference.answer if reference else "",
         reference_scores=reference.scores if reference else [],
     )

@@ -18,18 +18,21 @@
 elizaOS uses `action_match` for `action_planner` and `token_overlap` for every other task. Ours measure
 the decision where a task makes one (`default_scorer`); the training policy can choose another per task
 (`scorers`), and every score says which scorer produced it. `best_constant` is the reference every
-score is shown beside: what always giving one answer would score.
+score is shown beside: what always giving one answer would score. `answer_form` is the shape of a decision
+task's answers (reasoning, then one of a finite set of decisions), for constrained decoding: a small
+model then makes the decision instead of a format error.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from training_pipeline.datasets.training_tasks import Task
+from training_pipeline.llm.answer_form import AnswerForm
 
 _NON_TOKEN = re.compile(r"[^a-z0-9\s_-]+")
 _NESTED_NAME = re.compile(r"<name>\s*([A-Z0-9_]+)\s*</name>", re.IGNORECASE)
@@ -252,6 +255,54 @@ def best_constant(expected: list[str], scorer: Scorer, most: int = 64) -> Refere
         if best is None or reference.mean > best.mean:
             best = reference
     return best
+
+
+#: the decision's span in an answer, per decision scorer (group 1: the choice)
+_DECISION_SPANS = {"respond_decision": _DECISION_TAG, "planner_actions": _ACTIONS_TAG}
+#: longest reasoning a decision's answer may write before it (characters)
+REASONING_CHARS = 160
+
+
+def _common_prefix(texts: list[str]) -> str:
+    """The longest text all of `texts` start with, character by character (the lexically first and
+    last share exactly what all share)."""
+    first, last = min(texts), max(texts)
+    length = 0
+    while length < min(len(first), len(last)) and first[length] == last[length]:
+        length += 1
+    return first[:length]
+
+
+def answer_form(scorer: str, expected: Iterable[str]) -> AnswerForm | None:
+    """The form of a decision task's answers, from the `expected` ones: their common opening up to
+    a tag, free reasoning where they differ, the common text before the decision, the decision from
+    the choices they hold (as the scorer reads them), and the common closing tags. None for a scorer
+    of free text (there is no finite set of decisions)."""
+    pattern = _DECISION_SPANS.get(scorer)
+    if pattern is None:
+        return None
+    befores, choices, afters = [], set(), []
+    for text in expected:
+        found = pattern.search(text)
+        if found is None:
+            continue
+        if scorer == "planner_actions":
+            choice = ", ".join(sorted(name.strip().upper() for name in found[1].split(",")))
+        else:
+            choice = found[1].upper()
+        befores.append(text[: found.start(1)])
+        choices.add(choice)
+        afters.append(text[found.end(1) :])
+    if not choices:
+        return None
+    opening = _common_prefix(befores)
+    opening = opening[: opening.rfind(">") + 1]
+    closing = _common_prefix([before[::-1] for before in befores])[::-1]
+    closing = closing[closing.find("<") :] if "<" in closing else ""
+    after = _common_prefix(afters)
+    after = after[: after.rfind(">") + 1]
+    free = any(len(before) > len(opening) + len(closing) for before in befores)
+    return AnswerForm(tuple(sorted(choices)), opening, closing, after, REASONING_CHARS if free else 0)
 
 
 def scorer_named(name: str) -> Scorer:

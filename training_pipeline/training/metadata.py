@@ -8,22 +8,37 @@ from training_pipeline.stages.records import StageRecord
 from training_pipeline.training.promotion import Verdict
 
 
-def records_preview(tree: StageRecord) -> str:
-    """The top of the records tree as a small table: each top-level stage, its status and cost."""
+def records_preview(tree: StageRecord, most: int = 30) -> str:
+    """The top of the records tree as a small table: each top-level stage (one per seed) and the
+    stages in it, their status and cost."""
     rows = ["| stage | status | seconds | tokens |", "|---|---|---:|---:|"]
-    for stage in tree.substages[:30]:
+    shown = [(stage.name, stage) for stage in tree.substages]
+    shown = [
+        entry
+        for name, stage in shown
+        for entry in [
+            (name, stage),
+            *(
+                (f"{name} › {inner.name}", inner)
+                for inner in getattr(stage, "substages", [])
+                if isinstance(inner, StageRecord)
+            ),
+        ]
+    ]
+    for name, stage in shown[:most]:
         status = "failed" if stage.failure else ("done" if stage.finished else "running")
         tokens = (
             stage.metrics.get("tokens", 0)
             if isinstance(stage, StageRecord)
             else stage.consumption.total_tokens
         )
-        rows.append(f"| {stage.name} | {status} | {stage.elapsed_seconds or 0:.1f} | {tokens} |")
+        rows.append(f"| {name} | {status} | {stage.elapsed_seconds or 0:.1f} | {tokens} |")
     return "\n".join(rows)
 
 
 def score_chart(lineage: list[dict]) -> str:
-    """Best score of each round as a Markdown bar chart (train minibatches, then the final validation)."""
+    """Best score of each round as a Markdown bar chart (training minibatches and validation, where
+    candidates were chosen, then the final test)."""
     best: dict[str, tuple[str, float]] = {}
     for entry in lineage:
         key = f"{entry['round']} ({entry['split']})"
@@ -38,13 +53,20 @@ def gate_table(verdict: Verdict) -> str:
     """The promotion gate's numbers and decision."""
     decision = "**promoted**" if verdict.promoted else "**rejected**"
     reference = "n/a" if verdict.reference is None else f"{verdict.reference:.3f}"
+    seeds = (
+        "one"
+        if verdict.seeds_gain is None
+        else f"{verdict.seeds}: {verdict.seeds_gain:+.3f} "
+        f"[{verdict.seeds_low:+.3f}, {verdict.seeds_high:+.3f}]"
+    )
     return "\n".join(
         [
-            "| gain | interval | held-out examples | margin | best constant answer | scorer | decision |",
-            "|---:|---|---:|---:|---:|---|---|",
+            "| gain (test) | interval | test examples | margin | best constant answer | seeds, pooled gain "
+            "| scorer | decision |",
+            "|---:|---|---:|---:|---:|---|---|---|",
             f"| {verdict.gain:+.3f} | [{verdict.low:+.3f}, {verdict.high:+.3f}] "
             f"({verdict.confidence:.0%}, {verdict.resamples} resamples) | {verdict.n} | {verdict.margin:g} "
-            f"| {reference} | {verdict.scorer} | {decision} |",
+            f"| {reference} | {seeds} | {verdict.scorer} | {decision} |",
             "",
             verdict.reason,
         ]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -90,6 +90,12 @@ class Verdict:
     #: gain over it (None: no reference was measured)
     reference: float | None = None
     reference_low: float | None = None
+    #: the optimiser's seeds, and the gain and interval over all of them (every seed's test
+    #: examples, each paired with its own baseline): the procedure's gain, not one seed's
+    seeds: int = 1
+    seeds_gain: float | None = None
+    seeds_low: float | None = None
+    seeds_high: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -185,13 +191,36 @@ def judge(
 
 
 def judge_artifact(artifact: dict[str, Any], policy: PromotionPolicy) -> Verdict:
-    """The verdict on a native run's artifact (`optimized_prompt.json`), from its per-example scores."""
+    """The verdict on a native run's artifact (`optimized_prompt.json`), from its per-example test
+    scores. With several seeds the candidate must also pass over all of them pooled: a gain one seed
+    finds and the others do not is the seed's luck, and is rejected."""
     baseline, candidate = artifact.get("baseline_scores") or [], artifact.get("scores") or []
-    if artifact.get("prompt") == artifact.get("baseline_prompt"):
+    if artifact.get("prompt") == artifact.get("baseline_prompt") and not artifact.get("few_shot_examples"):
         candidate = baseline  # the optimiser kept the baseline: nothing to promote
-    return judge(
+    verdict = judge(
         baseline, candidate, policy, artifact.get("scorer") or "", artifact.get("reference_scores") or None
     )
+    seeds = artifact.get("seeds") or []
+    if len(seeds) < 2:
+        return verdict
+    pooled_base = [score for seed in seeds for score in seed["baseline_scores"]]
+    pooled = [score for seed in seeds for score in seed["scores"]]
+    gain, low, high = paired_bootstrap(
+        pooled_base, pooled, confidence=policy.confidence, resamples=policy.resamples, seed=policy.seed
+    )
+    verdict = replace(verdict, seeds=len(seeds), seeds_gain=gain, seeds_low=low, seeds_high=high)
+    if verdict.promoted and low <= policy.margin:
+        verdict = replace(
+            verdict,
+            promoted=False,
+            reason=f"the chosen candidate gains, but over its {len(seeds)} seeds the gain's "
+            f"{policy.confidence:.0%} interval reaches {low:.3f}: one seed's luck, not the optimiser's gain",
+        )
+    elif verdict.promoted:
+        verdict = replace(
+            verdict, reason=f"{verdict.reason}; over {len(seeds)} seeds {gain:+.3f} [{low:+.3f}, {high:+.3f}]"
+        )
+    return verdict
 
 
 def promote(
@@ -237,6 +266,10 @@ def publish(prompts_dir: Path, task: str, artifact: dict[str, Any], verdict: Ver
         "run_id": run_id,
         "optimizer": artifact.get("optimizer"),
         "prompt": artifact["prompt"],
+        # demonstrations given as chat turns before the question (`demo_style` "turns"); with
+        # "system" they are already in the prompt
+        "demonstrations": artifact.get("few_shot_examples") or [],
+        "demo_style": artifact.get("demo_style", "turns"),
         "baseline_prompt": artifact["baseline_prompt"],
         "promoted_at": datetime.now(UTC).isoformat(),
         "verdict": verdict.to_dict(),
