@@ -30,7 +30,7 @@ from training_pipeline.training.evaluation import (
     VARIANTS,
     Evaluation,
     evaluation_files,
-    system_prompt_overrides,
+    task_prompt_overrides,
     verification_score,
 )
 from training_pipeline.training.metadata import evaluation_table
@@ -51,9 +51,10 @@ def prompt_evaluation_asset(keys: Keys, group: str, owners: list[str] | None = N
         group_name=group,
         owners=owners,
         kinds={"python"},
-        description="The task's promoted prompt against its baseline, by task steps: each evaluation task "
-        "file runs as a task job once with each prompt as its agents' system prompt; the verifiers' scores, "
-        "side by side. Launched by `evaluation_sensor` when a prompt is promoted.",
+        description="The task's promoted prompt against its baseline, by task steps: the task's evaluation "
+        "file runs as a task job once as written and once with the promoted prompt where the task's prompt "
+        "lives; the verifiers' scores, side by side. Launched by `evaluation_sensor` when a prompt is "
+        "promoted.",
     )
     def prompt_evaluation(
         context: AssetExecutionContext,
@@ -89,10 +90,9 @@ def prompt_evaluation_asset(keys: Keys, group: str, owners: list[str] | None = N
             spec = load_task(file, registry)
             job = task_job(spec, in_process_executor, keys=keys)
             for variant in VARIANTS:
-                prompt = published["prompt" if variant == "promoted" else "baseline_prompt"]
                 overrides = TaskOverrides(
                     values={"evaluates": task, "variant": variant, "training_run": record.run_id},
-                    step_params=system_prompt_overrides(spec, prompt),
+                    step_params=task_prompt_overrides(spec, task, published, variant),
                 )
                 result = job.execute_in_process(
                     resources={**resources, "training_pipeline_task_overrides": overrides},

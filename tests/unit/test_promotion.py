@@ -20,7 +20,10 @@ from training_pipeline.optimizers.scoring import (
     planner_action_set,
     respond_decision,
 )
-from training_pipeline.training.evaluation import Evaluation, evaluation_files
+from training_pipeline.tasks import EXAMPLE_TASKS
+from training_pipeline.tasks.registry import build_registry
+from training_pipeline.tasks.task import load_task
+from training_pipeline.training.evaluation import Evaluation, evaluation_files, task_prompt_overrides
 from training_pipeline.training.promotion import (
     PromotionPolicy,
     judge,
@@ -166,11 +169,11 @@ def test_exact_match_and_the_judges_grade() -> None:
 
 
 def test_evaluation_files_and_totals(tmp_path: Path) -> None:
-    assert [p.stem for p in evaluation_files(PromotionPolicy(), "response")] == [
-        "fix-the-tests",
-        "inbox-triage",
-        "reply-to-dana",
-    ]
+    # each decision task has its own bundled evaluation; a task without one must be named
+    assert [p.stem for p in evaluation_files(PromotionPolicy(), "should_respond")] == ["should_respond"]
+    assert [p.stem for p in evaluation_files(PromotionPolicy(), "action_planner")] == ["action_planner"]
+    with pytest.raises(FileNotFoundError, match="no evaluation task file for media_description"):
+        evaluation_files(PromotionPolicy(), "media_description")
     mine = tmp_path / "mine.json"
     mine.write_text("[]")
     assert evaluation_files(PromotionPolicy(evaluation_tasks={"response": str(mine)}), "response") == [mine]
@@ -184,6 +187,37 @@ def test_evaluation_files_and_totals(tmp_path: Path) -> None:
     assert evaluation.summary()["difference"] == 1.0 and evaluation.by_task_file() == {
         "a": {"promoted": 1.0, "baseline": 0.0}
     }
+
+
+def test_the_promoted_part_goes_where_the_tasks_prompt_lives_and_nothing_else_changes() -> None:
+    """reply-to-dana's agent keeps its tool instructions in both variants; only its `response` prompt
+    is replaced, demonstrations come with the promoted variant only, and both decode in one form.
+    An agent of another task, or a file with none, is not evaluated."""
+    spec = load_task(EXAMPLE_TASKS / "reply-to-dana.json", build_registry())
+    form = {"choices": ["A", "B"], "opening": "", "closing": "", "after": "", "reasoning": 0}
+    published = {
+        "prompt": "You are Eliza.",
+        "demonstrations": [{"user": "hi", "expected": "A"}],
+        "demo_style": "turns",
+        "answer_form": form,
+    }
+    promoted = task_prompt_overrides(spec, "response", published, "promoted")
+    baseline = task_prompt_overrides(spec, "response", published, "baseline")
+    assert promoted == {
+        "assistant": {
+            "answer_form": form,
+            "task_prompt": {"task": "response", "prompt": "You are Eliza."},
+            "demonstrations": [["hi", "A"]],
+        }
+    }
+    assert baseline == {"assistant": {"answer_form": form}}
+    agent = spec.step("assistant")
+    effective = type(agent).from_dict({**agent.to_dict(), **promoted["assistant"]})
+    assert effective.full_system_prompt.startswith(agent.system_prompt)  # its tools' instructions
+    assert effective.full_system_prompt.endswith("\n\nYou are Eliza.")
+    assert effective.demonstrations == [("hi", "A")] and effective.answer_form.choices == ("A", "B")
+    with pytest.raises(ValueError, match="no agent whose task_prompt is should_respond's"):
+        task_prompt_overrides(spec, "should_respond", published, "promoted")
 
 
 def test_a_candidate_that_only_gives_the_commonest_answer_is_never_promoted() -> None:

@@ -5,6 +5,7 @@ conversations come back as trajectories."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from dagster import AssetKey, Definitions, build_sensor_context, materialize
@@ -22,38 +23,40 @@ from resources.llm import LLMResource
 from resources.training import TrainingSettings
 from tests.fake_chat import FakeChatServer
 from tests.helpers import PROMPT_EVALUATION, TRAINING, TRAINING_JOB, asset_metadata, evaluations
-from tests.scripted_agent import email_agent
 from training_pipeline.settings import load_settings
-from training_pipeline.tasks import EXAMPLE_TASKS
 from training_pipeline.training.run_records import RunStore
 
-TASK = "response"
-#: what the optimiser's rewrite says; the scripted answers and the scripted email agent key on it
-CANDIDATE = "You are Eliza. Answer exactly as the user expects; use the tools carefully."
+TASK = "should_respond"
+_LAST = re.compile(r"\n([^\n]*)\n\nShould Eliza respond")
+_DECISION = re.compile(r"<action>(\w+)</action>")
 
 
-def _expected_answers(data: Path) -> dict[str, str]:
-    """Each user message of the task's datasets and the answer the dataset expects."""
-    answers = {}
-    for path in data.glob(f"datasets/*/{TASK}_trajectories.jsonl"):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            roles = {m["role"]: m["content"] for m in json.loads(line)["messages"]}
-            answers[roles["user"]] = roles["model"]
-    return answers
+def _signature(question: str) -> tuple[bool, bool]:
+    """What a reader notices in a should_respond question: is the last message for Eliza, and does it
+    ask her to stop."""
+    found = _LAST.search(question)
+    last = (found[1] if found else question).lower()
+    return "eliza" in last, "stop" in last or "quiet" in last
 
 
-def _optimiser(data: Path, candidate_is_better: bool):
-    """A chat model for which the rewritten prompt answers exactly what the dataset expects (when
-    `candidate_is_better`) and the baseline answers something unrelated."""
-    expected = _expected_answers(data)
+def _reader(learns: bool):
+    """A chat model whose answer depends only on what it is shown, never on which prompt it is: given
+    demonstrations (earlier user and assistant turns) it decides as a demonstration whose question has
+    the same signature did (when `learns`); otherwise it answers IGNORE. It answers in the form it is
+    asked for (a `json_schema` response format), as a decoding-constrained model does."""
 
     def reply(body):
-        system, user = body["messages"][0]["content"], body["messages"][-1]["content"]
-        if system.startswith("Rewrite the system prompt"):
-            return {"content": CANDIDATE}
-        if system == CANDIDATE and candidate_is_better:
-            return {"content": expected.get(user, "")}
-        return {"content": "zzz qqq unrelated words"}
+        messages = body["messages"]
+        question = messages[-1]["content"]
+        decision = "IGNORE"
+        if learns:
+            for asked, answered in zip(messages[1:-1:2], messages[2:-1:2], strict=True):
+                if _signature(asked["content"]) == _signature(question):
+                    decision = _DECISION.search(answered["content"])[1]
+                    break
+        if body.get("response_format", {}).get("type") == "json_schema":
+            return {"content": json.dumps({"reasoning": "read the last message", "answer": decision})}
+        return {"content": f"<response><action>{decision}</action></response>"}
 
     return reply
 
@@ -63,7 +66,7 @@ def _resources(data: Path, llm: LLMResource, training: TrainingSettings) -> dict
     resources["training_pipeline_llm"] = llm
     resources["training_pipeline_policy"] = training
     resources["training_pipeline_backends"] = TrainingBackends(
-        native=NativeBackend(llm=llm, rounds=1, variants=1, train_batch=3, seeds=[1]),
+        native=NativeBackend(llm=llm, optimizer="bootstrap-fewshot", k=4, demo_sets=3, seeds=[0, 1, 2]),
         atropos=AtroposBackend(data_dir=str(data / "atropos")),
         tinker=TinkerBackend(),
         openai=OpenAIBackend(),
@@ -74,7 +77,7 @@ def _resources(data: Path, llm: LLMResource, training: TrainingSettings) -> dict
 
 def _train(days_ready, tmp_path: Path, candidate_is_better: bool, training: TrainingSettings):
     instance, data = days_ready
-    with FakeChatServer(_optimiser(data, candidate_is_better)) as server:
+    with FakeChatServer(_reader(learns=candidate_is_better)) as server:
         llm = LLMResource(base_url=server.base_url, model="m", cache_dir=str(tmp_path / "cache"))
         defs = Definitions(
             assets=TRAINING.assets,
@@ -104,17 +107,27 @@ def _check(result) -> tuple[bool, str]:
 
 
 def test_a_real_gain_is_promoted_published_and_evaluated_by_task_runs(days_ready, tmp_path: Path) -> None:
+    """The whole loop with a model that learns from demonstrations and cannot tell one prompt from
+    another: the demonstration search's candidate gains on every seed's test split, beats always
+    answering RESPOND, is published with its demonstrations, and the bundled should_respond evaluation
+    scores it above the agent's own prompt."""
     instance, data = days_ready
-    training = TrainingSettings(evaluation_tasks={TASK: str(EXAMPLE_TASKS / "reply-to-dana.json")})
-    result, record = _train(days_ready, tmp_path, candidate_is_better=True, training=training)
+    result, record = _train(days_ready, tmp_path, candidate_is_better=True, training=TrainingSettings())
     assert result.success, record.reason
     meta = asset_metadata(result, "optimized_prompt")
-    assert meta["promoted"] is True and meta["scorer"] == "token_overlap"
-    assert meta["gain_low"] > 0 and meta["gain"] > 0.5 and meta["held_out_examples"] >= 10
+    assert meta["promoted"] is True and meta["scorer"] == "respond_decision"
+    assert meta["gain_low"] > 0 and meta["held_out_examples"] >= 50 and meta["validation_examples"] >= 50
+    assert meta["seeds"] == 3 and meta["seeds_gain_low"] > 0
+    assert meta["score"] > meta["best_constant_score"] and meta["best_constant_gain_low"] > 0
     assert "**promoted**" in meta["gate"]
     assert _check(result) == (True, "WARN")  # passed
     published = json.loads((data / "prompts" / f"{TASK}.json").read_text())
-    assert published["prompt"] == CANDIDATE and published["run_id"] == record.run_id
+    assert published["run_id"] == record.run_id and published["demo_style"] == "turns"
+    assert len(published["demonstrations"]) == 4 and published["answer_form"]["choices"] == [
+        "IGNORE",
+        "RESPOND",
+        "STOP",
+    ]
     stored = RunStore(data).load(record.run_id)
     assert stored.promotion["promoted"] and stored.promotion["published"].endswith(f"{TASK}.json")
 
@@ -125,43 +138,37 @@ def test_a_real_gain_is_promoted_published_and_evaluated_by_task_runs(days_ready
     assert request.partition_key == TASK and request.run_key == f"evaluate:{record.run_id}"
     assert not sensor(build_sensor_context(instance=instance, cursor=tick.cursor)).run_requests
 
-    # the evaluation: the bundled reply-to-dana task, once with each prompt, by a scripted agent that
-    # only does the job when its system prompt is the promoted one
-    def agent(body):
-        if body["messages"][0]["content"] != CANDIDATE and not body.get("response_format"):
-            return {"content": "I would rather not."}
-        return email_agent(body)
-
-    with FakeChatServer(agent) as server:
+    # the evaluation: the bundled should_respond task file, as written and with the promoted
+    # demonstrations where the task's prompt lives, by the same model
+    with FakeChatServer(_reader(learns=True)) as server:
         llm = LLMResource(base_url=server.base_url, model="m", cache_dir=str(tmp_path / "eval-cache"))
         evaluated = materialize(
             [PROMPT_EVALUATION],
             partition_key=TASK,
             instance=instance,
-            resources=_resources(data, llm, training),
+            resources=_resources(data, llm, TrainingSettings()),
         )
     assert evaluated.success
     meta = asset_metadata(evaluated, "prompt_evaluation")
-    assert (meta["promoted_score"], meta["baseline_score"]) == (1.0, 0.0)
+    assert meta["promoted_score"] == 1.0 and meta["baseline_score"] == 6 / 16  # its IGNORE scenarios
     assert meta["training_run"] == record.run_id
     runs = meta["task_runs"]
     assert {(r["task_file"], r["variant"]) for r in runs} == {
-        ("reply-to-dana", "promoted"),
-        ("reply-to-dana", "baseline"),
+        ("should_respond", "promoted"),
+        ("should_respond", "baseline"),
     }
-    # both are real task-job runs on the same instance, tagged with what they evaluate
     for run in runs:
         dagster_run = instance.get_run_by_id(run["run_id"])
-        assert dagster_run.job_name == "task_reply_to_dana"
+        assert dagster_run.job_name == "task_should_respond"
         assert dagster_run.tags["training_pipeline/evaluates"] == TASK
+    # both variants kept the agent's prompt and were decoded in the same form; only the promoted one
+    # was shown the demonstrations
+    answered = [r for r in server.requests if r["messages"][-1]["content"].endswith("?")]
+    assert {r["messages"][0]["content"] for r in answered} == {published["baseline_prompt"]}
+    assert all(r["response_format"]["type"] == "json_schema" for r in answered)
+    assert sorted(len(r["messages"]) for r in answered) == [2] * 16 + [10] * 16
     # the conversations came back as trajectories for the next day's datasets
-    written = list((data / "agent_trajectories").rglob("*.jsonl"))
-    systems = {
-        json.loads(line)["steps"][0]["llmCalls"][0]["systemPrompt"]
-        for f in written
-        for line in f.read_text().splitlines()
-    }
-    assert CANDIDATE in systems
+    assert len(list((data / "agent_trajectories").rglob("*.jsonl"))) >= 2
     assert RunStore(data).load(record.run_id).details["evaluation"]["promoted_score"] == 1.0
 
 

@@ -28,6 +28,10 @@ class AnswerForm:
     #: longest reasoning, in characters (no `<`, no line break); 0: the answer is the choice alone
     reasoning: int = 0
 
+    @classmethod
+    def from_dict(cls, fields: dict[str, Any]) -> AnswerForm:
+        return cls(**{**fields, "choices": tuple(fields["choices"])})
+
     def text(self, reasoning: str, choice: str) -> str:
         kept = " ".join(reasoning.replace("<", " ").split())[: self.reasoning] if self.reasoning else ""
         return f"{self.opening}{kept}{self.closing}{choice}{self.after}"

@@ -148,6 +148,8 @@ class OptimisationResult:
     #: which scorer produced every score above, and the decisions decoding was held to (if any)
     scorer: str = ""
     choices: list[str] | None = None
+    #: the whole form (`AnswerForm`'s fields), so whoever deploys the candidate decodes as it was scored
+    answer_form: dict[str, Any] | None = None
     #: the best constant answer on the test examples (`scoring.best_constant`) and its score on each,
     #: in the same order: what the gate also requires the candidate to beat (empty: none, as for an
     #: LLM judge)
@@ -532,6 +534,7 @@ def _final(
         baseline_scores=base_scores,
         scores=scores,
         choices=list(problem.form.choices) if problem.form else None,
+        answer_form=asdict(problem.form) if problem.form else None,
         reference_answer=reference.answer if reference else "",
         reference_scores=reference.scores if reference else [],
     )

@@ -39,7 +39,8 @@ class TaskStep(BaseModel):
 
     type: ClassVar[str]
 
-    id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_-]*$")
+    #: letters, digits and `_` only: each step is a Dagster op, and Dagster names allow no more
+    id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_]+$")
     version: int = 1
     #: None: after every earlier step; []: none; else exactly these (earlier) steps
     depends_on: list[Dependency] | None = None

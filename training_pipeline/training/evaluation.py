@@ -1,5 +1,8 @@
-"""Evaluating a promoted prompt with task steps: the same task files run once with the promoted prompt
-as every agent's system prompt and once with the baseline, and their verifiers' scores compared.
+"""Evaluating a promoted prompt with task steps where that prompt belongs: each evaluation task file has
+an agent whose `task_prompt` is the dataset task's prompt; it runs once as written (the baseline: the
+agent's real prompt) and once with the promoted prompt (and its demonstrations) in that place, the
+agent's own instructions kept, and the verifiers' scores are compared. Both runs hold a decision's
+answers to the same form, so the only difference between them is what was promoted.
 
 The runs themselves are task jobs (the wiring launches them); this module decides which task files,
 what each run overrides, and how the runs' verifications add up.
@@ -21,23 +24,52 @@ Variant = Literal["promoted", "baseline"]
 VARIANTS: tuple[Variant, ...] = ("promoted", "baseline")
 
 
+#: the bundled evaluation task file of each dataset task that has one
+EVALUATION_TASKS = EXAMPLE_TASKS.parent / "evaluations"
+
+
 def evaluation_files(policy: PromotionPolicy, task: str) -> list[Path]:
-    """The task file the policy names for `task`, else every bundled example task."""
+    """The task file the policy names for `task`, else the bundled evaluation of that task."""
     named = policy.evaluation_tasks.get(task)
-    if named:
-        path = Path(named).expanduser()
-        if not path.is_file():
-            raise FileNotFoundError(f"the evaluation task file for {task} does not exist: {path}")
-        return [path]
-    return sorted(EXAMPLE_TASKS.glob("*.json"))
+    path = Path(named).expanduser() if named else EVALUATION_TASKS / f"{task}.json"
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"the evaluation task file for {task} does not exist: {path}"
+            if named
+            else f"no evaluation task file for {task}: name one in the training policy's evaluation_tasks"
+        )
+    return [path]
 
 
-def system_prompt_overrides(task: Task, prompt: str) -> dict[str, dict[str, Any]]:
-    """Step parameters that give every agent the task file deploys `prompt` as its system prompt."""
-    agents = [step.id for step in task.steps if step.type == "deploy_agent"]
+def task_prompt_overrides(
+    spec: Task, task: str, published: dict[str, Any], variant: Variant
+) -> dict[str, dict[str, Any]]:
+    """Step parameters for the agents whose `task_prompt` is `task`'s: with the promoted variant, the
+    promoted prompt in its place and the demonstrations before every prompt; in both variants the
+    published answer form, so the baseline is decoded as the candidate was. Other agents are left
+    alone."""
+    agents = [
+        step
+        for step in spec.steps
+        if step.type == "deploy_agent" and step.task_prompt is not None and step.task_prompt.task == task
+    ]
     if not agents:
-        raise ValueError(f"task {task.name!r} deploys no agent, so it cannot evaluate a prompt")
-    return {step_id: {"system_prompt": prompt} for step_id in agents}
+        raise ValueError(
+            f"task {spec.name!r} has no agent whose task_prompt is {task}'s, so it cannot evaluate that prompt"
+        )
+    overrides: dict[str, dict[str, Any]] = {}
+    for step in agents:
+        params: dict[str, Any] = {}
+        if published.get("answer_form"):
+            params["answer_form"] = published["answer_form"]
+        if variant == "promoted":
+            params["task_prompt"] = {"task": task, "prompt": published["prompt"]}
+            if published.get("demo_style", "turns") == "turns":
+                params["demonstrations"] = [
+                    [demo["user"], demo["expected"]] for demo in published.get("demonstrations") or []
+                ]
+        overrides[step.id] = params
+    return overrides
 
 
 def verification_score(run_dir: Path) -> float | None:

@@ -270,6 +270,8 @@ def publish(prompts_dir: Path, task: str, artifact: dict[str, Any], verdict: Ver
         # "system" they are already in the prompt
         "demonstrations": artifact.get("few_shot_examples") or [],
         "demo_style": artifact.get("demo_style", "turns"),
+        # the form a decision's answers were held to when it was scored (None: free text)
+        "answer_form": artifact.get("answer_form"),
         "baseline_prompt": artifact["baseline_prompt"],
         "promoted_at": datetime.now(UTC).isoformat(),
         "verdict": verdict.to_dict(),

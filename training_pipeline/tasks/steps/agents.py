@@ -6,11 +6,13 @@ import asyncio
 import contextlib
 import json
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
-from pydantic import Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from training_pipeline.llm.answer_form import AnswerForm
 from training_pipeline.llm.client import ChatClient
 from training_pipeline.llm.usage import capture_usage
 from training_pipeline.sandbox import Limits, Sandbox
@@ -21,19 +23,48 @@ from training_pipeline.tasks.toolservers import ToolServer
 from training_pipeline.tasks.trajectory import LLMCallRecord, conversation_trajectory
 
 
+class TaskPrompt(BaseModel):
+    """The part of an agent's system prompt that a dataset task's training optimises: what an
+    evaluation of that task's promoted prompt replaces, leaving the agent's own instructions."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task: str
+    prompt: str
+
+
 class DeployAgentStep(TaskStep):
-    """Register an agent: system prompt, model, sampling, and the envs whose tools it may use."""
+    """Register an agent: system prompt, model, sampling, and the envs whose tools it may use.
+
+    Its system prompt is `system_prompt` (its own instructions: tools, persona) followed by
+    `task_prompt.prompt`, the part a dataset task optimises. `demonstrations` are chat turns given before
+    every prompt, and `answer_form` holds its answers to a decision's form (an evaluation sets both from
+    the promoted candidate)."""
 
     type: ClassVar[str] = "deploy_agent"
 
     agent_name: str
-    system_prompt: str
+    system_prompt: str = ""
+    task_prompt: TaskPrompt | None = None
     model: str | None = None
     env_names: list[str] = Field(default_factory=list)
     #: tool servers (`deploy_tool_server`) whose tools the agent may use besides its envs'
     tool_servers: list[str] = Field(default_factory=list)
     temperature: float = 0.0
     max_tokens: int | None = 512
+    demonstrations: list[tuple[str, str]] = Field(default_factory=list)
+    answer_form: AnswerForm | None = None
+
+    @model_validator(mode="after")
+    def _has_a_prompt(self) -> DeployAgentStep:
+        if not self.system_prompt and self.task_prompt is None:
+            raise ValueError("give the agent a system_prompt, a task_prompt, or both")
+        return self
+
+    @property
+    def full_system_prompt(self) -> str:
+        parts = [self.system_prompt, self.task_prompt.prompt if self.task_prompt else ""]
+        return "\n\n".join(part for part in parts if part)
 
     async def execute(self, context: TaskStepContext) -> None:
         for env_name in self.env_names:
@@ -43,12 +74,14 @@ class DeployAgentStep(TaskStep):
         agent = DeployedAgent(
             name=self.agent_name,
             step_id=self.id,
-            system_prompt=self.system_prompt,
+            system_prompt=self.full_system_prompt,
             model=self.model,
             env_names=self.env_names,
             tool_servers=self.tool_servers,
             temperature=self.temperature,
             max_tokens=self.max_tokens,
+            demonstrations=self.demonstrations,
+            answer_form=asdict(self.answer_form) if self.answer_form else None,
         )
         context.deployed_agents = [a for a in context.deployed_agents if a.name != self.agent_name] + [agent]
 
@@ -107,10 +140,11 @@ class PromptAgentStep(TaskStep):
         tools: list[dict[str, Any]],
     ) -> PromptResponse:
         runtime = context.runtime
-        messages: list[dict[str, Any]] = [
-            {"role": "system", "content": agent.system_prompt},
-            {"role": "user", "content": self.prompt},
-        ]
+        messages: list[dict[str, Any]] = [{"role": "system", "content": agent.system_prompt}]
+        for question, answer in agent.demonstrations:
+            messages += [{"role": "user", "content": question}, {"role": "assistant", "content": answer}]
+        messages.append({"role": "user", "content": self.prompt})
+        form = {"answer_form": AnswerForm.from_dict(agent.answer_form)} if agent.answer_form else {}
         calls: list[LLMCallRecord] = []
         tool_calls = turns = 0
         started = time.time()
@@ -126,6 +160,7 @@ class PromptAgentStep(TaskStep):
                     max_tokens=agent.max_tokens,
                     tools=tools or None,
                     model=agent.model,
+                    **form,
                 )
                 calls.append(LLMCallRecord(before, answer, time.time(), (time.monotonic() - clock) * 1000))
                 messages.append(answer.message)
