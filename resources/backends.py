@@ -30,7 +30,9 @@ class NativeBackend(ConfigurableResource):
     validation split and judged on a test split (docs/stage-dsl.md)."""
 
     llm: LLMResource
-    optimizer: Literal["instruction-search", "prompt-evolution", "bootstrap-fewshot"] = "instruction-search"
+    #: the demonstration search is the default: on the bundled model it is the optimiser that gains
+    #: (bench/README.md); instruction search and reflective evolution need a model that can write prompts
+    optimizer: Literal["instruction-search", "prompt-evolution", "bootstrap-fewshot"] = "bootstrap-fewshot"
     seeds: list[int] = Field(
         default=[0, 1, 2], description="one optimisation per seed; the gate also judges them pooled"
     )
@@ -43,8 +45,8 @@ class NativeBackend(ConfigurableResource):
     variants: int = 4
     population: int = 4
     generations: int = 3
-    k: int = 4
-    demo_sets: int = 4
+    k: int = Field(default=5, description="demonstrations per set")
+    demo_sets: int = Field(default=4, description="demonstration sets scored on validation")
     demo_style: Literal["turns", "system"] = "turns"
     answer_tokens: int = Field(default=512, description="longest answer a prompt may produce when scored")
     max_calls: int | None = Field(default=6000, description="spend cap: LLM calls per run")

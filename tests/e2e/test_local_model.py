@@ -79,7 +79,7 @@ def test_a_native_optimisation_runs_on_the_local_model(server: LocalModelServer,
     client = ChatClient(
         server.base_url, server.model_name, cache_dir=tmp_path / "cache", cache_all_temperatures=True
     )
-    cfg = OptimiserConfig(rounds=1, variants=1, train_batch=2, max_tokens=32, seed=1)
+    cfg = OptimiserConfig(optimizer="instruction-search", rounds=1, variants=1, train_batch=2, max_tokens=32)
     result = run_native(DispatchRequest("response", dataset, tmp_path, "run-local"), client, cfg, None)
     assert result.invoked
     artifact = load_artifact(Path(result.artifact_path))

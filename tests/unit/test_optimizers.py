@@ -162,7 +162,7 @@ def test_each_optimiser_improves_the_prompt_and_records_every_step(tmp_path: Pat
 
 
 def test_a_crashed_run_resumes_from_cache_and_checkpoint(tmp_path: Path) -> None:
-    cfg = OptimiserConfig(rounds=3, variants=2, train_batch=4)
+    cfg = OptimiserConfig(optimizer="instruction-search", rounds=3, variants=2, train_batch=4)
     fresh = tmp_path / "fresh"
     fresh.mkdir()
     with FakeChatServer(_reply) as full:  # what an uninterrupted run pays
@@ -212,7 +212,7 @@ def test_an_llm_judge_scores_each_held_out_answer_in_a_recorded_prompt_execution
             return {"content": '{"score": 10}' if graded.startswith("Welcome") else '{"score": 2}'}
         return _reply(body)
 
-    cfg = OptimiserConfig(rounds=1, variants=1, train_batch=4, seed=3)
+    cfg = OptimiserConfig(optimizer="instruction-search", rounds=1, variants=1, train_batch=4)
     with FakeChatServer(reply) as server:
         result = _run(tmp_path, server, cfg, scorer="llm_judge")
     artifact = load_artifact(Path(result.artifact_path))

@@ -534,7 +534,9 @@ def test_native_backend_materialises_an_optimized_prompt(days_ready, tmp_path: P
 
     with FakeChatServer(reply) as server:
         llm = LLMResource(base_url=server.base_url, model="m", cache_dir=str(tmp_path / "cache"))
-        backend = NativeBackend(llm=llm, rounds=1, variants=1, train_batch=3, seeds=[1])
+        backend = NativeBackend(
+            llm=llm, optimizer="instruction-search", rounds=1, variants=1, train_batch=3, seeds=[1]
+        )
         result, record = _training_job(days_ready, "native", backend)
     assert result.success, record.reason
     assert record.status == "succeeded" and record.artifact_path.endswith("optimized_prompt.json")

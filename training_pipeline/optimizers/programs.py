@@ -58,7 +58,7 @@ _FORM_TOKENS = 128
 
 @dataclass(frozen=True)
 class OptimiserConfig:
-    optimizer: Optimizer = "instruction-search"
+    optimizer: Optimizer = "bootstrap-fewshot"
     seed: int = 0
     validation_fraction: float = 0.35
     test_fraction: float = 0.35
@@ -72,7 +72,7 @@ class OptimiserConfig:
     variants: int = 4
     population: int = 4  # prompt-evolution: candidates kept between generations
     generations: int = 3
-    k: int = 4  # demonstrations per set (bootstrap-fewshot)
+    k: int = 5  # demonstrations per set (bootstrap-fewshot)
     demo_sets: int = 4  # demonstration sets sampled and scored on validation (bootstrap-fewshot)
     #: demonstrations as chat turns before the question, or pasted into the system prompt
     demo_style: DemoStyle = "turns"
@@ -93,6 +93,9 @@ class Candidate:
 
     @property
     def id(self) -> str:
+        """The prompt's id (as the lineage names rewrites), with the demonstrations when there are some."""
+        if not self.demos:
+            return prompt_id(self.system)
         return prompt_id(json.dumps([self.system, self.demos], ensure_ascii=False))
 
 

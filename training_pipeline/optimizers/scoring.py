@@ -260,7 +260,7 @@ def best_constant(expected: list[str], scorer: Scorer, most: int = 64) -> Refere
 #: the decision's span in an answer, per decision scorer (group 1: the choice)
 _DECISION_SPANS = {"respond_decision": _DECISION_TAG, "planner_actions": _ACTIONS_TAG}
 #: longest reasoning a decision's answer may write before it (characters)
-REASONING_CHARS = 160
+REASONING_CHARS = 80
 
 
 def _common_prefix(texts: list[str]) -> str:

@@ -55,7 +55,8 @@ def task_prompt_overrides(
     ]
     if not agents:
         raise ValueError(
-            f"task {spec.name!r} has no agent whose task_prompt is {task}'s, so it cannot evaluate that prompt"
+            f"task {spec.name!r} has no agent whose task_prompt is {task}'s, "
+            "so it cannot evaluate that prompt"
         )
     overrides: dict[str, dict[str, Any]] = {}
     for step in agents:
