@@ -1,15 +1,17 @@
-"""The loop on the local model: does an optimiser's candidate beat its baseline, and the best constant
-answer, on a test split it never chose on, over several seeds, at what cost, and would the gate promote it?
+"""The loop on the local model, through Dagster as the UI runs it: does an optimiser's candidate beat its
+baseline, and the best constant answer, on a test split it never chose on, over several seeds; would the
+gate promote it; and does the task's evaluation file score it above the agent's own prompt?
 
     python bench/promotion_loop.py [--tasks should_respond action_planner …] [--optimizers …]
                                    [--seeds 0,1,2] [--write]
 
-The bundled sample days are built by the daily assets (strict profile), each task's window dataset is
-assembled as a training run assembles it, and the native backend runs on it (the same code as a
-`training_run`, with the resource's defaults: three seeds, train / validation / test split by
-trajectory, decisions held to their form). The gate (`training/promotion.py`, its defaults) judges the
-artifact. One JSON line per run on stdout; `--write` puts the table in bench/README.md. Nothing is tuned
-to pass. Needs the local model (`make local-llm`).
+The bundled sample days are materialised by the daily assets (strict profile); then, per task and
+optimiser, `training_job` runs with the native backend (its defaults but the optimiser and seeds: train /
+validation / test split by trajectory, decisions held to their form) and the gate judges the candidate
+(`optimized_prompt`, the gate's defaults); a promoted candidate is evaluated by `prompt_evaluation`
+(the bundled evaluation file of the task, as written and with the promoted part). One JSON line per run
+on stdout; `--write` puts the table in bench/README.md. Nothing is tuned to pass. Needs the local model
+(`make local-llm`).
 """
 
 from __future__ import annotations
@@ -19,59 +21,92 @@ import json
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-from dagster import DagsterInstance, materialize
+from dagster import DagsterInstance, Definitions, materialize
 from readme import machine, write_section
 
 from assets.datasets.definitions import daily_graph
-from assets.partitions import daily_partitions
+from assets.keys import UNPREFIXED
+from assets.partitions import GROUP
+from assets.training.assets import training_assets
+from assets.training.automation import training_job
+from assets.training.evaluation import prompt_evaluation_asset
 from resources.backends import NativeBackend
 from resources.defaults import default_resources
 from resources.llm import LLMResource
 from training_pipeline import SAMPLE_TRAJECTORIES
-from training_pipeline.backends.base import DispatchRequest
 from training_pipeline.optimizers.native import load_artifact
 from training_pipeline.optimizers.programs import OPTIMIZERS
 from training_pipeline.settings import load_settings
 from training_pipeline.training.promotion import PromotionPolicy, judge_artifact
-from training_pipeline.training.window import DayFiles, assemble_window
+from training_pipeline.training.run_records import RunStore
+
+TRAINING = training_assets(UNPREFIXED, GROUP)
+TRAINING_JOB = training_job(UNPREFIXED, TRAINING)
+PROMPT_EVALUATION = prompt_evaluation_asset(UNPREFIXED, GROUP)
 
 
-def build_windows(tasks: list[str], work: Path) -> dict[str, Path]:
-    """Each task's dataset over the sample days, as a training run assembles it (with provenance)."""
+def materialise_days(work: Path, instance: DagsterInstance) -> Path:
+    """The sample days' layers in `instance`, as the nightly automation makes them; the data folder."""
+    data = work / "data"
     settings = load_settings(
-        {"TRAINING_PIPELINE_DATA": str(work / "data"), "TRAJECTORY_DIR": str(SAMPLE_TRAJECTORIES)}
+        {"TRAINING_PIPELINE_DATA": str(data), "TRAJECTORY_DIR": str(SAMPLE_TRAJECTORIES)}
     )
     resources = default_resources(settings)
-    graph = daily_graph(daily_partitions(settings))
-    store = resources["training_pipeline_store"]
-    days = sorted(path.stem for path in SAMPLE_TRAJECTORIES.glob("*.jsonl"))
-    with DagsterInstance.ephemeral() as instance:
-        for day in days:
-            assert materialize(
-                [*graph.assets, *graph.checks], partition_key=day, resources=resources, instance=instance
-            ).success
-    files = [DayFiles(day, store.datasets(day), store.privacy_report(day)) for day in days]
-    return {
-        task: assemble_window(task, files, work / "window" / f"{task}_trajectories.jsonl").path
-        for task in tasks
-    }
+    assets = daily_graph(settings)
+    for day in sorted(path.stem for path in SAMPLE_TRAJECTORIES.glob("*.jsonl")):
+        assert materialize(assets, partition_key=day, resources=resources, instance=instance).success
+    return data
 
 
-def run(task: str, dataset: Path, optimizer: str, seeds: list[int], work: Path) -> dict:
-    backend = NativeBackend(
-        llm=LLMResource(cache_dir=str(work / "llm_cache")), optimizer=optimizer, seeds=seeds, max_calls=None
+def _resources(
+    data: Path, work: Path, optimizer: str, seeds: list[int], caps: dict[str, int]
+) -> dict[str, Any]:
+    resources = default_resources(load_settings({"TRAINING_PIPELINE_DATA": str(data)}))
+    llm = LLMResource(cache_dir=str(work / "llm_cache"))
+    resources["training_pipeline_llm"] = llm
+    backends = resources["training_pipeline_backends"]
+    resources["training_pipeline_backends"] = backends.model_copy(
+        update={"native": NativeBackend(llm=llm, optimizer=optimizer, seeds=seeds, max_calls=None, **caps)}
     )
-    run_dir = work / f"{task}-{optimizer}"
-    run_dir.mkdir()
+    return resources
+
+
+def run(
+    task: str,
+    optimizer: str,
+    seeds: list[int],
+    caps: dict[str, int],
+    data: Path,
+    work: Path,
+    instance: DagsterInstance,
+) -> dict:
+    resources = _resources(data, work, optimizer, seeds, caps)
     started = time.perf_counter()
-    result = backend.dispatch(DispatchRequest(task, dataset, run_dir, f"bench-{task}", log=lambda _: None))
+    result = (
+        Definitions(
+            assets=TRAINING.assets,
+            asset_checks=[TRAINING.promotion_gate],
+            jobs=[TRAINING_JOB],
+            resources=resources,
+        )
+        .resolve_job_def(TRAINING_JOB.name)
+        .execute_in_process(
+            partition_key=task,
+            instance=instance,
+            run_config={"ops": {"training_run": {"config": {"backend": "native"}}}},
+            raise_on_error=False,
+        )
+    )
     minutes = (time.perf_counter() - started) / 60
-    if not result.invoked:
-        return {"task": task, "optimizer": optimizer, "skipped": result.reason}
-    artifact = load_artifact(Path(result.artifact_path or ""))
+    record = RunStore(data).find(dagster_run_id=result.run_id, task=task)
+    if record is None or record.status != "succeeded" or not record.artifact_path:
+        why = record.reason if record else "training_job left no run record (its run failed before dispatch)"
+        return {"task": task, "optimizer": optimizer, "skipped": why}
+    artifact = load_artifact(Path(record.artifact_path))
     verdict = judge_artifact(artifact, PromotionPolicy())
-    return {
+    line = {
         "task": task,
         "optimizer": optimizer,
         "scorer": artifact["scorer"],
@@ -85,15 +120,39 @@ def run(task: str, dataset: Path, optimizer: str, seeds: list[int], work: Path) 
         "over_constant_low": verdict.reference_low,
         "promoted": verdict.promoted,
         "reason": verdict.reason,
-        "llm_calls": result.details.get("llm_calls"),
-        "tokens": result.details.get("tokens"),
+        "llm_calls": record.details.get("llm_calls"),
+        "tokens": record.details.get("tokens"),
         "minutes": round(minutes, 1),
+        "evaluation": None,
     }
+    if verdict.promoted:
+        evaluated = materialize(
+            [PROMPT_EVALUATION],
+            partition_key=task,
+            instance=instance,
+            resources=resources,
+            raise_on_error=False,
+        )
+        summary = RunStore(data).load(record.run_id).details.get("evaluation") if evaluated.success else None
+        line["evaluation"] = (
+            {"promoted": summary["promoted_score"], "baseline": summary["baseline_score"]}
+            if summary
+            else "failed"
+        )
+    return line
 
 
 def _row(line: dict) -> str:
     if "skipped" in line:
-        return f"| {line['task']} | {line['optimizer']} | skipped: {line['skipped']} |||||||||"
+        return f"| {line['task']} | {line['optimizer']} | skipped: {line['skipped']} ||||||||||"
+    evaluation = line["evaluation"]
+    evaluated = (
+        "—"
+        if evaluation is None
+        else evaluation
+        if isinstance(evaluation, str)
+        else f"{evaluation['promoted']:.3f} vs {evaluation['baseline']:.3f}"
+    )
     gain, low, high = line["gain"]
     seeds, pooled, pooled_low, pooled_high = line["seeds"]
     constant = "n/a" if line["best_constant"] is None else f"{line['best_constant']:.3f}"
@@ -102,8 +161,8 @@ def _row(line: dict) -> str:
         f"| {line['task']} | {line['optimizer']} | {line['scorer']} | {'/'.join(map(str, line['split']))} "
         f"| {constant} | {line['baseline']:.3f} | {line['candidate']:.3f} "
         f"| {gain:+.3f} [{low:+.3f}, {high:+.3f}] "
-        f"| {seeds}: {over} | {'**promoted**' if line['promoted'] else 'rejected'} | {line['llm_calls']} "
-        f"| {line['tokens']} | {line['minutes']} |"
+        f"| {seeds}: {over} | {'**promoted**' if line['promoted'] else 'rejected'} | {evaluated} "
+        f"| {int(line['llm_calls'] or 0)} | {int(line['tokens'] or 0)} | {line['minutes']} |"
     )
 
 
@@ -112,35 +171,53 @@ def main() -> None:
     parser.add_argument("--tasks", nargs="*", default=["should_respond", "action_planner"])
     parser.add_argument("--optimizers", nargs="*", default=["bootstrap-fewshot"], choices=OPTIMIZERS)
     parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--max-validation", type=int, help="the native backend's cap (default: its own)")
+    parser.add_argument("--max-test", type=int, help="the native backend's cap (default: its own)")
     parser.add_argument("--write", action="store_true", help="put the table in bench/README.md")
     args = parser.parse_args()
     seeds = [int(seed) for seed in args.seeds.split(",")]
+    caps = {
+        name: value
+        for name, value in (("max_validation", args.max_validation), ("max_test", args.max_test))
+        if value is not None
+    }
     work = Path(tempfile.mkdtemp(prefix="tp-promotion-"))
-    windows = build_windows(args.tasks, work)
     lines = []
-    for task in args.tasks:
-        for optimizer in args.optimizers:
-            line = run(task, windows[task], optimizer, seeds, work)
-            print(json.dumps(line), flush=True)
-            lines.append(line)
+    with DagsterInstance.ephemeral() as instance:
+        data = materialise_days(work, instance)
+        for task in args.tasks:
+            for optimizer in args.optimizers:
+                line = run(task, optimizer, seeds, caps, data, work, instance)
+                print(json.dumps(line), flush=True)
+                lines.append(line)
     if args.write:
-        table = "\n".join(
-            [
-                f"`python bench/promotion_loop.py --tasks {' '.join(args.tasks)} --optimizers "
-                f"{' '.join(args.optimizers)} --seeds {args.seeds} --write` on {machine()}: the sample days "
-                "(strict), SmolLM2-135M on llama.cpp, the native backend's defaults, the gate's defaults. "
-                "Scores are on the test split (train/validation/test examples per seed); the gain's "
-                "interval is the chosen seed's, the pooled one is over every seed's test split.",
-                "",
-                "| task | optimizer | scorer | split | best constant | baseline | candidate | gain [95%] "
-                "| seeds: pooled gain | gate | calls | tokens | minutes |",
-                "|---|---|---|---|---:|---:|---:|---|---|---|---:|---:|---:|",
-                *map(_row, lines),
-                "",
-                *(f"- {line['task']}, {line['optimizer']}: {line.get('reason', '')}" for line in lines),
-            ]
-        )
-        write_section("promotion_loop", table)
+        for task in args.tasks:
+            rows = [line for line in lines if line["task"] == task]
+            write_section(f"promotion_loop_{task}", _table(rows, args))
+
+
+def _table(lines: list[dict], args: argparse.Namespace) -> str:
+    """One task's rows, with the command and machine that measured them."""
+    return "\n".join(
+        [
+            f"`python bench/promotion_loop.py --tasks {lines[0]['task']} --optimizers "
+            f"{' '.join(args.optimizers)} --seeds {args.seeds}"
+            + "".join(
+                f" --{name.replace('_', '-')} {value}"
+                for name, value in (("max_validation", args.max_validation), ("max_test", args.max_test))
+                if value is not None
+            )
+            + f" --write` on {machine()}:",
+            "",
+            "| task | optimizer | scorer | split | best constant | baseline | candidate | gain [95%] "
+            "| seeds: pooled gain | gate | evaluation file: promoted vs baseline "
+            "| calls | tokens | minutes |",
+            "|---|---|---|---|---:|---:|---:|---|---|---|---|---:|---:|---:|",
+            *map(_row, lines),
+            "",
+            *(f"- {line['optimizer']}: {line.get('reason') or line.get('skipped', '')}" for line in lines),
+        ]
+    )
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import httpx
+from dagster import DagsterInstance
 
 from training_pipeline.processes import stop_process_group
 
@@ -64,13 +65,28 @@ class DagsterServers:
         log.close()
         return process
 
+    def _create_storage(self) -> None:
+        """Open the instance once here before any server starts, so its SQLite schemas are created and
+        stamped by one process: the daemon and the code server it starts (or the webserver) can
+        otherwise create a fresh schema at once and both stamp its migration version, after which
+        the instance refuses to load ("alembic_version has more than one head")."""
+        previous = os.environ.get("DAGSTER_HOME")
+        os.environ["DAGSTER_HOME"] = str(self.home)
+        try:
+            with DagsterInstance.get():
+                pass
+        finally:
+            if previous is None:
+                os.environ.pop("DAGSTER_HOME", None)
+            else:
+                os.environ["DAGSTER_HOME"] = previous
+
     def start(self, timeout: float = 120.0) -> DagsterServers:
         self.logs.mkdir(parents=True, exist_ok=True)
+        self._create_storage()
         if not self.webserver:
             self.start_daemon()
             return self
-        # the webserver first: two processes creating a fresh instance's SQLite schema at once can
-        # both stamp its migration version, and the instance then refuses to load
         self._start(
             "webserver", "dagster-webserver", "-h", "127.0.0.1", "-p", str(self.port), "-w", str(WORKSPACE)
         )
