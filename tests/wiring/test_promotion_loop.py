@@ -61,12 +61,15 @@ def _reader(learns: bool):
     return reply
 
 
-def _resources(data: Path, llm: LLMResource, training: TrainingSettings) -> dict:
+def _resources(
+    data: Path, llm: LLMResource, training: TrainingSettings, seeds: tuple[int, ...] = (0, 1, 2)
+) -> dict:
     resources = default_resources(load_settings({"TRAINING_PIPELINE_DATA": str(data)}))
     resources["training_pipeline_llm"] = llm
     resources["training_pipeline_policy"] = training
     resources["training_pipeline_backends"] = TrainingBackends(
-        native=NativeBackend(llm=llm, optimizer="bootstrap-fewshot", k=4, demo_sets=3, seeds=[0, 1, 2]),
+        # the protocol's minimum validation (50), and test examples enough for the gate's interval
+        native=NativeBackend(llm=llm, k=4, demo_sets=2, seeds=list(seeds), max_validation=50, max_test=60),
         atropos=AtroposBackend(data_dir=str(data / "atropos")),
         tinker=TinkerBackend(),
         openai=OpenAIBackend(),
@@ -75,7 +78,13 @@ def _resources(data: Path, llm: LLMResource, training: TrainingSettings) -> dict
     return resources
 
 
-def _train(days_ready, tmp_path: Path, candidate_is_better: bool, training: TrainingSettings):
+def _train(
+    days_ready,
+    tmp_path: Path,
+    candidate_is_better: bool,
+    training: TrainingSettings,
+    seeds: tuple[int, ...] = (0, 1, 2),
+):
     instance, data = days_ready
     with FakeChatServer(_reader(learns=candidate_is_better)) as server:
         llm = LLMResource(base_url=server.base_url, model="m", cache_dir=str(tmp_path / "cache"))
@@ -83,7 +92,7 @@ def _train(days_ready, tmp_path: Path, candidate_is_better: bool, training: Trai
             assets=TRAINING.assets,
             asset_checks=[TRAINING.promotion_gate],
             jobs=[TRAINING_JOB],
-            resources=_resources(data, llm, training),
+            resources=_resources(data, llm, training, seeds),
         )
         result = defs.resolve_job_def("training_job").execute_in_process(
             partition_key=TASK,
@@ -177,7 +186,9 @@ def test_a_candidate_no_better_than_the_baseline_is_rejected_and_not_published(
 ) -> None:
     instance, data = days_ready
     before = (data / "prompts" / f"{TASK}.json").read_bytes() if (data / "prompts").exists() else None
-    result, record = _train(days_ready, tmp_path, candidate_is_better=False, training=TrainingSettings())
+    result, record = _train(
+        days_ready, tmp_path, candidate_is_better=False, training=TrainingSettings(), seeds=(0,)
+    )
     assert result.success, record.reason  # a rejection is an outcome, not a failed run
     meta = asset_metadata(result, "optimized_prompt")
     assert meta["promoted"] is False and meta["gain_low"] <= 0
