@@ -6,11 +6,13 @@ stopping signals the whole process group: the daemon's and the webserver's own c
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -29,6 +31,22 @@ def pipeline_free_env(*more_prefixes: str) -> dict[str, str]:
     see only what the test sets for them."""
     prefixes = ("TRAINING_PIPELINE_", "LLM_", "TRAJECTORY_", *more_prefixes)
     return {key: value for key, value in os.environ.items() if not key.startswith(prefixes)}
+
+
+@contextlib.contextmanager
+def instance_at(home: Path) -> Iterator[DagsterInstance]:
+    """The instance the CLI and the servers use at `home`, opened as they open it (its dagster.yaml
+    reads DAGSTER_HOME, set while it is open)."""
+    previous = os.environ.get("DAGSTER_HOME")
+    os.environ["DAGSTER_HOME"] = str(home)
+    try:
+        with DagsterInstance.get() as instance:
+            yield instance
+    finally:
+        if previous is None:
+            del os.environ["DAGSTER_HOME"]
+        else:
+            os.environ["DAGSTER_HOME"] = previous
 
 
 def free_port() -> int:
@@ -70,16 +88,8 @@ class DagsterServers:
         stamped by one process: the daemon and the code server it starts (or the webserver) can
         otherwise create a fresh schema at once and both stamp its migration version, after which
         the instance refuses to load ("alembic_version has more than one head")."""
-        previous = os.environ.get("DAGSTER_HOME")
-        os.environ["DAGSTER_HOME"] = str(self.home)
-        try:
-            with DagsterInstance.get():
-                pass
-        finally:
-            if previous is None:
-                os.environ.pop("DAGSTER_HOME", None)
-            else:
-                os.environ["DAGSTER_HOME"] = previous
+        with instance_at(self.home):
+            pass
 
     def start(self, timeout: float = 120.0) -> DagsterServers:
         self.logs.mkdir(parents=True, exist_ok=True)

@@ -4,17 +4,12 @@ A real `dagster-webserver` and `dagster-daemon` on 127.0.0.1 over this repositor
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import shutil
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
-from dagster import DagsterInstance
-
-from tests.dagster_servers import DagsterServers, pipeline_free_env
+from tests.dagster_servers import DagsterServers, instance_at, pipeline_free_env
 from tests.helpers import REPO, cli
 
 RUN = """
@@ -52,23 +47,9 @@ def _deployment(tmp_path: Path, **extra: str) -> tuple[Path, dict[str, str]]:
     return home, env
 
 
-@contextlib.contextmanager
-def _instance(home: Path) -> Iterator[DagsterInstance]:
-    """The instance at `home` (DAGSTER_HOME set while it is open)."""
-    os.environ["DAGSTER_HOME"], previous = str(home), os.environ.get("DAGSTER_HOME")
-    try:
-        with DagsterInstance.get() as instance:
-            yield instance
-    finally:
-        if previous is None:
-            del os.environ["DAGSTER_HOME"]
-        else:
-            os.environ["DAGSTER_HOME"] = previous
-
-
 def _wait_for_daemon(home: Path) -> None:
     """Until the daemon of the instance at `home` has reported (the CLI launches through it then)."""
-    with _instance(home) as instance:
+    with instance_at(home) as instance:
         deadline = time.monotonic() + 60
         while not instance.get_daemon_heartbeats():
             assert time.monotonic() < deadline, "the daemon never reported"
@@ -132,7 +113,7 @@ def test_a_run_left_queued_by_a_daemon_that_stopped_is_one_error_line(tmp_path: 
         _wait_for_daemon(home)
     # the daemon is gone; its last report is still fresh, but 50 s old: the minute runs out in ten
     # seconds rather than sixty (the report the daemon left, with an earlier time)
-    with _instance(home) as instance:
+    with instance_at(home) as instance:
         for beat in instance.get_daemon_heartbeats().values():
             instance.add_daemon_heartbeat(beat._replace(timestamp=time.time() - 50))
     done = cli(env, "materialize", "--start", "2026-11-24", cwd=REPO, timeout=240)

@@ -10,8 +10,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
 
@@ -21,7 +19,7 @@ from dagster import AssetKey, DagsterInstance, RunsFilter, materialize
 from resources.privacy import PrivacySettings
 from resources.sources import DatabaseTrajectorySource
 from resources.storage import DataStore
-from tests.dagster_servers import WORKSPACE, DagsterServers, pipeline_free_env
+from tests.dagster_servers import WORKSPACE, DagsterServers, instance_at, pipeline_free_env
 from tests.helpers import DATASET_ASSETS, REPO, layer_resources
 from training_pipeline.samples import day_of_trajectories
 
@@ -55,22 +53,6 @@ def _cli(env: dict[str, str], *args: str, **popen) -> subprocess.Popen[str]:
     )
 
 
-@contextmanager
-def _instance(home: Path) -> Iterator[DagsterInstance]:
-    """The instance the CLI and the daemon use, opened as they open it (its dagster.yaml reads
-    DAGSTER_HOME)."""
-    previous = os.environ.get("DAGSTER_HOME")
-    os.environ["DAGSTER_HOME"] = str(home)
-    try:
-        with DagsterInstance.get() as instance:
-            yield instance
-    finally:
-        if previous is None:
-            del os.environ["DAGSTER_HOME"]
-        else:
-            os.environ["DAGSTER_HOME"] = previous
-
-
 def _visible(folder: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(folder.glob("*")) if not p.name.startswith(".")}
 
@@ -99,7 +81,7 @@ def test_kill_9_mid_write_leaves_nothing_partial_and_a_rerun_matches(tmp_path: P
     # nothing half-written under a real name, and Dagster does not hold the day as materialised
     assert not datasets.exists() or not [n for n in _visible(datasets) if n.endswith(".jsonl")]
     home = Path(env["DAGSTER_HOME"])
-    with _instance(home) as instance:
+    with instance_at(home) as instance:
         assert day not in instance.get_materialized_partitions(AssetKey("should_respond"))
         assert day not in instance.get_materialized_partitions(AssetKey("trajectories"))
 
@@ -112,14 +94,14 @@ def test_kill_9_mid_write_leaves_nothing_partial_and_a_rerun_matches(tmp_path: P
         del summary["generatedAt"]  # the only thing that differs between two runs: when
     assert rerun == expected and summaries[0] == summaries[1]
     assert not list(datasets.glob(".*.tmp"))  # the killed run's temp files went with the re-run
-    with _instance(home) as instance:
+    with instance_at(home) as instance:
         assert day in instance.get_materialized_partitions(AssetKey("should_respond"))
 
 
 def _sensor_cursor(home: Path) -> dict | None:
     from dagster._core.scheduler.instigation import InstigatorType
 
-    with _instance(home) as instance:
+    with instance_at(home) as instance:
         for state in instance.all_instigator_state(instigator_type=InstigatorType.SENSOR):
             if (
                 state.name == "training_threshold_sensor"
@@ -131,7 +113,7 @@ def _sensor_cursor(home: Path) -> dict | None:
 
 
 def _training_runs(home: Path) -> list:
-    with _instance(home) as instance:
+    with instance_at(home) as instance:
         return instance.get_runs(RunsFilter(job_name="training_job"))
 
 

@@ -3,11 +3,13 @@ always giving the commonest answer cannot match it."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from datetime import date
 
 from training_pipeline.samples import _TOPICS, day_of_trajectories
+from training_pipeline.training.evaluation import EVALUATION_TASKS
 
 _LAST_LINE = re.compile(r"\n(\w+): ([^\n]*)\n\nShould Eliza respond to \1\?$")
 _INTENTS = {
@@ -87,3 +89,24 @@ def test_routing_replies_and_images_depend_on_what_was_said() -> None:
             assert descriptions.setdefault(caption, image["response"]) == image["response"]
     assert contexts["refund"] == contexts["invoice"] == "billing" and contexts["deployment"] == "engineering"
     assert len(set(descriptions.values())) == len(descriptions) >= 6  # a caption, its own description
+
+
+def test_the_bundled_evaluations_expect_what_the_last_message_asks() -> None:
+    """Each should_respond and action_planner scenario of the bundled evaluation files is judged on the
+    decision a reader of its last message makes."""
+    checked = 0
+    for task, pattern in (
+        ("should_respond", r"<action>\\s\*(\w+)"),
+        ("action_planner", r"<actions>\\s\*(\w+)"),
+    ):
+        steps = {s["id"]: s for s in json.loads((EVALUATION_TASKS / f"{task}.json").read_text())}
+        for step in steps.values():
+            if step["type"] != "agent_prompt_response_verifier":
+                continue
+            prompt = steps[step["prompt_id"]]["prompt"]
+            last = prompt.split("\n\n")[-2].splitlines()[-1].split(": ", 1)[1]
+            decision, action = _rule(last)
+            want = re.search(pattern, step["regex"][0])[1]
+            assert want == (decision if task == "should_respond" else action), (last, want)
+            checked += 1
+    assert checked == 16 + 15

@@ -18,6 +18,7 @@ from resources.defaults import default_resources
 from resources.privacy import PrivacySettings
 from resources.sources import DatabaseTrajectorySource, FileTrajectorySource
 from resources.storage import DataStore
+from tests.dagster_servers import instance_at
 from tests.helpers import DATASET_ASSETS, REPO, asset_metadata, cli, layer_resources
 from tests.planted_secrets import STRIPE_KEY, write_stripe_leak_day
 from training_pipeline.datasets.training_tasks import TASK_FILE_NAMES, TASKS
@@ -348,27 +349,23 @@ def test_cli_backfills_a_range_into_the_instance(tmp_path: Path, dagster_home: P
     record = json.loads(train.stdout[train.stdout.index("{") :])
     assert (record["status"], record["reason"], record["source"]) == ("succeeded", "dry run", "manual")
     assert record["window"] == ["2026-11-23", "2026-11-24", "2026-11-25"]
-    # without --task: the task with the most examples at or over the threshold (should_respond: 215)
+    # without --task: the task with the most examples at or over the threshold (should_respond: 325)
     chosen = cli(env, "train", "--dry-run", cwd=tmp_path)
     assert chosen.returncode == 0, chosen.stderr[-3000:]
     assert json.loads(chosen.stdout[chosen.stdout.index("{") :])["task"] == "should_respond"
 
-    os.environ["DAGSTER_HOME"] = str(dagster_home)
-    try:
-        with DagsterInstance.get() as instance:
-            [run] = instance.get_runs(RunsFilter(job_name="datasets_job"))  # the three days in one run
-            assert (
-                run.tags["dagster/asset_partition_range_start"],
-                run.tags["dagster/asset_partition_range_end"],
-            ) == ("2026-11-23", "2026-11-25")
-            assert {line["run_id"] for line in lines} == {run.run_id}
-            training = instance.get_runs(RunsFilter(job_name="training_job"))
-            assert sorted(r.tags["dagster/partition"] for r in training) == ["response", "should_respond"]
-            assert all(r.is_success for r in training)
-            materialized = instance.get_materialized_partitions(AssetKey("response"))
-            assert materialized == {"2026-11-23", "2026-11-24", "2026-11-25"}
-    finally:
-        del os.environ["DAGSTER_HOME"]
+    with instance_at(dagster_home) as instance:
+        [run] = instance.get_runs(RunsFilter(job_name="datasets_job"))  # the three days in one run
+        assert (
+            run.tags["dagster/asset_partition_range_start"],
+            run.tags["dagster/asset_partition_range_end"],
+        ) == ("2026-11-23", "2026-11-25")
+        assert {line["run_id"] for line in lines} == {run.run_id}
+        training = instance.get_runs(RunsFilter(job_name="training_job"))
+        assert sorted(r.tags["dagster/partition"] for r in training) == ["response", "should_respond"]
+        assert all(r.is_success for r in training)
+        materialized = instance.get_materialized_partitions(AssetKey("response"))
+        assert materialized == {"2026-11-23", "2026-11-24", "2026-11-25"}
 
 
 def test_an_unreachable_database_retries_the_step_then_fails_clearly(tmp_path: Path) -> None:

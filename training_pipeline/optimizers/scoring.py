@@ -287,7 +287,7 @@ def answer_form(scorer: str, expected: Iterable[str]) -> AnswerForm | None:
         if found is None:
             continue
         if scorer == "planner_actions":
-            choice = ", ".join(sorted(name.strip().upper() for name in found[1].split(",")))
+            choice = ", ".join(sorted(planner_action_set(found[0]) or ()))
         else:
             choice = found[1].upper()
         befores.append(text[: found.start(1)])

@@ -12,19 +12,15 @@ def records_preview(tree: StageRecord, most: int = 30) -> str:
     """The top of the records tree as a small table: each top-level stage (one per seed) and the
     stages in it, their status and cost."""
     rows = ["| stage | status | seconds | tokens |", "|---|---|---:|---:|"]
-    shown = [(stage.name, stage) for stage in tree.substages]
-    shown = [
-        entry
-        for name, stage in shown
-        for entry in [
-            (name, stage),
-            *(
-                (f"{name} › {inner.name}", inner)
-                for inner in getattr(stage, "substages", [])
+    shown = []
+    for stage in tree.substages:
+        shown.append((stage.name, stage))
+        if isinstance(stage, StageRecord):
+            shown += [
+                (f"{stage.name} › {inner.name}", inner)
+                for inner in stage.substages
                 if isinstance(inner, StageRecord)
-            ),
-        ]
-    ]
+            ]
     for name, stage in shown[:most]:
         status = "failed" if stage.failure else ("done" if stage.finished else "running")
         tokens = (
