@@ -19,7 +19,7 @@ from training_pipeline.backends.http import ServiceClient
 from training_pipeline.backends.openai_finetune import run_openai_finetune
 from training_pipeline.backends.tinker import TinkerConfig, run_tinker
 from training_pipeline.backends.vertex import VertexTarget, create_tuning_job
-from training_pipeline.optimizers.native import run_native
+from training_pipeline.optimizers.native import not_a_task, run_native
 from training_pipeline.optimizers.programs import OptimiserConfig
 from training_pipeline.stages.session import Budget
 from training_pipeline.training.policy import BACKENDS
@@ -54,6 +54,9 @@ class NativeBackend(ConfigurableResource):
     max_usd: float | None = Field(default=None, description="spend cap: USD per run (needs llm.prices)")
 
     def dispatch(self, request: DispatchRequest) -> DispatchResult:
+        declined = not_a_task(request)
+        if declined is not None:
+            return declined
         if not self.llm.available():
             return DispatchResult(
                 False,

@@ -23,6 +23,12 @@ class TrainingSettings(ConfigurableResource):
         default_factory=dict,
         description='e.g. {"response": {"threshold": 50, "cooldown_hours": 6, "backend": "openai"}}',
     )
+    dataset_overrides: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="the same per trace dataset (ours, not elizaOS's), e.g. "
+        '{"tool_use": {"threshold": 200, "backend": "openai"}}; a trace dataset\'s default backend is '
+        "the first of `backends` that trains weights (native optimises elizaOS's prompts only)",
+    )
     window_days: int = Field(
         default=7, description="how many of the latest materialised days a run trains on"
     )
@@ -62,5 +68,6 @@ class TrainingSettings(ConfigurableResource):
                 "trigger_cooldown_hours": self.trigger_cooldown_hours,
                 "backends": list(self.backends),
                 "per_task_overrides": dict(self.per_task_overrides),
+                "dataset_overrides": dict(self.dataset_overrides),
             }
         )

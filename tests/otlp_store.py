@@ -70,6 +70,22 @@ def moved_to_day(protobuf: bytes, day_start_unix_nano: int) -> bytes:
     return request.SerializeToString()
 
 
+def copied(protobuf: bytes, index: int) -> bytes:
+    """The request as another run of the same agent would send it: its traces' ids and its
+    conversation and session ids made the `index`-th copy's own."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    request = ExportTraceServiceRequest.FromString(protobuf)
+    for resource_spans in request.resource_spans:
+        for scope_spans in resource_spans.scope_spans:
+            for span in scope_spans.spans:
+                span.trace_id = span.trace_id[:-2] + index.to_bytes(2, "big")
+                for attribute in span.attributes:
+                    if attribute.key in ("gen_ai.conversation.id", "session.id"):
+                        attribute.value.string_value += f"-{index}"
+    return request.SerializeToString()
+
+
 def traced_run(instrumentation: str, folder: Path) -> list[dict[str, Any]]:
     """Runs the traced agent (`tests.traced_agent`) in a process of its own against a scripted chat
     server; its spans land in `folder` as OTLP protobuf requests. Returns what the client sent and got,

@@ -350,7 +350,7 @@ def _train(args: argparse.Namespace) -> int:
         **({"backend": args.backend} if args.backend else {}),
     }
     with _instance() as instance:
-        task = args.task or _select_task(instance, defs)
+        task = _training_name(args.task) if args.task else _select_task(instance, defs)
         if task is None:
             print("skipped: no task reached its trigger threshold and none was specified explicitly")
             return 0
@@ -381,6 +381,15 @@ def _train(args: argparse.Namespace) -> int:
     if record is not None:
         print(record.to_json(), end="")
     return 0 if result.success else 1
+
+
+def _training_name(text: str) -> str:
+    """A training partition: one of elizaOS's five tasks, or a trace dataset the routes can fill (read
+    once the settings are, so a mistake in them is named first)."""
+    names = [*TASKS, *(n for n in TraceRouting.parse(settings().trace_routes).datasets if n not in TASKS)]
+    if text not in names:
+        raise ValueError(f"--task {text!r} is not trained here; choose from {', '.join(names)}")
+    return text
 
 
 def _select_task(instance, defs) -> str | None:
@@ -596,7 +605,9 @@ def parser() -> argparse.ArgumentParser:
 
     train = commands.add_parser("train", help="launch training_job for a task now (manual source)")
     train.add_argument(
-        "--task", choices=TASKS, help="default: the task with the most examples at or over its threshold"
+        "--task",
+        help="one of elizaOS's tasks or a trace dataset (chat, tool_use, a route's); default: the elizaOS "
+        "task with the most examples at or over its threshold",
     )
     train.add_argument("--backend", choices=BACKENDS)
     train.add_argument("--dry-run", action="store_true")

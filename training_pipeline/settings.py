@@ -140,10 +140,16 @@ class Settings(BaseModel):
     @field_validator("trace_routes")
     @classmethod
     def _routes(cls, value: str) -> str:
-        """A route without its dataset, or a dataset name no file could carry, is an error at load."""
+        """A route without its dataset, a dataset name no file could carry, or one of elizaOS's tasks
+        (training is partitioned by both: they would be one partition) is an error at load."""
+        from training_pipeline.datasets.training_tasks import TASKS
         from training_pipeline.traces.routes import TraceRouting
 
-        TraceRouting.parse(value)
+        taken = sorted(set(TraceRouting.parse(value).datasets) & set(TASKS))
+        if taken:
+            raise ValueError(
+                f"trace route dataset {', '.join(taken)} is one of elizaOS's tasks: name it otherwise"
+            )
         return value
 
     def backend_list(self) -> list[str] | None:

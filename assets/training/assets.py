@@ -21,6 +21,7 @@ from dagster import (
     MaterializeResult,
     MetadataValue,
     Output,
+    StaticPartitionsDefinition,
     asset,
     asset_check,
 )
@@ -28,7 +29,7 @@ from pydantic import Field
 
 from assets.compat import PARTITIONED_CHECKS
 from assets.keys import Keys
-from assets.partitions import task_partitions
+from assets.partitions import training_partitions
 from resources.backends import TrainingBackends
 from resources.privacy import PrivacySettings
 from resources.storage import DataStore
@@ -70,13 +71,23 @@ class TrainingAssets:
 NOT_SKIPPED = "not_skipped"
 
 
-def training_assets(keys: Keys, group: str, owners: list[str] | None = None) -> TrainingAssets:
-    """The training assets keyed under `keys`, in `group`."""
+def training_assets(
+    keys: Keys,
+    group: str,
+    owners: list[str] | None = None,
+    partitions: StaticPartitionsDefinition | None = None,
+) -> TrainingAssets:
+    """The training assets keyed under `keys`, in `group`, partitioned by what they train (`partitions`,
+    default `training_partitions()`: elizaOS's five tasks, `chat` and `tool_use`)."""
+    task_partitions = partitions or training_partitions()
 
     @asset(
         key=keys.training_run,
         partitions_def=task_partitions,
-        deps=[AssetDep(keys.dataset(task), partition_mapping=AllPartitionMapping()) for task in TASKS],
+        deps=[
+            AssetDep(key, partition_mapping=AllPartitionMapping())
+            for key in [*(keys.dataset(task) for task in TASKS), keys.trace_datasets]
+        ],
         group_name=group,
         owners=owners,
         pool=keys.name("training_pipeline_training"),
@@ -103,14 +114,19 @@ def training_assets(keys: Keys, group: str, owners: list[str] | None = None) -> 
         training_pipeline_store: DataStore,
     ) -> MaterializeResult:
         task, store = context.partition_key, training_pipeline_store
-        days = sorted(context.instance.get_materialized_partitions(keys.dataset(task)))[
+        # one of elizaOS's tasks trains on its dataset's days, a trace dataset on the trace datasets'
+        layer = keys.dataset(task) if task in TASKS else keys.trace_datasets
+        days = sorted(context.instance.get_materialized_partitions(layer))[
             -training_pipeline_policy.window_days :
         ]
         record = RunRecord(task=task, source=config.source, dagster_run_id=context.run.run_id)
         runs = training_pipeline_store.runs()
         window = assemble_window(
             task,
-            [DayFiles(day, store.datasets(day), store.privacy_report(day)) for day in days],
+            [
+                DayFiles(day, store.datasets(day), store.privacy_report(day), store.trace_datasets(day))
+                for day in days
+            ],
             runs.directory / record.run_id / f"{task}_trajectories.jsonl",
         )
         policy = training_pipeline_policy.policy()
@@ -169,7 +185,7 @@ def training_assets(keys: Keys, group: str, owners: list[str] | None = None) -> 
                     {
                         "auto_train": policy.auto_train,
                         "window_days": training_pipeline_policy.window_days,
-                        "tasks": {t: asdict(policy.for_task(t)) for t in TASKS},
+                        "tasks": {t: asdict(policy.for_task(t)) for t in dict.fromkeys([*TASKS, task])},
                     }
                 ),
             },

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -67,37 +67,39 @@ def fire_ready_tasks(
     training_pipeline_policy: TrainingSettings,
     keys: Keys,
     job_name: str,
+    names: Sequence[str] = TASKS,
 ) -> SensorResult:
-    """Counts new examples per task from the dataset assets' materialisations (each tick reads only
-    events after the cursor) and fires `training_job` for a task once its count since its last
-    threshold run reaches the threshold, its cooldown has passed and no run for it is in flight."""
+    """Counts new examples per task (`names`: training's partition keys) from the dataset assets'
+    materialisations (a trace dataset's from `trace_datasets`'; each tick reads only events after the
+    cursor) and fires `training_job` for a task once its count since its last threshold run reaches
+    the threshold, its cooldown has passed and no run for it is in flight."""
     instance = context.instance
     policy = training_pipeline_policy.policy()
-    state = TriggerState.from_cursor(context.cursor)
+    state = TriggerState.from_cursor(context.cursor, names)
 
-    for task in TASKS:
+    for task in names:
         counter = state.tasks[task]
+        layer = keys.dataset(task) if task in TASKS else keys.trace_datasets
         while True:
             result = instance.fetch_materializations(
-                AssetRecordsFilter(asset_key=keys.dataset(task), after_storage_id=counter.after_storage_id),
+                AssetRecordsFilter(asset_key=layer, after_storage_id=counter.after_storage_id),
                 limit=_PAGE,
                 ascending=True,
             )
             for record in result.records:
                 materialization = record.asset_materialization
-                examples = materialization.metadata.get("examples") if materialization else None
                 state.record(
                     task,
                     record.storage_id,
                     record.partition_key,
-                    int(examples.value) if examples is not None else 0,
+                    _examples(materialization.metadata if materialization else {}, task),
                     policy.auto_train,
                 )
             if not result.has_more:
                 break
 
     in_flight, last_finished = set(), {}
-    for task in TASKS:
+    for task in names:
         counter = state.tasks[task]
         if counter.fired_run_key:
             runs = instance.get_runs(RunsFilter(tags={"dagster/run_key": counter.fired_run_key}), limit=1)
@@ -132,8 +134,22 @@ def fire_ready_tasks(
     return SensorResult(skip_reason=SkipReason(reason), cursor=state.to_cursor())
 
 
+def _examples(metadata: Any, task: str) -> int:
+    """A day's examples of `task` in a materialisation's metadata: a dataset's `examples`, or the
+    trace datasets' `datasets` counts (`{name: examples}`)."""
+    if task in TASKS:
+        examples = metadata.get("examples")
+        return int(examples.value) if examples is not None else 0
+    datasets = metadata.get("datasets")
+    counts = datasets.value if datasets is not None else {}
+    return int(counts.get(task, 0)) if isinstance(counts, dict) else 0
+
+
 def threshold_sensor(
-    keys: Keys, job: UnresolvedAssetJobDefinition, interval_seconds: int
+    keys: Keys,
+    job: UnresolvedAssetJobDefinition,
+    interval_seconds: int,
+    names: Sequence[str] = TASKS,
 ) -> SensorDefinition:
     """`fire_ready_tasks`, evaluated by the daemon every `interval_seconds`
     (`TRAINING_PIPELINE_SENSOR_INTERVAL_SECONDS`) once turned on; each tick reads only events after its
@@ -142,7 +158,7 @@ def threshold_sensor(
     def evaluate(
         context: SensorEvaluationContext, training_pipeline_policy: TrainingSettings
     ) -> SensorResult:
-        return fire_ready_tasks(context, training_pipeline_policy, keys, job.name)
+        return fire_ready_tasks(context, training_pipeline_policy, keys, job.name, names)
 
     return _sensor(keys.name("training_threshold_sensor"), job, evaluate, interval_seconds, running=False)
 

@@ -8,7 +8,7 @@ from dagster import Definitions
 
 from assets.code_references import with_code_references
 from assets.keys import UNPREFIXED, Keys
-from assets.partitions import GROUP
+from assets.partitions import GROUP, training_partitions
 from assets.training.assets import training_assets
 from assets.training.automation import evaluation_job, evaluation_sensor, threshold_sensor, training_job
 from assets.training.evaluation import prompt_evaluation_asset
@@ -25,8 +25,9 @@ def training_definitions(
     evaluation_running: bool = True,
     owners: list[str] | None = None,
 ) -> Definitions:
-    training = training_assets(keys, group, owners)
-    evaluation = prompt_evaluation_asset(keys, group, owners)
+    partitions = training_partitions(settings.trace_routes)
+    training = training_assets(keys, group, owners, partitions)
+    evaluation = prompt_evaluation_asset(keys, group, owners, partitions)
     train, evaluate = training_job(keys, training), evaluation_job(keys, evaluation)
     interval = settings.sensor_interval_seconds
     return Definitions(
@@ -34,7 +35,7 @@ def training_definitions(
         asset_checks=[training.promotion_gate],
         jobs=[train, evaluate],
         sensors=[
-            threshold_sensor(keys, train, interval),
+            threshold_sensor(keys, train, interval, partitions.get_partition_keys()),
             evaluation_sensor(keys, evaluate, interval, running=evaluation_running),
         ],
         resources=training_resources(settings, llm),

@@ -10,12 +10,13 @@ from dagster import (
     Failure,
     MaterializeResult,
     MetadataValue,
+    StaticPartitionsDefinition,
     asset,
     in_process_executor,
 )
 
 from assets.keys import Keys
-from assets.partitions import SOURCE_TAG, task_partitions
+from assets.partitions import SOURCE_TAG, training_partitions
 from assets.tasks.jobs import task_job
 from resources.llm import LLMResource
 from resources.sources import TrajectorySource
@@ -41,12 +42,18 @@ EVALUATION_TAG = "training_pipeline/evaluates"
 VARIANT_TAG = "training_pipeline/variant"
 
 
-def prompt_evaluation_asset(keys: Keys, group: str, owners: list[str] | None = None) -> AssetsDefinition:
-    """`prompt_evaluation`, keyed under `keys`, after the `optimized_prompt` there."""
+def prompt_evaluation_asset(
+    keys: Keys,
+    group: str,
+    owners: list[str] | None = None,
+    partitions: StaticPartitionsDefinition | None = None,
+) -> AssetsDefinition:
+    """`prompt_evaluation`, keyed under `keys`, after the `optimized_prompt` there, partitioned as
+    training is (`partitions`, default `training_partitions()`)."""
 
     @asset(
         key=keys.prompt_evaluation,
-        partitions_def=task_partitions,
+        partitions_def=partitions or training_partitions(),
         deps=[keys.optimized_prompt],
         group_name=group,
         owners=owners,

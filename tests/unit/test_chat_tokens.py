@@ -105,7 +105,9 @@ def test_the_chat_file_is_validated_before_anything_is_sent(tmp_path: Path) -> N
     cases = {
         "not json": "line 2: not a chat example",
         json.dumps({"messages": [{"role": "user", "content": "hi"}]}): "line 2: the last message must be",
-        json.dumps({"messages": [{"role": "tool", "content": "x"}]}): "line 2: every message needs a role",
+        json.dumps(
+            {"messages": [{"role": "narrator", "content": "x"}]}
+        ): "line 2: every message needs a role",
         json.dumps({"messages": [{"role": "user", "content": ""}, DIALOG[2]]}): "line 2: empty or non-text",
         json.dumps(
             {"messages": [{"role": "user", "content": "word " * 200}, DIALOG[2]]}

@@ -19,6 +19,7 @@ from training_pipeline.datasets.build import QUARANTINE_FILE_NAME, build_dataset
 from training_pipeline.datasets.trace_datasets import TRACE_SUMMARY_FILE_NAME
 from training_pipeline.privacy.filter import PrivacyFilter
 from training_pipeline.samples import write_long_sample
+from training_pipeline.settings import load_settings
 from training_pipeline.traces.otlp import Unreadable, spans_of_file
 from training_pipeline.traces.routes import TraceRouting
 
@@ -183,6 +184,9 @@ def test_a_route_must_name_a_dataset() -> None:
     for own in ("quarantine", "response_trajectories"):  # would overwrite the build's own files
         with pytest.raises(ValueError, match="the build's own files"):
             TraceRouting.parse(f"weather-*={own}")
+    # training is partitioned by elizaOS's tasks and the trace datasets together: no name may be both
+    with pytest.raises(ValueError, match="trace route dataset response is one of elizaOS's tasks"):
+        load_settings({"TRAINING_PIPELINE_TRACE_ROUTES": "support-*=response"})
 
 
 def test_the_cli_builds_trace_datasets_and_says_what_the_spans_became(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from training_pipeline.atomic import atomic_write_text
 from training_pipeline.backends.base import BackendError, DispatchRequest, DispatchResult
-from training_pipeline.backends.formats import convert_file, to_chat
+from training_pipeline.backends.formats import chat_converter, convert_file
 
 _TAIL = 2000
 
@@ -18,7 +18,7 @@ def run_atropos(
     """Stage `<data_dir>/<task>/<task>_<run>.jsonl` in chat format; with a command, run it (placeholders
     `{dataset}`, `{task}`, `{run_id}`, `{data_dir}`) and fail the run on a non-zero exit."""
     staged = data_dir / request.task / f"{request.task}_{request.run_id}.jsonl"
-    count = convert_file(request.dataset_path, staged, to_chat)
+    count = convert_file(request.dataset_path, staged, chat_converter(request.format))
     if not command:
         return DispatchResult(
             False,

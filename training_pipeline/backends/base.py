@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 
 class BackendError(RuntimeError):
@@ -14,13 +14,17 @@ class BackendError(RuntimeError):
 
 @dataclass(frozen=True)
 class DispatchRequest:
+    #: what is trained: one of elizaOS's five tasks, or a trace dataset (`chat`, `tool_use`, a route's)
     task: str
-    dataset_path: Path  # elizaOS-format JSONL ({"messages": [system, user, model]})
+    #: JSONL in `format`: elizaOS's `{"messages": [system, user, model]}`, or OpenAI chat (multi-turn
+    #: `messages` with `tool_calls` and `tool` results, and the `tools` offered)
+    dataset_path: Path
     work_dir: Path  # a folder of this run's own for converted files and logs
     run_id: str
     log: Callable[[str], None] = print
     #: the scorer the task is judged by (`optimizers.scoring`), for backends that score (native)
     scorer: str | None = None
+    format: Literal["elizaos", "openai-chat"] = "elizaos"
 
 
 @dataclass

@@ -11,13 +11,23 @@ characters, not an end of turn, so training data cannot forge the chat structure
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 PACKAGE = "llama-models"
-ROLES = ("system", "user", "assistant")
+#: `ipython` is Llama 3.1's role for a tool's result
+ROLES = ("system", "user", "assistant", "ipython")
+
+#: how Llama 3.1's chat template offers JSON tools, in the first user message
+_TOOLS_PREAMBLE = (
+    "Given the following functions, please respond with a JSON for a function call with its proper "
+    "arguments that best answers the given prompt.\n\n"
+    'Respond in the format {"name": function name, "parameters": dictionary of argument name and its '
+    "value}.Do not use variables.\n\n"
+)
 
 
 class TokenizerError(ValueError):
@@ -141,6 +151,42 @@ class Llama3Chat:
             tokens += header + body
             weights += [0.0] * len(header) + [trained] * len(body)
         return Rendered(tokens, weights)
+
+
+def llama_messages(example: dict[str, Any]) -> list[dict[str, str]]:
+    """An OpenAI chat example as Llama 3.1's JSON tool calling writes it (its chat template, tools in the
+    user message): with tools, the system message starts `Environment: ipython` and the first user
+    message lists the tools as JSON; an assistant's tool call is its `{"name", "parameters"}` JSON (one
+    call a message, as Llama 3.1 makes them); a tool's result is an `ipython` message. Without tools and
+    tool messages the messages are as they were."""
+    tools = [tool.get("function", tool) for tool in example.get("tools") or ()]
+    messages: list[dict[str, str]] = []
+    offered = False
+    for message in example["messages"]:
+        role, content = message["role"], message.get("content")
+        if role == "assistant":
+            if content:
+                messages.append({"role": "assistant", "content": content})
+            for call in message.get("tool_calls") or ():
+                function = call["function"]
+                arguments = function.get("arguments") or "{}"
+                parameters = json.loads(arguments) if isinstance(arguments, str) else arguments
+                text = json.dumps({"name": function["name"], "parameters": parameters}, ensure_ascii=False)
+                messages.append({"role": "assistant", "content": text})
+            continue
+        if role == "tool":
+            role = "ipython"
+        elif role == "user" and tools and not offered:
+            listed = "".join(json.dumps(tool, indent=4, ensure_ascii=False) + "\n\n" for tool in tools)
+            content, offered = _TOOLS_PREAMBLE + listed + (content or ""), True
+        text = content if isinstance(content, str) else "" if content is None else json.dumps(content)
+        messages.append({"role": role, "content": text})
+    if tools:
+        if messages and messages[0]["role"] == "system":
+            messages[0] = {"role": "system", "content": "Environment: ipython\n" + messages[0]["content"]}
+        else:
+            messages.insert(0, {"role": "system", "content": "Environment: ipython\n"})
+    return messages
 
 
 def chat_format(base_model: str, tokenizer: Tokenizer) -> Llama3Chat:

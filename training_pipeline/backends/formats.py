@@ -1,4 +1,9 @@
-"""Per-backend training-file formats, converted from elizaOS's examples and validated before upload.
+"""Per-backend training-file formats, converted from a window's examples and validated before upload.
+
+A window holds elizaOS's examples (`{"messages": [system, user, model]}`) or a trace dataset's OpenAI
+chat examples (multi-turn, `tool_calls`, `tool` results, the `tools` offered). Each is first read as
+OpenAI chat (`chat_converter`), which OpenAI fine-tuning and Atropos take as it is; Vertex's and
+Tinker's forms are made from that one shape, so every backend trains on either kind of dataset.
 
 Validation fails fast with the offending line number, so nothing malformed is ever uploaded.
 """
@@ -13,6 +18,16 @@ from typing import Any
 from training_pipeline import jscompat
 from training_pipeline.atomic import atomic_open
 from training_pipeline.backends.base import BackendError
+from training_pipeline.datasets.trace_datasets import chat_line_problem
+
+__all__ = [
+    "chat_converter",
+    "convert_file",
+    "to_chat",
+    "to_vertex",
+    "validate_openai_file",
+    "validate_vertex_file",
+]
 
 Example = dict[str, Any]
 
@@ -23,8 +38,7 @@ def _messages(example: Example) -> tuple[str, str, str]:
 
 
 def to_chat(example: Example) -> Example:
-    """OpenAI-style chat (`system`/`user`/`assistant`), which OpenAI fine-tuning and Atropos's SFT
-    tooling read."""
+    """An elizaOS example as OpenAI-style chat (`system`/`user`/`assistant`)."""
     system, user, model = _messages(example)
     messages = [{"role": "system", "content": system}] if system else []
     return {
@@ -32,17 +46,65 @@ def to_chat(example: Example) -> Example:
     }
 
 
+def as_chat(example: Example) -> Example:
+    """A trace dataset's line, checked to be the chat example it should be (`chat_line_problem`)."""
+    problem = chat_line_problem(example)
+    if problem is not None:
+        raise ValueError(problem)
+    return example
+
+
+def chat_converter(dataset_format: str) -> Callable[[Example], Example]:
+    """What reads a line of a window in `dataset_format` as OpenAI chat."""
+    return to_chat if dataset_format == "elizaos" else as_chat
+
+
 def to_vertex(example: Example) -> Example:
-    """Vertex AI Gemini supervised tuning: `systemInstruction` + `contents` with roles user/model."""
-    system, user, model = _messages(example)
+    """An OpenAI chat example as Vertex AI Gemini supervised tuning reads it: `systemInstruction`,
+    `contents` alternating `user`/`model` (a tool call is a model's `functionCall` part, a tool's
+    result a user's `functionResponse` part; consecutive turns of one role are one content), and the
+    `tools` offered as `functionDeclarations`."""
+    system: list[dict[str, Any]] = []
+    contents: list[dict[str, Any]] = []
+    names: dict[str, str] = {}  # tool call id -> the function it called, which a result must name
+
+    def add(role: str, parts: list[dict[str, Any]]) -> None:
+        if contents and contents[-1]["role"] == role:
+            contents[-1]["parts"].extend(parts)
+        elif parts:
+            contents.append({"role": role, "parts": parts})
+
+    for message in example["messages"]:
+        role, text = message["role"], message.get("content")
+        if role == "system":
+            system.extend([{"text": text}] if text else [])
+        elif role == "user":
+            add("user", [{"text": text}] if text else [])
+        elif role == "assistant":
+            parts: list[dict[str, Any]] = [{"text": text}] if text else []
+            for call in message.get("tool_calls") or ():
+                function = call["function"]
+                names[call.get("id", "")] = function["name"]
+                parts.append({"functionCall": {"name": function["name"], "args": _arguments(function)}})
+            add("model", parts)
+        else:  # a tool's result, answering the call it names
+            name = names.get(message.get("tool_call_id", ""), message.get("name") or "tool")
+            add("user", [{"functionResponse": {"name": name, "response": {"content": text or ""}}}])
     converted: Example = {}
     if system:
-        converted["systemInstruction"] = {"role": "system", "parts": [{"text": system}]}
-    converted["contents"] = [
-        {"role": "user", "parts": [{"text": user}]},
-        {"role": "model", "parts": [{"text": model}]},
-    ]
+        converted["systemInstruction"] = {"role": "system", "parts": system}
+    converted["contents"] = contents
+    declarations = [tool["function"] for tool in example.get("tools") or () if "function" in tool]
+    if declarations:
+        converted["tools"] = [{"functionDeclarations": declarations}]
     return converted
+
+
+def _arguments(function: dict[str, Any]) -> dict[str, Any]:
+    """A tool call's arguments as the object Gemini takes (OpenAI sends them as a JSON string)."""
+    arguments = function.get("arguments") or "{}"
+    parsed = json.loads(arguments) if isinstance(arguments, str) else arguments
+    return parsed if isinstance(parsed, dict) else {"value": parsed}
 
 
 def _examples(path: Path) -> Iterator[tuple[int, Example]]:
@@ -60,7 +122,7 @@ def convert_file(source: Path, target: Path, convert: Callable[[Example], Exampl
             try:
                 out.write(jscompat.dumps(convert(example)) + "\n")
             except (KeyError, ValueError, TypeError) as err:
-                raise BackendError(f"{source}:{number}: not an elizaOS example ({err})") from err
+                raise BackendError(f"{source}:{number}: not a training example ({err})") from err
             count += 1
     return count
 
@@ -87,7 +149,10 @@ def validate_openai_file(path: Path) -> int:
                 )
             if message["role"] not in _OPENAI_ROLES:
                 raise BackendError(f"{where}: unrecognised role {message['role']!r}")
-            if not isinstance(message["content"], str) or not message["content"]:
+            calls = message["role"] == "assistant" and message.get("tool_calls")
+            if not (isinstance(message["content"], str) and message["content"]) and not (
+                calls and message["content"] in (None, "")
+            ):
                 raise BackendError(f"{where}: empty or non-text content")
         if not any(m["role"] == "assistant" for m in messages):
             raise BackendError(f"{where}: no assistant message")
@@ -125,12 +190,13 @@ def validate_vertex_file(path: Path) -> int:
             raise BackendError(
                 f"{where}: contents must alternate user/model, starting with user, ending with model"
             )
-        texts = [p.get("text") for c in contents for p in c.get("parts") or [{}]]
+        parts = [p for c in contents for p in c.get("parts") or [{}]]
         instruction = example.get("systemInstruction")
         if instruction is not None:
-            texts += [p.get("text") for p in instruction.get("parts") or [{}]]
-        if any(not isinstance(t, str) or not t for t in texts):
-            raise BackendError(f"{where}: every part needs non-empty text")
+            parts += instruction.get("parts") or [{}]
+        if any(not _part_ok(p) for p in parts):
+            raise BackendError(f"{where}: every part needs text, or a named function call or response")
+        texts = [p.get("text") or json.dumps(p) for p in parts]
         if sum(len(t) for t in texts) / _CHARS_PER_TOKEN > VERTEX_MAX_EXAMPLE_TOKENS:
             raise BackendError(
                 f"{where}: about {sum(len(t) for t in texts) // _CHARS_PER_TOKEN} tokens, over "
@@ -142,3 +208,12 @@ def validate_vertex_file(path: Path) -> int:
             f"{path.name}: Vertex tuning needs at least {VERTEX_MIN_EXAMPLES} examples, got {count}"
         )
     return count
+
+
+def _part_ok(part: Any) -> bool:
+    if not isinstance(part, dict):
+        return False
+    if "text" in part:
+        return isinstance(part["text"], str) and bool(part["text"])
+    call = part.get("functionCall") or part.get("functionResponse")
+    return isinstance(call, dict) and isinstance(call.get("name"), str) and bool(call["name"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from training_pipeline.backends.base import BackendError, DispatchRequest, DispatchResult
-from training_pipeline.backends.formats import convert_file, to_chat, validate_openai_file
+from training_pipeline.backends.formats import chat_converter, convert_file, validate_openai_file
 from training_pipeline.backends.http import ServiceClient, poll
 
 TERMINAL = {"succeeded", "failed", "cancelled"}
@@ -20,7 +20,7 @@ def run_openai_finetune(
     timeout_seconds: float = 24 * 3600,
 ) -> DispatchResult:
     training_file = request.work_dir / f"{request.task}.openai.jsonl"
-    convert_file(request.dataset_path, training_file, to_chat)
+    convert_file(request.dataset_path, training_file, chat_converter(request.format))
     count = validate_openai_file(training_file)
     with training_file.open("rb") as handle:
         uploaded = client.request(

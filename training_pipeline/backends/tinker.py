@@ -26,9 +26,10 @@ from training_pipeline.backends.chat_tokens import (
     Llama3Chat,
     TokenizerError,
     chat_format,
+    llama_messages,
     load_tokenizer,
 )
-from training_pipeline.backends.formats import convert_file, to_chat
+from training_pipeline.backends.formats import chat_converter, convert_file
 
 
 @dataclass(frozen=True)
@@ -57,8 +58,8 @@ def validate_chat_file(path: Path, chat: Llama3Chat, max_tokens: int) -> list[in
             if line.strip():
                 where = f"{path.name} line {number}"
                 try:
-                    messages = json.loads(line)["messages"]
-                except (ValueError, KeyError, TypeError) as err:
+                    messages = llama_messages(json.loads(line))
+                except (ValueError, KeyError, TypeError, AttributeError) as err:
                     raise BackendError(f"{where}: not a chat example ({err})") from None
                 _check_messages(messages, where)
                 length = len(chat.render(messages).tokens)
@@ -93,7 +94,7 @@ def _batches(
             batch = []
             for offset in order[start : start + size]:
                 handle.seek(offset)
-                batch.append(json.loads(handle.readline())["messages"])
+                batch.append(llama_messages(json.loads(handle.readline())))
             yield batch
 
 
@@ -178,7 +179,7 @@ def run_tinker(request: DispatchRequest, config: TinkerConfig) -> DispatchResult
     except TokenizerError as err:
         raise BackendError(str(err)) from None
     chat_file = request.work_dir / f"{request.task}.chat.jsonl"
-    convert_file(request.dataset_path, chat_file, to_chat)
+    convert_file(request.dataset_path, chat_file, chat_converter(request.format))
     offsets = validate_chat_file(chat_file, chat, config.max_example_tokens)
     request.log(f"{len(offsets)} examples valid for {config.base_model}; starting a Tinker session")
 

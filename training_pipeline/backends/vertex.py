@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import quote, urlparse
 
 from training_pipeline.backends.base import BackendError, DispatchRequest, DispatchResult
-from training_pipeline.backends.formats import convert_file, to_vertex, validate_vertex_file
+from training_pipeline.backends.formats import chat_converter, convert_file, to_vertex, validate_vertex_file
 from training_pipeline.backends.http import ServiceClient, poll
 
 REGION = re.compile(r"^[a-z]{2,20}(?:-[a-z]+)?[1-9]$")
@@ -60,7 +60,8 @@ def create_tuning_job(
     """Convert, validate, upload and create the job; polling is `poll_tuning_job`'s (its own step)."""
     target.check()
     training_file = request.work_dir / f"{request.task}.vertex.jsonl"
-    convert_file(request.dataset_path, training_file, to_vertex)
+    as_chat = chat_converter(request.format)
+    convert_file(request.dataset_path, training_file, lambda example: to_vertex(as_chat(example)))
     count = validate_vertex_file(training_file)
     display_name = f"{request.task}-{request.run_id}"[:128]
     object_name = f"tuning-data/{display_name}/training.jsonl"

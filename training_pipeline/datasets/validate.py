@@ -246,14 +246,32 @@ def _record_problem(record: object) -> str | None:
 
 
 def message_texts(path: Path) -> Iterator[tuple[str, str]]:
-    """(location, content) of every message in a dataset file, for scanning; malformed lines are
-    skipped here (`inspect_dataset_file` reports them)."""
+    """(location, text) of every string in a dataset file's lines, for scanning: the messages'
+    contents, and in OpenAI chat lines also tool calls' arguments, tool results and the tools offered.
+    Malformed lines are skipped here (`inspect_dataset_file` reports them)."""
     with path.open(encoding="utf-8") as handle:
         for number, line in enumerate(handle, start=1):
             try:
-                messages = json.loads(line)["messages"]
-            except (ValueError, KeyError, TypeError):
+                record = json.loads(line)
+            except ValueError:
                 continue
-            for message in messages if isinstance(messages, list) else ():
-                if isinstance(message, dict) and isinstance(message.get("content"), str):
-                    yield f"line {number} ({message.get('role')})", message["content"]
+            if not isinstance(record, dict):
+                continue
+            for message in record.get("messages") if isinstance(record.get("messages"), list) else ():
+                if isinstance(message, dict):
+                    role = message.get("role")
+                    for text in _strings({k: v for k, v in message.items() if k != "role"}):
+                        yield f"line {number} ({role})", text
+            for text in _strings(record.get("tools")):
+                yield f"line {number} (tools)", text
+
+
+def _strings(node: object) -> Iterator[str]:
+    if isinstance(node, str):
+        yield node
+    elif isinstance(node, dict):
+        for value in node.values():
+            yield from _strings(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _strings(value)

@@ -37,6 +37,19 @@ RECORDS_NAME = "training_records.json"
 MIN_VALIDATION = 50
 
 
+def not_a_task(request: DispatchRequest) -> DispatchResult | None:
+    """The skip for a dataset that is not one of elizaOS's tasks (a trace dataset of whole
+    conversations has no decision whose prompt could be optimised), else None."""
+    if request.format == "elizaos":
+        return None
+    return DispatchResult(
+        False,
+        reason=f"native optimises the prompt of one of elizaOS's tasks; {request.task} is a trace dataset "
+        "of whole conversations: train it with a weights backend (openai, vertex, tinker, atropos), set "
+        "in `dataset_overrides` or `backends`",
+    )
+
+
 def run_native(
     request: DispatchRequest,
     llm: Any,
@@ -44,6 +57,9 @@ def run_native(
     budget: Budget | None,
     seeds: Sequence[int] = (0,),
 ) -> DispatchResult:
+    declined = not_a_task(request)
+    if declined is not None:
+        return declined
     examples = load_examples(request.dataset_path, ids_path(request.dataset_path))
     splits = {
         seed: split_by_trajectory(

@@ -51,6 +51,11 @@ class TraceRouting:
         return cls(tuple(rules))
 
     @property
+    def datasets(self) -> tuple[str, ...]:
+        """Every dataset a call can feed: the default two, then the rules' in the order written."""
+        return tuple(dict.fromkeys((*DEFAULT_DATASETS, *(dataset for _, _, dataset in self.rules))))
+
+    @property
     def attributes(self) -> tuple[str, ...]:
         """The span attributes the rules read."""
         return tuple(sorted({attribute for attribute, _, _ in self.rules if attribute is not None}))

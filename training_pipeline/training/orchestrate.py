@@ -64,7 +64,8 @@ def run_training(
         return record.finish("skipped", f"backend {backend_name} is not deployed here")
     work_dir = window.path.parent
     try:
-        result = backend.dispatch(DispatchRequest(task, window.path, work_dir, record.run_id, log, scorer))
+        request = DispatchRequest(task, window.path, work_dir, record.run_id, log, scorer, window.format)
+        result = backend.dispatch(request)
     except BackendError as err:
         return record.finish("failed", str(err))
     record.artifact_path, record.details = result.artifact_path, {**record.details, **result.details}

@@ -15,6 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from training_pipeline.datasets.training_tasks import TASKS, Task
 
 BACKENDS: tuple[str, ...] = ("vertex", "atropos", "tinker", "native", "openai")
+#: the backends that train a model's weights, so can train a trace dataset (whole conversations with
+#: tools); `native` optimises the prompt of one of elizaOS's decision tasks
+WEIGHTS_BACKENDS: tuple[str, ...] = tuple(b for b in BACKENDS if b != "native")
 DEFAULT_THRESHOLD = 100
 DEFAULT_COOLDOWN_HOURS = 12.0
 
@@ -71,6 +74,8 @@ class TrainingPolicy(BaseModel):
     trigger_cooldown_hours: float = DEFAULT_COOLDOWN_HOURS
     backends: list[str] = Field(default_factory=lambda: ["native"])
     per_task_overrides: dict[str, TaskOverride] = Field(default_factory=dict)
+    #: ours, not elizaOS's: overrides for trace datasets (`chat`, `tool_use`, a route's), by name
+    dataset_overrides: dict[str, TaskOverride] = Field(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod
@@ -82,6 +87,7 @@ class TrainingPolicy(BaseModel):
             "triggerThreshold": "trigger_threshold",
             "triggerCooldownHours": "trigger_cooldown_hours",
             "perTaskOverrides": "per_task_overrides",
+            "datasetOverrides": "dataset_overrides",
         }
         return {names.get(key, key): value for key, value in raw.items()}
 
@@ -117,22 +123,37 @@ class TrainingPolicy(BaseModel):
         overrides = {task: TaskOverride.model_validate(value.get(task)) for task in TASKS}
         return {task: o for task, o in overrides.items() if not o.is_empty()}
 
-    def for_task(self, task: Task) -> TaskPolicy:
-        """elizaOS's `resolveTaskPolicy`: the override where set, else the global value."""
-        override = self.per_task_overrides.get(task) or TaskOverride()
+    @field_validator("dataset_overrides", mode="wrap")
+    @classmethod
+    def _trace_datasets(cls, value: Any, handler: Any) -> dict[str, TaskOverride]:
+        if not isinstance(value, dict):
+            return {}
+        overrides = {str(name): TaskOverride.model_validate(raw) for name, raw in value.items()}
+        return {name: o for name, o in overrides.items() if name not in TASKS and not o.is_empty()}
+
+    def for_task(self, task: Task | str) -> TaskPolicy:
+        """elizaOS's `resolveTaskPolicy`: the override where set, else the global value. A trace
+        dataset (any name but elizaOS's five) takes its `dataset_overrides` entry, and by default the
+        first configured backend that trains weights (`native` optimises elizaOS's prompts only)."""
+        if task in TASKS:
+            override = self.per_task_overrides.get(task) or TaskOverride()
+            default = self.backends[0] if self.backends else None
+        else:
+            override = self.dataset_overrides.get(task) or TaskOverride()
+            default = next((b for b in self.backends if b in WEIGHTS_BACKENDS), None)
         return TaskPolicy(
-            task=task,
+            task=task,  # type: ignore[arg-type]
             threshold=self.trigger_threshold if override.threshold is None else override.threshold,
             cooldown_hours=self.trigger_cooldown_hours
             if override.cooldown_hours is None
             else override.cooldown_hours,
-            backend=override.backend or (self.backends[0] if self.backends else None),
+            backend=override.backend or default,
         )
 
 
 @dataclass(frozen=True)
 class TaskPolicy:
-    task: Task
+    task: str  # one of elizaOS's tasks, or a trace dataset
     threshold: int
     cooldown_hours: float
     backend: str | None

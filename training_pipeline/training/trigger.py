@@ -1,6 +1,7 @@
 """The threshold trigger's memory, kept in the sensor's cursor so it survives daemon restarts.
 
-Per task: examples counted since its last threshold run, by day. A day counted again (a re-materialised
+Per task (one of elizaOS's five, or a trace dataset): examples counted since its last threshold run, by
+day. A day counted again (a re-materialised
 partition, a backfill over days already seen) replaces its earlier count instead of adding to it, so
 nothing is counted twice; a threshold run that finishes (succeeded, skipped or failed) resets the task,
 as elizaOS's trigger service does.
@@ -9,6 +10,7 @@ as elizaOS's trigger service does.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
@@ -33,8 +35,10 @@ class TriggerState:
     tasks: dict[str, TaskCounter] = field(default_factory=lambda: {t: TaskCounter() for t in TASKS})
 
     @classmethod
-    def from_cursor(cls, cursor: str | None) -> TriggerState:
-        state = cls()
+    def from_cursor(cls, cursor: str | None, names: Sequence[str] = TASKS) -> TriggerState:
+        """The state in `cursor`, counting `names` (a name the cursor lacks starts at zero; one the
+        deployment no longer has is dropped)."""
+        state = cls({name: TaskCounter() for name in names})
         if cursor:
             for task, raw in json.loads(cursor).get("tasks", {}).items():
                 if task in state.tasks:
