@@ -13,12 +13,14 @@ from pydantic import Field
 
 from training_pipeline import jscompat
 from training_pipeline.atomic import atomic_open
+from training_pipeline.shared_storage import public_url
 from training_pipeline.traces.routes import TraceRouting
 from training_pipeline.traces.source import day_shares
 from training_pipeline.trajectories.database import read_table, write_trajectory
 from training_pipeline.trajectories.files import Unparsed, UnparsedSpan, with_spans_read
 from training_pipeline.trajectories.models import start_day
 from training_pipeline.trajectories.parsing import ParsedRecord
+from training_pipeline.trajectories.remote import is_url, local_input
 
 
 class TrajectorySource(ConfigurableResource):
@@ -48,7 +50,10 @@ class FileTrajectorySource(TrajectorySource):
     """`.jsonl` / `.json` export files under `path` (searched recursively), and OpenTelemetry trace files
     (OTLP/JSON lines or protobuf, plain or gzip: told by their content, docs/traces.md)."""
 
-    path: str = Field(description="export file or directory of export files and trace files")
+    path: str = Field(
+        description="export file or directory of export files and trace files, or any fsspec URL of one "
+        "(s3://bucket/traces/, gs://…, sftp://…), read through a local mirror"
+    )
     agent_runs_dir: str | None = Field(
         default=None, description="where task runs write their agents' trajectories; read with `path`"
     )
@@ -73,7 +78,7 @@ class FileTrajectorySource(TrajectorySource):
 
     def _folders(self) -> list[Path]:
         """`path`, and the task runs' folder unless it is inside `path` (read once)."""
-        folders = [Path(self.path)]
+        folders = [local_input(self.path)]
         runs = Path(self.agent_runs_dir) if self.agent_runs_dir else None
         if runs is not None and runs.is_dir() and not runs.resolve().is_relative_to(folders[0].resolve()):
             folders.append(runs)
@@ -90,7 +95,7 @@ class FileTrajectorySource(TrajectorySource):
             handle.write(jscompat.dumps(trajectory) + "\n")
 
     def describe(self) -> str:
-        return f"files:{self.path}"
+        return f"files:{public_url(self.path) if is_url(self.path) else self.path}"
 
 
 class DatabaseTrajectorySource(TrajectorySource):

@@ -80,9 +80,11 @@ def _receive(args: argparse.Namespace) -> int:
 
 def _build(args: argparse.Namespace) -> int:
     from training_pipeline import SAMPLE_ENTITIES, SAMPLE_TRAJECTORIES
+    from training_pipeline.trajectories.remote import local_input
 
+    source = local_input(args.input)
     anonymizer = args.anonymizer
-    if anonymizer is None and args.input.resolve().is_relative_to(SAMPLE_TRAJECTORIES.resolve()):
+    if anonymizer is None and source.resolve().is_relative_to(SAMPLE_TRAJECTORIES.resolve()):
         anonymizer = SAMPLE_ENTITIES  # the bundled sample's people, as `make demo` uses them
     directory = EntityDirectory.load(anonymizer) if anonymizer else None
     env_secrets = secret_env_values(args.privacy_profile, names=args.env_secrets)
@@ -90,7 +92,7 @@ def _build(args: argparse.Namespace) -> int:
     routing = args.trace_routes or TraceRouting.parse(settings().trace_routes)
     shown = args.progress if args.progress is not None else sys.stderr.isatty()
     result = build_datasets(
-        args.input,
+        source,
         args.out_dir,
         privacy,
         workers=args.workers,
@@ -531,7 +533,9 @@ def parser() -> argparse.ArgumentParser:
         help="privacy-filter trajectories and write elizaOS's per-task JSONL datasets (no Dagster)",
     )
     build.add_argument(
-        "input", type=Path, help="a .jsonl/.json export file, an OTLP trace file, or a directory of them"
+        "input",
+        help="a .jsonl/.json export file, an OTLP trace file, or a directory of them; or any fsspec URL of "
+        "one (s3://bucket/traces/, gs://…, sftp://…: mirrored into the cache folder first)",
     )
     build.add_argument("out_dir", type=Path)
     build.add_argument("--anonymizer", type=Path, help="entity directory: reference-runner JSON or CSV")

@@ -20,6 +20,7 @@ import sqlalchemy as sa
 
 from tests.dagster_servers import free_port, pipeline_free_env
 from tests.helpers import REPO, cli
+from tests.s3_server import S3Server, s3_client
 
 BIN = Path(sys.executable).parent
 DAY = "2026-11-24"
@@ -58,20 +59,11 @@ def deployment(postgres, tmp_path: Path) -> Iterator[dict[str, str]]:
             "CELERY_BROKER_URL": broker,
         }
     )
-    s3_port = free_port()
-    env.update(  # the shared storage: S3's protocol, served by moto on loopback
-        {
-            "TRAINING_PIPELINE_SHARED_URL": f"s3://{BUCKET}/pipeline",
-            "AWS_ENDPOINT_URL": f"http://127.0.0.1:{s3_port}",
-            "AWS_ACCESS_KEY_ID": "deploy-test",
-            "AWS_SECRET_ACCESS_KEY": "deploy-test-secret",
-            "AWS_DEFAULT_REGION": "us-east-1",
-        }
-    )
+    s3 = S3Server(tmp_path / "moto.log")  # the shared storage: S3's protocol, served by moto on loopback
+    env.update({"TRAINING_PIPELINE_SHARED_URL": f"s3://{BUCKET}/pipeline", **s3.env})
     redis_port = broker.rsplit(":", 1)[1].split("/")[0]
     commands = [
         ["redis-server", "--bind", "127.0.0.1", "--port", redis_port, "--save", "", "--appendonly", "no"],
-        [str(BIN / "moto_server"), "-H", "127.0.0.1", "-p", str(s3_port)],
         [
             str(BIN / "dagster-celery"),
             "worker",
@@ -85,6 +77,7 @@ def deployment(postgres, tmp_path: Path) -> Iterator[dict[str, str]]:
             "2",
         ],
     ]
+    s3.__enter__()
     logs = (tmp_path / "services.log").open("ab")
     services = [
         subprocess.Popen(
@@ -95,7 +88,7 @@ def deployment(postgres, tmp_path: Path) -> Iterator[dict[str, str]]:
     logs.close()
     try:
         _wait_for_worker(env["CELERY_BROKER_URL"], services, tmp_path / "services.log")
-        _create_bucket(env, services, tmp_path / "services.log")
+        s3.bucket(BUCKET)
         env["WORKER_GROUP"] = str(services[-1].pid)
         yield env
     finally:
@@ -107,30 +100,7 @@ def deployment(postgres, tmp_path: Path) -> Iterator[dict[str, str]]:
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
-
-
-def _s3(env: dict[str, str]):
-    import s3fs
-
-    return s3fs.S3FileSystem(
-        endpoint_url=env["AWS_ENDPOINT_URL"],
-        key=env["AWS_ACCESS_KEY_ID"],
-        secret=env["AWS_SECRET_ACCESS_KEY"],
-        skip_instance_cache=True,
-    )
-
-
-def _create_bucket(env: dict[str, str], services: list[subprocess.Popen], log: Path) -> None:
-    deadline = time.monotonic() + 60
-    while True:
-        assert all(p.poll() is None for p in services), log.read_text()[-3000:]
-        try:
-            _s3(env).mkdir(BUCKET)
-            return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.3)
+        s3.__exit__(None, None, None)
 
 
 def _wait_for_worker(broker: str, services: list[subprocess.Popen], log: Path, timeout: float = 90) -> None:
@@ -197,7 +167,7 @@ def test_a_day_and_a_task_run_through_postgres_and_celery(
     datasets = Path(deployment["TRAINING_PIPELINE_DATA"]) / "datasets" / DAY
     assert (datasets / "should_respond_trajectories.jsonl").stat().st_size > 0
     # the day's datasets reached the shared storage (S3) byte for byte, after their checks passed
-    s3 = _s3(deployment)
+    s3 = s3_client(deployment)
     copied = {
         path.rsplit("/", 1)[1]: s3.cat_file(path) for path in s3.ls(f"{BUCKET}/pipeline/datasets/{DAY}")
     }

@@ -73,13 +73,22 @@ def first_day(settings: Settings) -> date:
             settings.trajectory_db_url.get_secret_value(), settings.trajectory_db_table
         )
     else:
-        folder = Path(settings.trajectory_dir) if settings.trajectory_dir else SAMPLE_TRAJECTORIES
+        folder = _local_folder(settings.trajectory_dir) if settings.trajectory_dir else SAMPLE_TRAJECTORIES
         try:
             found = earliest_day_in_files(folder, cache_dir() / "first-days.json")
         except FileNotFoundError:  # the source's own check says so, where it is read
             found = None
         found = earliest_of([found, earliest_day_in_runs(Path(settings.data) / "agent_trajectories")])
     return found or DEFAULT_FIRST_DAY
+
+
+def _local_folder(source: str) -> Path:
+    """Where the source's files are on this machine: a URL's mirror as the last run left it (the code
+    location never fetches while it loads: before the first run, a URL source has no first day here and
+    `TRAINING_PIPELINE_START_DATE` is the way to set one)."""
+    from training_pipeline.trajectories.remote import is_url, local_input, mirror_folder
+
+    return mirror_folder(source) if is_url(source) else local_input(source)
 
 
 def earliest_day_in_files(path: Path, cache_file: Path | None = None) -> date | None:
