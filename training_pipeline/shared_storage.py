@@ -41,25 +41,27 @@ class SharedStorage:
         return self.location(*parts)
 
     def put_folder(self, local_dir: Path, *parts: str, last: str) -> list[str]:
-        """Publish every file of `local_dir` to `<url>/<parts...>/`, with `last` (the file that says the
-        folder is complete) taken down first and put back last, and files the folder no longer has removed:
-        a reader that finds `last` finds the whole folder, and only it."""
+        """Publish every file under `local_dir` (its subfolders too: a day's datasets in another format
+        sit in `openai-chat/` and `parquet/`) to `<url>/<parts...>/`, with `last` (the file that says
+        the folder is complete) taken down first and put back last, and files the folder no longer has
+        removed: a reader that finds `last` finds the whole folder, and only it."""
         folder = posixpath.join(self.root, *parts)
-        names = sorted(p.name for p in local_dir.iterdir() if p.is_file())
+        names = sorted(p.relative_to(local_dir).as_posix() for p in local_dir.rglob("*") if p.is_file())
         if last not in names:
             raise FileNotFoundError(f"{local_dir / last} is missing: the folder is not complete")
         marker = posixpath.join(folder, last)
         if self.fs.exists(marker):
             self.fs.rm(marker)
-        urls = [self.put_file(local_dir / name, *parts, name) for name in names if name != last]
-        self._remove_others(folder, {*names})
+        urls = [self.put_file(local_dir / name, *parts, *name.split("/")) for name in names if name != last]
+        self._remove_others(folder, set(names))
         urls.append(self.put_file(local_dir / last, *parts, last))
         return urls
 
     def _remove_others(self, folder: str, keep: set[str]) -> None:
-        for path in self.fs.ls(folder, detail=False):
-            if posixpath.basename(path.rstrip("/")) not in keep:
-                self.fs.rm(path, recursive=True)
+        """Files under `folder` whose path relative to it is not in `keep`."""
+        for path in self.fs.find(folder):
+            if posixpath.relpath(path, folder) not in keep:
+                self.fs.rm(path)
 
     def location(self, *parts: str) -> str:
         """The URL of `parts` here, fit to show (logs, metadata)."""

@@ -57,3 +57,22 @@ def test_urls_shown_never_carry_a_password() -> None:
     url = "webdav://user:hunter2hunter2@files.example.com:8443/share"
     assert public_url(url) == "webdav://files.example.com:8443/share"
     assert public_url("s3://bucket/prefix") == "s3://bucket/prefix"
+
+
+def test_a_days_format_folders_travel_with_it_and_stale_ones_go(tmp_path: Path) -> None:
+    shared = SharedStorage(f"file://{tmp_path}/shared")
+    local = _day(tmp_path / "local", {"a.jsonl": "1\n", "summary.json": "{}"})
+    (local / "parquet").mkdir()
+    (local / "parquet" / "a.parquet").write_text("PAR1")
+    (local / "parquet" / "b.parquet").write_text("PAR1")
+    shared.put_folder(local, "d", last="summary.json")
+    copied = tmp_path / "shared" / "d"
+    assert (copied / "parquet" / "b.parquet").read_text() == "PAR1"
+
+    (local / "parquet" / "b.parquet").unlink()
+    shared.put_folder(local, "d", last="summary.json")
+    assert sorted(p.relative_to(copied).as_posix() for p in copied.rglob("*") if p.is_file()) == [
+        "a.jsonl",
+        "parquet/a.parquet",
+        "summary.json",
+    ]

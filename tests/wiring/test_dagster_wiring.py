@@ -246,7 +246,10 @@ def test_a_day_reaches_the_shared_storage_only_once_its_checks_pass(tmp_path: Pa
         PrivacySettings(profile="elizaos", env_secrets="NONE"),
         DataStore(root=str(tmp_path / "data"), shared_url=f"file://{shared}"),
     )
-    settings = load_settings({"TRAINING_PIPELINE_SHARED_URL": f"file://{shared}"})
+    # the deployment also writes every dataset as Parquet: those folders travel with the day
+    settings = load_settings(
+        {"TRAINING_PIPELINE_SHARED_URL": f"file://{shared}", "TRAINING_PIPELINE_DATASET_FORMAT": "parquet"}
+    )
     assets = daily_graph(settings)
     leaked = materialize(assets, partition_key=DAY, resources=resources, raise_on_error=False)
     assert not leaked.success
@@ -254,16 +257,22 @@ def test_a_day_reaches_the_shared_storage_only_once_its_checks_pass(tmp_path: Pa
 
     resources["training_pipeline_privacy"] = PrivacySettings(profile="strict", env_secrets="NONE")
     result = materialize(assets, partition_key=DAY, resources=resources)
-    local = tmp_path / "data" / "datasets" / DAY
+    files = 0
+    for layer in ("datasets", "trace_datasets"):
+        local, copied = tmp_path / "data" / layer / DAY, shared / layer / DAY
+        made = {p.relative_to(local): p.read_bytes() for p in local.rglob("*") if p.is_file()}
+        assert {p.relative_to(copied): p.read_bytes() for p in copied.rglob("*") if p.is_file()} == made
+        files += len(made)
+    # the five datasets, their provenance ids, the summary, how they were inspected, the Parquet
+    # folder; the day's trace datasets (none here: their summary says so)
+    assert (shared / "datasets" / DAY / "parquet" / "response.parquet").is_file()
+    assert (shared / "trace_datasets" / DAY / "trace_datasets_summary.json").is_file()
     copied = shared / "datasets" / DAY
-    assert {p.name: p.read_bytes() for p in copied.iterdir()} == {
-        p.name: p.read_bytes() for p in local.iterdir()
-    }
-    # the five datasets, their provenance ids, the summary, and how they were inspected
     assert asset_metadata(result, "shared_datasets") == {
         "dagster/uri": f"file://{copied}",
         "url": f"file://{copied}",
-        "files": 12,
+        "trace_datasets": f"file://{shared / 'trace_datasets' / DAY}",
+        "files": files,
     }
 
 
