@@ -1,14 +1,16 @@
 """Recall and over-redaction of a privacy profile on the credential corpora (`bench/data/`, built by
 `build_credential_corpus.py` from what gitleaks and Kingfisher publish with their rules).
 
-    python bench/credential_coverage.py [--profile strict|elizaos] [--show N] [--write]
+    python bench/credential_coverage.py [--profile strict|elizaos] [--traces] [--show N] [--write]
 
 A positive sample counts as caught when none of its secrets is left in the redacted text; a negative
 counts as over-redacted when anything in it is redacted. A published false positive of one gitleaks rule
 that another rule of gitleaks' set reports is no near miss for the set as a whole: it is counted apart.
 Then what the independent re-check (`privacy.scan`: detect-secrets' plugins, its keyword detector
-included) still finds in the redacted positives. Per corpus, per context and in all; `--write` puts the
-table in bench/README.md.
+included) still finds in the redacted positives. Per corpus, per context and in all; with `--traces`
+each text rides in a traced agent's conversation through `build-datasets` (`through_traces.py`; a
+trace's strings are redacted as `strict` whatever the profile); `--write` puts the table in
+bench/README.md.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from datetime import date
 from pathlib import Path
 
 from readme import write_section
+from through_traces import redact_through_traces
 
 from training_pipeline.privacy.filter import PrivacyFilter
 from training_pipeline.privacy.gitleaks import load_rules
@@ -31,7 +34,7 @@ DATA = Path(__file__).with_name("data")
 CORPORA = {"gitleaks": DATA / "credential_corpus.jsonl", "kingfisher": DATA / "kingfisher_corpus.jsonl"}
 
 
-def measure(profile: str) -> dict:
+def measure(profile: str, traces: bool = False) -> dict:
     privacy = PrivacyFilter(profile)  # type: ignore[arg-type]
     scanner = SecretScanner()
     gitleaks_rules = load_rules()
@@ -39,9 +42,10 @@ def measure(profile: str) -> dict:
     for corpus, path in CORPORA.items():
         contexts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         families: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-        for line in path.read_text().splitlines():
-            sample = json.loads(line)
-            redacted = privacy.redact(sample["text"])
+        samples = [json.loads(line) for line in path.read_text().splitlines()]
+        texts = [sample["text"] for sample in samples]
+        outs = redact_through_traces(texts, privacy) if traces else [privacy.redact(t) for t in texts]
+        for sample, redacted in zip(samples, outs, strict=True):
             counts, family = contexts[sample["context"]], families[sample["family"]]
             if sample["kind"] == "positive":
                 counts["positives"] += 1
@@ -63,7 +67,7 @@ def measure(profile: str) -> dict:
     return result
 
 
-def table(result: dict, profile: str) -> str:
+def table(result: dict, profile: str, traces: bool = False) -> str:
     """Per corpus, with the contexts that leaked named (`contexts` gives every context's figures)."""
     rows = [
         "| corpus | positives | leaked | near-miss negatives | over-redacted | contexts that leaked |",
@@ -95,7 +99,8 @@ def table(result: dict, profile: str) -> str:
     }
     recall = 1 - totals["leaked"] / max(1, totals["positives"])
     lines = [
-        f"`python bench/credential_coverage.py --profile {profile}` on {platform.machine()}, Python "
+        f"`python bench/credential_coverage.py --profile {profile}{' --traces' if traces else ''}` on "
+        f"{platform.machine()}, Python "
         f"{sys.version.split()[0]}, {date.today()}: recall {recall:.2%}; families with no leak: "
         + ", ".join(f"{corpus} {ok}/{total}" for corpus, (total, ok) in families.items())
         + "; the re-check's findings left in the redacted positives: "
@@ -104,6 +109,12 @@ def table(result: dict, profile: str) -> str:
         "",
         *rows,
     ]
+    if traces:  # one line: the per-context table is the direct run's, above it
+        lines = [
+            lines[0].removesuffix(".")
+            + f"; leaked {totals['leaked']}/{totals['positives']}, near misses over-redacted "
+            f"{totals['over_redacted']}/{totals['negatives']} ({over:.1%})."
+        ]
     return "\n".join(lines)
 
 
@@ -122,9 +133,10 @@ def main() -> None:
     parser.add_argument("--profile", default="strict")
     parser.add_argument("--show", type=int, default=10)
     parser.add_argument("--write", action="store_true", help="put the table in bench/README.md")
+    parser.add_argument("--traces", action="store_true", help="each text through a traced conversation")
     args = parser.parse_args()
-    result = measure(args.profile)
-    text = table(result, args.profile)
+    result = measure(args.profile, args.traces)
+    text = table(result, args.profile, args.traces)
     print(text)
     print(contexts(result))
     for miss in result["misses"][: args.show]:
@@ -134,7 +146,7 @@ def main() -> None:
             f"      -> {miss['redacted'][:140]!r}"
         )
     if args.write:
-        write_section("credential_coverage", text)
+        write_section("credential_coverage_traces" if args.traces else "credential_coverage", text)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,12 @@
 """How much personal data the strict profile redacts, per kind and context, and how much it over-redacts.
 
-    python bench/personal_coverage.py [--write] [--show-leaks N]
+    python bench/personal_coverage.py [--traces] [--write] [--show-leaks N]
 
 Reads `bench/data/personal_corpus.jsonl` (`build_personal_corpus.py`): a record leaks when any of its
 values is still in the text after `PrivacyFilter("strict").redact`, and a near miss is over-redacted
-when any of the strings it must keep was changed. `--write` puts the table in bench/README.md.
+when any of the strings it must keep was changed. With `--traces` each text rides in a traced agent's
+conversation through `build-datasets` instead (`through_traces.py`). `--write` puts the table in
+bench/README.md.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections import Counter
 from pathlib import Path
 
 from readme import write_section
+from through_traces import SLOTS, redact_through_traces
 
 from training_pipeline.privacy.filter import PrivacyFilter
 
@@ -24,19 +27,22 @@ ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "bench" / "data" / "personal_corpus.jsonl"
 
 
-def measure(corpus: Path = CORPUS) -> dict[str, object]:
+def measure(corpus: Path = CORPUS, traces: bool = False) -> dict[str, object]:
     """Leaks (record kind, context, locale, text) and counts per kind and context."""
     privacy = PrivacyFilter("strict", None, (), personal_data="all", ner_model="")
+    records = [json.loads(line) for line in corpus.read_text(encoding="utf-8").splitlines()]
+    started = time.perf_counter()
+    if traces:
+        outs = redact_through_traces([record["text"] for record in records], privacy)
+    else:
+        outs = [privacy.redact(record["text"]) for record in records]
     totals: Counter[tuple[str, str]] = Counter()
     caught: Counter[tuple[str, str]] = Counter()
     leaks: list[dict[str, object]] = []
     near_total: Counter[str] = Counter()
     near_over: Counter[str] = Counter()
     over: list[dict[str, object]] = []
-    started = time.perf_counter()
-    for line in corpus.read_text(encoding="utf-8").splitlines():
-        record = json.loads(line)
-        out = privacy.redact(record["text"])
+    for record, out in zip(records, outs, strict=True):
         kind = record["kind"]
         if kind.startswith("near-miss:"):
             name = kind.split(":", 1)[1]
@@ -93,14 +99,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--write", action="store_true", help="put the table in bench/README.md")
     parser.add_argument("--show-leaks", type=int, default=0, metavar="N")
+    parser.add_argument("--traces", action="store_true", help="each text through a traced conversation")
     args = parser.parse_args()
-    result = measure()
+    result = measure(traces=args.traces)
     body = table(result)
     leaks: list = result["leaks"]  # type: ignore[assignment]
     over: list = result["over"]  # type: ignore[assignment]
     total = sum(result["totals"].values())  # type: ignore[union-attr]
+    way = f"Through OpenTelemetry traces ({', '.join(SLOTS)}, in turn): " if args.traces else ""
     summary = (
-        f"{total - len(leaks)}/{total} records with personal data fully redacted ({len(leaks)} leaks); "
+        way + f"{total - len(leaks)}/{total} records with personal data fully redacted ({len(leaks)} leaks); "
         f"near misses over-redacted: {len(over)}; {result['seconds']:.1f} s on {platform.machine()}, "
         f"Python {platform.python_version()}, {time.strftime('%Y-%m-%d')}."
     )
@@ -110,7 +118,9 @@ def main() -> None:
         print("LEAK", leak["kind"], leak["context"], leak["locale"], repr(leak["out"])[:300])
     for miss in over[: args.show_leaks]:
         print("OVER", miss["kind"], repr(miss["out"])[:300])
-    if args.write:
+    if args.write and args.traces:  # the per-kind table is the one above; here, what differs
+        write_section("personal_coverage_traces", summary)
+    elif args.write:
         write_section("personal_coverage", f"{summary}\n\n{body}")
 
 

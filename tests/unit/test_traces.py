@@ -240,3 +240,58 @@ def test_a_build_shows_how_far_it_has_gone_on_stderr_and_keeps_stdout_for_the_re
 def test_a_trace_file_gone_since_it_was_listed_is_one_unreadable_record(tmp_path: Path) -> None:
     [item] = list(spans_of_file(tmp_path / "gone.pb", "otlp-protobuf"))
     assert isinstance(item, Unreadable) and item.reason.startswith("unreadable trace file")
+
+
+def _tool_call_span(arguments: dict[str, Any], result: str) -> str:
+    """One OTLP/JSON line: a chat span whose conversation calls a tool with `arguments` and gets
+    `result` back, in the GenAI attributes form."""
+    call = {"type": "tool_call", "id": "call_1", "name": "send_email", "arguments": arguments}
+    inputs = [
+        {"role": "user", "parts": [{"type": "text", "content": "Mail the customer that it is fixed."}]},
+        {"role": "assistant", "parts": [call]},
+        {"role": "tool", "parts": [{"type": "tool_call_response", "id": "call_1", "response": result}]},
+    ]
+    outputs = [
+        {"role": "assistant", "parts": [{"type": "text", "content": "Sent."}], "finish_reason": "stop"}
+    ]
+    attributes = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": "gpt-4o-mini",
+        "gen_ai.input.messages": json.dumps(inputs),
+        "gen_ai.output.messages": json.dumps(outputs),
+    }
+    span = {
+        "traceId": "0af7651916cd43dd8448eb211c80319c",
+        "spanId": "b7ad6b7169203331",
+        "name": "chat gpt-4o-mini",
+        "kind": 3,
+        "startTimeUnixNano": "1795478500000000000",
+        "endTimeUnixNano": "1795478500800000000",
+        "attributes": [{"key": k, "value": {"stringValue": v}} for k, v in attributes.items()],
+    }
+    return json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}) + "\n"
+
+
+def test_what_a_tool_call_carries_as_json_is_redacted_by_its_structure_and_by_its_keys(
+    tmp_path: Path,
+) -> None:
+    """Inside a tool call's JSON arguments a line break is `\\n` and a quote `\\"`: the signature that
+    tells a name, and a JSON text inside an argument, are read as JSON; a key that names a secret still
+    tells it."""
+    body = "Hi, it is fixed.\n\nBest regards,\nJason Johnson\nPhone: +1 415-555-0132"
+    profile = json.dumps({"customer": {"full_name": "Maria Gonzalez", "email": "maria.g@example.org"}})
+    arguments = {"body": body, "profile": profile, "api_key": "x9Kq2LmN8vB4cX7zR1tY6wP3"}
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "spans.jsonl").write_text(_tool_call_span(arguments, json.dumps({"ok": True})))
+    build_datasets(tmp_path / "in", tmp_path / "out", PrivacyFilter("strict"))
+    [line] = (tmp_path / "out" / "tool_use.jsonl").read_text().splitlines()
+    sent = json.loads(json.loads(line)["messages"][1]["tool_calls"][0]["function"]["arguments"])
+    signed = sent["body"].split("\n")[3]
+    assert sent["body"] == f"Hi, it is fixed.\n\nBest regards,\n{signed}\nPhone: <PII:PHONE_NUMBER:1>"
+    customer = json.loads(sent["profile"])["customer"]
+    assert customer["email"] == "<PII:EMAIL_ADDRESS:1>"
+    # two people, two placeholders, numbered across the conversation
+    assert {signed, customer["full_name"]} == {"<PII:PERSON:1>", "<PII:PERSON:2>"}
+    assert "x9Kq2LmN8vB4cX7zR1tY6wP3" not in line
+    for value in ("Jason Johnson", "Maria Gonzalez", "maria.g@example.org", "555-0132"):
+        assert value not in line

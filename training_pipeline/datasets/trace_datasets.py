@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -20,6 +19,7 @@ from typing import IO, Any
 import orjson
 
 from training_pipeline.atomic import StagedFiles
+from training_pipeline.datasets.validate import every_string
 from training_pipeline.privacy.scan import PERSONAL_PREFIX, SecretScanner
 from training_pipeline.trajectories.models import TRACE_SOURCE, is_trace, iter_llm_calls
 
@@ -190,7 +190,7 @@ def inspect_trace_datasets(out_dir: Path, scanner: SecretScanner) -> TraceInspec
                 problem = chat_line_problem(record)
                 if problem is not None:
                     inspection.problems.append(f"{path.name} line {number}: {problem}")
-                for text in _strings(record):
+                for text in (t for t in every_string(record) if len(t) > 3):
                     inspection.texts += 1
                     found = [kind for kind, _ in scanner.find(text)]
                     personal = [kind.removeprefix(PERSONAL_PREFIX) for kind in scanner.find_personal(text)]
@@ -199,15 +199,3 @@ def inspect_trace_datasets(out_dir: Path, scanner: SecretScanner) -> TraceInspec
                     if (found or personal) and len(inspection.locations) < 50:
                         inspection.locations.append(f"{path.name} line {number}")
     return inspection
-
-
-def _strings(node: Any) -> Iterator[str]:
-    if isinstance(node, str):
-        if len(node) > 3:
-            yield node
-    elif isinstance(node, dict):
-        for value in node.values():
-            yield from _strings(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from _strings(value)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from collections import Counter
@@ -260,18 +261,25 @@ def message_texts(path: Path) -> Iterator[tuple[str, str]]:
             for message in record.get("messages") if isinstance(record.get("messages"), list) else ():
                 if isinstance(message, dict):
                     role = message.get("role")
-                    for text in _strings({k: v for k, v in message.items() if k != "role"}):
+                    for text in every_string({k: v for k, v in message.items() if k != "role"}):
                         yield f"line {number} ({role})", text
-            for text in _strings(record.get("tools")):
+            for text in every_string(record.get("tools")):
                 yield f"line {number} (tools)", text
 
 
-def _strings(node: object) -> Iterator[str]:
-    if isinstance(node, str):
-        yield node
-    elif isinstance(node, dict):
-        for value in node.values():
-            yield from _strings(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from _strings(value)
+def every_string(node: object) -> Iterator[str]:
+    """Every string in a JSON value, and in each string that is itself a JSON object or array (a tool
+    call's arguments, a tool's JSON result) every string of that too: a scanner reading the JSON text
+    alone sees `\\n` where a line breaks and `\\"` where a quote stands, and misses what those tell."""
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            yield item
+            if item.lstrip()[:1] in ("{", "["):
+                with contextlib.suppress(ValueError):
+                    stack.append(json.loads(item))
+        elif isinstance(item, dict):
+            stack.extend(reversed(item.values()))
+        elif isinstance(item, list):
+            stack.extend(reversed(item))

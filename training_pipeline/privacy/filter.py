@@ -12,9 +12,10 @@ the trajectory too, since the filtered trajectories are stored and shared as wel
 from __future__ import annotations
 
 import fnmatch
+import json
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -237,6 +238,7 @@ class PrivacyFilter:
         before = self.stats.redaction_count
         calls: set[int] = set()
         slots: list[tuple[Any, Any, str]] = []  # (container, key, text), in the order they are redacted
+        embedded: list[_Embedded] = []  # JSON texts whose strings are slotted one by one
         for call in iter_llm_calls(trajectory):
             calls.add(id(call))
             for name in _TEXT_FIELDS:
@@ -249,33 +251,49 @@ class PrivacyFilter:
             self.profile == "strict" and not self._nothing_else_to_redact(trajectory, slots)
         )
         if walked:
-            self._everything_else(trajectory, calls, slots)
+            self._everything_else(trajectory, calls, slots, embedded)
         self._clear_short_texts([text for _, _, text in slots])
         found: dict[str, str] = {}
         with budget(self.budget_seconds):
             for container, key, text in slots:
                 container[key], secrets = self._redacted(text)
                 found.update(secrets)
+            for *_, text in embedded:  # a secret told by its key in the JSON text (`"api_key": "…"`)
+                probed: Found = []
+                self._redact(text, {}, probed)
+                found.update(probed)
             if found:
                 if self.profile == "strict" and not walked:
                     # the gate named no rule in the other strings, but a secret found here may be there
-                    self._everything_else(trajectory, calls, slots)
+                    self._everything_else(trajectory, calls, slots, embedded)
                     walked = True
                 self._redact_found_everywhere(found, slots)
             if self.personal is not None:
                 rest = None
                 if self.profile == "strict" and not walked:
                     # the gate left the other strings alone, but a value found here may be there
-                    rest = lambda: self._everything_else(trajectory, calls, slots)  # noqa: E731
-                self._redact_personal(slots, rest)
+                    rest = lambda: self._everything_else(trajectory, calls, slots, embedded)  # noqa: E731
+                self._redact_personal(slots, rest, [text for *_, text in embedded])
+        # written back where a string in them changed, the innermost first (a JSON text in a JSON text)
+        for container, key, parsed, text in reversed(embedded):
+            if parsed != json.loads(text):
+                container[key] = json.dumps(parsed, ensure_ascii=False)
         return self.stats.redaction_count - before
 
-    def _redact_personal(self, slots: list[tuple[Any, Any, str]], rest: Callable[[], None] | None) -> None:
+    def _redact_personal(
+        self, slots: list[tuple[Any, Any, str]], rest: Callable[[], None] | None, probes: Sequence[str] = ()
+    ) -> None:
         """Personal data in every slot, as placeholders numbered across the trajectory; then each value
         found is redacted wherever else the trajectory holds it (`Pseudonyms.spread`), in the strings
         `rest` adds to `slots` too (the ones the gate left unwalked: a name said with a cue in a prompt
-        is the same person in the metadata's `"assignee": "Jane Doe"`)."""
+        is the same person in the metadata's `"assignee": "Jane Doe"`). `probes` are JSON texts whose
+        strings are slots: what is found in them whole (a name told by its key, `"full_name": "…"`)
+        is spread into their strings, and counted there."""
         pseudonyms = Pseudonyms()
+        for text in probes:
+            spans = self._personal_spans(text)
+            if spans:
+                pseudonyms.replace(text, spans, {})
         counts: dict[str, int] = {}
         for container, key, _ in slots:
             text = container[key]
@@ -498,27 +516,50 @@ class PrivacyFilter:
 
         return HANDLE.sub(replace, text)
 
-    def _everything_else(self, trajectory: dict[str, Any], calls: set[int], slots: list) -> None:
-        """Strict only: the other strings of the trajectory (metadata, tool output, provider data...)
-        added to `slots`; `calls` are the LLM calls whose prompt fields are there already."""
+    def _everything_else(
+        self, trajectory: dict[str, Any], calls: set[int], slots: list, embedded: list[_Embedded]
+    ) -> None:
+        """Strict (and traces): the other strings of the trajectory (metadata, tool output, provider
+        data...) added to `slots`; `calls` are the LLM calls whose prompt fields are there already.
+
+        A string that is itself a JSON object or array (a tool call's `arguments`, a tool's JSON result)
+        is read as JSON and its strings are slotted one by one, then it is written back (`embedded`):
+        inside the JSON text a newline is `\\n` and a quote `\\"`, so the cues a name or a date of
+        birth is told by (`Best regards,` and a line break, `"full_name": "…"`) would not be seen."""
         stack: list[Any] = [trajectory]
         while stack:
             node = stack.pop()
-            if isinstance(node, dict):
-                is_call = id(node) in calls
-                for key, value in node.items():
-                    if isinstance(value, str):
-                        if len(value) > 3 and not (is_call and key in _TEXT_FIELDS):
-                            slots.append((node, key, value))
-                    elif isinstance(value, dict | list):
-                        stack.append(value)
-            elif isinstance(node, list):
-                for index, value in enumerate(node):
-                    if isinstance(value, str):
-                        if len(value) > 3:
-                            slots.append((node, index, value))
-                    elif isinstance(value, dict | list):
-                        stack.append(value)
+            items = node.items() if isinstance(node, dict) else enumerate(node)
+            is_call = isinstance(node, dict) and id(node) in calls
+            for key, value in items:
+                if isinstance(value, str):
+                    if len(value) <= 3 or (is_call and key in _TEXT_FIELDS):
+                        continue
+                    parsed = _json_container(value)
+                    if parsed is None:
+                        slots.append((node, key, value))
+                    else:
+                        embedded.append((node, key, parsed, value))
+                        stack.append(parsed)
+                elif isinstance(value, dict | list):
+                    stack.append(value)
+
+
+#: a string of a trajectory that holds JSON: where it is (container, key), its parsed value, its text
+_Embedded = tuple[Any, Any, Any, str]
+
+
+def _json_container(text: str) -> dict | list | None:
+    """`text` parsed, when it is a JSON object or array (None otherwise: most strings, told by their
+    first character without parsing)."""
+    start = text.lstrip()[:1]
+    if start not in ("{", "["):
+        return None
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict | list) and parsed else None
 
 
 #: a redaction remembered: the text redacted (None: unchanged), the counts by rule, the secrets found
