@@ -90,7 +90,8 @@ class AtroposBackend(ConfigurableResource):
     data_dir: str = Field(description="where Atropos reads datasets; one folder per task")
     command: list[str] | None = Field(
         default=None,
-        description="command to launch training; {dataset} {task} {run_id} {data_dir} are filled in",
+        description="command to launch training; {dataset} {validation} {task} {run_id} {data_dir} are "
+        "filled in",
     )
     timeout_seconds: float = 24 * 3600
 

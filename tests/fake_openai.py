@@ -3,6 +3,8 @@
 It speaks the real protocol: `POST /v1/files` (multipart, `purpose=fine-tune`), `POST /v1/fine_tuning/jobs`,
 `GET /v1/fine_tuning/jobs/{id}` moving through validating_files → running → succeeded, bearer auth with
 OpenAI's 401 body, and OpenAI's `{"error": {...}}` shape for refusals. Faults can be injected.
+`POST /v1/chat/completions` answers as the base model or as a job's fine-tuned model
+(`tests.tuned_behaviour`: from the job's training file; `tuning_learns = False`: as its base).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from email.policy import default
 from typing import Any
 
 from tests.loopback import Answer, LoopbackJSONServer
+from tests.tuned_behaviour import BASE_ANSWER, NearestExample
 
 
 class FakeOpenAI(LoopbackJSONServer):
@@ -26,6 +29,8 @@ class FakeOpenAI(LoopbackJSONServer):
         self.fail_next_get_with: list[int] = []  # status codes to answer the next job GETs with
         self.job_outcome = "succeeded"
         self.reject_create: str | None = None
+        self.tuning_learns = True
+        self.chats: list[dict[str, Any]] = []
 
     @property
     def base_url(self) -> str:
@@ -45,6 +50,8 @@ class FakeOpenAI(LoopbackJSONServer):
             return self._upload(headers, body)
         if method == "POST" and path == "/v1/fine_tuning/jobs":
             return self._create(json.loads(body))
+        if method == "POST" and path == "/v1/chat/completions":
+            return self._chat(json.loads(body))
         match = re.fullmatch(r"/v1/fine_tuning/jobs/([\w-]+)", path)
         if method == "GET" and match and match[1] in self.jobs:
             return self._get(match[1])
@@ -89,6 +96,7 @@ class FakeOpenAI(LoopbackJSONServer):
             "error": None,
             "polls": 0,
             "suffix": request.get("suffix"),
+            "validation_file": request.get("validation_file"),
         }
         return 200, _public(self.jobs[job_id])
 
@@ -103,6 +111,27 @@ class FakeOpenAI(LoopbackJSONServer):
         if job["status"] == "failed":
             job["error"] = {"code": "invalid_training_file", "message": "training file has bad lines"}
         return 200, _public(job)
+
+    def _chat(self, request: dict[str, Any]) -> Answer:
+        self.chats.append(request)
+        job = next((j for j in self.jobs.values() if j["fine_tuned_model"] == request["model"]), None)
+        answer: dict[str, Any] = {"role": "assistant", "content": BASE_ANSWER}
+        if job is not None and self.tuning_learns:
+            lines = self.files[job["training_file"]]["content"].decode().splitlines()
+            examples = [json.loads(line)["messages"] for line in lines]
+            model = NearestExample([(_last_user(messages), messages[-1]) for messages in examples])
+            answer = model.answer(_last_user(request["messages"]))
+        return 200, {
+            "id": f"chatcmpl-{len(self.chats)}",
+            "object": "chat.completion",
+            "model": request["model"],
+            "choices": [{"index": 0, "message": answer, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }
+
+
+def _last_user(messages: list[dict[str, Any]]) -> str:
+    return next((m.get("content") or "" for m in reversed(messages) if m["role"] == "user"), "")
 
 
 def _public(job: dict[str, Any]) -> dict[str, Any]:

@@ -2,6 +2,8 @@
 
 Real paths, real JSON shapes (`name`, `state`, `tunedModel.endpoint`), bearer auth and Google's error
 body (`{"error": {"code", "message", "status"}}`); jobs move PENDING → RUNNING → the chosen outcome.
+`POST /v1/{model}:generateContent` answers as a publisher's base model or as a job's tuned endpoint
+(`tests.tuned_behaviour`: from the job's training data).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 from tests.loopback import Answer, LoopbackJSONServer
+from tests.tuned_behaviour import BASE_ANSWER, NearestExample
 
 
 def _error(code: int, message: str, status: str) -> Answer:
@@ -25,6 +28,7 @@ class FakeVertex(LoopbackJSONServer):
         self.objects: dict[str, bytes] = {}
         self.jobs: dict[str, dict[str, Any]] = {}
         self.outcome = "JOB_STATE_SUCCEEDED"
+        self.generated: list[tuple[str, dict[str, Any]]] = []
 
     @property
     def endpoint(self) -> str:
@@ -43,6 +47,9 @@ class FakeVertex(LoopbackJSONServer):
             name = query["name"][0]
             self.objects[f"gs://{upload[1]}/{name}"] = body
             return 200, {"kind": "storage#object", "bucket": upload[1], "name": name, "size": str(len(body))}
+        generate = re.fullmatch(r"/v1/(.+):generateContent", url.path)
+        if method == "POST" and generate:
+            return self._generate(generate[1], json.loads(body))
         if method == "POST" and create:
             return self._create(create[1], create[2], json.loads(body))
         if method == "GET" and url.path.removeprefix("/v1/") in self.jobs:
@@ -76,6 +83,26 @@ class FakeVertex(LoopbackJSONServer):
         if job["state"] == "JOB_STATE_FAILED":
             job["error"] = {"code": 3, "message": "dataset has too few valid examples"}
         return 200, _public(job)
+
+    def _generate(self, model: str, request: dict[str, Any]) -> Answer:
+        self.generated.append((model, request))
+        parts: list[dict[str, Any]] = [{"text": BASE_ANSWER}]
+        if "/publishers/google/models/" not in model:
+            job = next(
+                (j for j in self.jobs.values() if j.get("tunedModel", {}).get("endpoint") == model), None
+            )
+            if job is None:
+                return _error(404, f"{model} not found", "NOT_FOUND")
+            uri = job["request"]["supervisedTuningSpec"]["trainingDatasetUri"]
+            examples = [json.loads(line)["contents"] for line in self.objects[uri].decode().splitlines()]
+            tuned = NearestExample([(_last_user(contents), contents[-1]["parts"]) for contents in examples])
+            parts = tuned.answer(_last_user(request["contents"]))
+        return 200, {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP"}]}
+
+
+def _last_user(contents: list[dict[str, Any]]) -> str:
+    user = next((c for c in reversed(contents) if c["role"] == "user"), {"parts": []})
+    return "".join(part.get("text", "") for part in user["parts"])
 
 
 def _public(job: dict[str, Any]) -> dict[str, Any]:

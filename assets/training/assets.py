@@ -4,7 +4,7 @@ run record file; `tuned_model` and `optimized_prompt`: what the run produced."""
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from dagster import (
     AllPartitionMapping,
@@ -34,6 +34,10 @@ from resources.backends import TrainingBackends
 from resources.privacy import PrivacySettings
 from resources.storage import DataStore
 from resources.training import TrainingSettings
+from training_pipeline.backends.base import BackendError
+from training_pipeline.backends.http import ServiceClient
+from training_pipeline.backends.openai_finetune import chat_model
+from training_pipeline.backends.vertex import base_model_path, gemini_model
 from training_pipeline.datasets.training_tasks import TASKS
 from training_pipeline.optimizers.native import load_artifact
 from training_pipeline.privacy.stored import SafeLog, safe_text
@@ -43,7 +47,14 @@ from training_pipeline.training.orchestrate import run_training
 from training_pipeline.training.policy import BACKENDS
 from training_pipeline.training.promotion import judge_artifact, native_candidate, promote, read_published
 from training_pipeline.training.run_records import RunRecord
-from training_pipeline.training.tuning import TuningFailed, follow_tinker_run, follow_vertex_job, to_follow
+from training_pipeline.training.tuned_evaluation import TunedEvaluation
+from training_pipeline.training.tuning import (
+    TuningFailed,
+    follow_tinker_run,
+    follow_vertex_job,
+    judge_tuned,
+    to_follow,
+)
 from training_pipeline.training.window import DayFiles, assemble_window
 
 
@@ -65,6 +76,25 @@ class TrainingAssets:
     @property
     def assets(self) -> list[AssetsDefinition]:
         return [self.training_run, self.tuned_model, self.optimized_prompt]
+
+
+def _judged(evaluation: TunedEvaluation | None) -> dict[str, Any]:
+    """What the gate said of a tuned model, as metadata (nothing when it was not judged)."""
+    if evaluation is None:
+        return {"judged": False}
+    verdict = evaluation.verdict
+    return {
+        "judged": True,
+        "better": verdict.promoted,
+        "gain": verdict.gain,
+        "gain_low": verdict.low,
+        "gain_high": verdict.high,
+        "test_examples": verdict.n,
+        "base_score": evaluation.base_score,
+        "tuned_score": evaluation.tuned_score,
+        "gate": MetadataValue.md(gate_table(verdict)),
+        "reason": verdict.reason,
+    }
 
 
 #: the training run's check: a warning when the run was skipped, so the UI shows it as such
@@ -206,12 +236,15 @@ def training_assets(
         **made_by_the_run,
         description="The model a hosted service trained: polls the Vertex tuning job `training_run` created "
         "in the same run to a terminal state, logging progress, and records the tuned model's endpoint; or "
-        "confirms the service lists the sampler weights a Tinker run saved, and records their path.",
+        "confirms the service lists the sampler weights a Tinker run saved, and records their path. An "
+        "OpenAI or Vertex model is then judged against its base model on the run's test split through its "
+        "endpoint, by the promotion gate (gain, interval, the best constant answer).",
     )
     def tuned_model(
         context: AssetExecutionContext,
         training_pipeline_backends: TrainingBackends,
         training_pipeline_store: DataStore,
+        training_pipeline_policy: TrainingSettings,
     ) -> Iterator[Output[None]]:
         runs = training_pipeline_store.runs()
         record = runs.find(dagster_run_id=context.run.run_id, task=context.partition_key)
@@ -230,23 +263,49 @@ def training_assets(
                     "size_bytes": checkpoint.get("size_bytes") or 0,
                     "epoch_losses": record.details.get("epoch_losses", []),
                 }
+            elif poll["service"] == "openai":
+                openai = training_pipeline_backends.openai
+                client = ServiceClient("OpenAI", openai.base_url, openai.api_key or "")
+                try:
+                    evaluation = judge_tuned(
+                        record,
+                        runs,
+                        chat_model(client, record.details.get("base_model") or openai.model),
+                        chat_model(client, poll["model"]),
+                        training_pipeline_policy.promotion(),
+                        log,
+                    )
+                finally:
+                    client.close()
+                metadata = {"model": poll["model"], **_judged(evaluation)}
             else:
                 vertex = training_pipeline_backends.vertex
                 token = vertex.token()
                 if not token:
                     raise Failure("no Google access token to poll the Vertex tuning job with")
+                target = vertex.target()
                 job = follow_vertex_job(
+                    record, runs, target, token, vertex.poll_interval_seconds, vertex.timeout_seconds, log
+                )
+                base = record.details.get("base_model") or vertex.base_model or ""
+                evaluation = judge_tuned(
                     record,
                     runs,
-                    vertex.target(),
-                    token,
-                    vertex.poll_interval_seconds,
-                    vertex.timeout_seconds,
+                    gemini_model(target, token, base_model_path(target, base)),
+                    gemini_model(target, token, record.artifact_path or ""),
+                    training_pipeline_policy.promotion(),
                     log,
                 )
-                metadata = {"job": poll["job"], "state": job["state"], "endpoint": record.artifact_path or ""}
+                metadata = {
+                    "job": poll["job"],
+                    "state": job["state"],
+                    "endpoint": record.artifact_path or "",
+                    **_judged(evaluation),
+                }
         except TuningFailed as err:
             raise Failure(safe_text(str(err))) from None
+        except BackendError as err:  # the endpoint failed while the model was being judged
+            raise Failure(safe_text(f"judging the tuned model: {err}")) from None
         yield Output(
             None,
             metadata={

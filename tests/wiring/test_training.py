@@ -158,8 +158,11 @@ def test_atropos_stages_chat_data_and_runs_the_command(days_ready, tmp_path: Pat
     assert record.status == "succeeded"
     staged = Path(record.artifact_path)
     assert staged.parent == tmp_path / "atropos" / "action_planner"
-    assert len(staged.read_text().splitlines()) == record.dataset_size
-    assert "trained action_planner on 161 examples" in record.details["stdout_tail"]
+    sizes = record.details["holdout"]["sizes"]
+    assert len(staged.read_text().splitlines()) == sizes["train"]
+    assert len(staged.with_suffix(".validation.jsonl").read_text().splitlines()) == sizes["validation"]
+    assert sum(sizes.values()) == record.dataset_size == 161
+    assert f"trained action_planner on {sizes['train']} examples" in record.details["stdout_tail"]
 
 
 def test_atropos_failure_fails_the_run_with_the_reason(days_ready, tmp_path: Path) -> None:
@@ -180,11 +183,18 @@ def test_openai_fine_tuning_over_the_real_protocol(days_ready) -> None:
     assert result.success, record.reason
     assert record.status == "succeeded"
     assert record.artifact_path == "ft:gpt-4o-mini-2024-07-18:org::ftjob-0001"
-    [uploaded] = fake.files.values()
-    rows = [json.loads(line) for line in uploaded["content"].decode().splitlines()]
-    assert len(rows) == record.dataset_size
+    job = fake.jobs["ftjob-0001"]
+    trained, validated = (
+        fake.files[job[name]]["content"].decode().splitlines()
+        for name in ("training_file", "validation_file")
+    )
+    rows = [json.loads(line) for line in trained]
+    # the window less a validation split (to the service) and a test split (kept to judge the model)
+    sizes = record.details["holdout"]["sizes"]
+    assert (len(rows), len(validated)) == (sizes["train"], sizes["validation"])
+    assert sizes["train"] + sizes["validation"] + sizes["test"] == record.dataset_size and sizes["test"] >= 30
     assert [m["role"] for m in rows[0]["messages"]] == ["system", "user", "assistant"]
-    assert fake.jobs["ftjob-0001"]["suffix"] == "response"
+    assert job["suffix"] == "response"
 
 
 def test_openai_refusal_fails_the_run_and_the_key_never_shows(days_ready) -> None:
@@ -196,6 +206,38 @@ def test_openai_refusal_fails_the_run_and_the_key_never_shows(days_ready) -> Non
     assert record.status == "failed" and "HTTP 400: Model gpt-4o-mini" in record.reason
     everything = json.dumps([str(e) for e in result.all_events]) + record.to_json()
     assert fake.api_key not in everything
+
+
+def test_a_fine_tuned_model_is_judged_against_its_base_on_the_test_split(days_ready) -> None:
+    """should_respond through training_job on OpenAI: the tuned model (which answers from its
+    training file, never from the test split's answers) beats its base and the commonest answer on
+    the held-out test split, so the gate calls it better; one that learnt nothing is not."""
+    with FakeOpenAI() as fake:
+        backend = OpenAIBackend(api_key=fake.api_key, base_url=fake.base_url, poll_interval_seconds=0.01)
+        result, record = _training_job(days_ready, "openai", backend, task="should_respond")
+        tests = [
+            json.loads(line) for line in Path(record.details["holdout"]["test"]).read_text().splitlines()
+        ]
+        trained = fake.files[fake.jobs["ftjob-0001"]["training_file"]]["content"].decode()
+        asked = {json.dumps(chat["messages"][-1]["content"]) for chat in fake.chats}
+        fake.tuning_learns = False
+        _, unlearnt = _training_job(days_ready, "openai", backend, task="should_respond")
+    assert result.success, record.reason
+    verdict = record.details["evaluation"]["verdict"]
+    assert verdict["promoted"] and verdict["low"] > 0 and verdict["n"] == len(tests) >= 30
+    assert verdict["reference"] is not None and verdict["reference_low"] > 0  # beats always-the-majority
+    assert record.details["evaluation"]["tuned_score"] > record.details["evaluation"]["base_score"]
+    # both models were asked exactly the test split's questions, which training never saw
+    assert asked == {json.dumps(t["messages"][1]["content"]) for t in tests}
+    assert not any(t["messages"][1]["content"] in trained for t in tests)
+    [tuned] = [e for e in result.get_asset_materialization_events() if e.asset_key == AssetKey("tuned_model")]
+    meta = tuned.materialization.metadata
+    assert meta["better"].value is True and meta["test_examples"].value == verdict["n"]
+    assert "**promoted**" in meta["gate"].value
+
+    not_better = unlearnt.details["evaluation"]["verdict"]
+    assert not not_better["promoted"] and abs(not_better["gain"]) < 1e-9
+    assert "not shown better" in unlearnt.notes[-1]
 
 
 def test_a_backend_failing_5xx_mid_job_fails_the_run_clearly_and_redoes_nothing_upstream(days_ready) -> None:
@@ -398,12 +440,24 @@ def test_vertex_tuning_uploads_creates_and_polls_to_the_endpoint(days_ready) -> 
     assert job["request"]["baseModel"] == "gemini-2.5-flash"  # elizaOS's default for response
     assert record.status == "succeeded"
     assert record.artifact_path == "projects/my-project-1/locations/us-central1/endpoints/88"
-    [data] = fake.objects.values()
+    spec = job["request"]["supervisedTuningSpec"]
+    data = fake.objects[spec["trainingDatasetUri"]]
+    assert spec["validationDatasetUri"] in fake.objects  # the validation split, for the service
     first = json.loads(data.decode().splitlines()[0])
     assert set(first) == {"systemInstruction", "contents"}
     assert [c["role"] for c in first["contents"]] == ["user", "model"]
+    # the tuned endpoint and its base both answered the test split, and the gate judged them
+    judged = {model for model, _ in fake.generated}
+    assert judged == {
+        "projects/my-project-1/locations/us-central1/endpoints/88",
+        "projects/my-project-1/locations/us-central1/publishers/google/models/gemini-2.5-flash",
+    }
+    evaluation = record.details["evaluation"]
+    assert evaluation["verdict"]["n"] == record.details["holdout"]["sizes"]["test"]
+    assert len(fake.generated) == 2 * evaluation["verdict"]["n"]
     tuned = [e for e in result.get_asset_materialization_events() if e.asset_key == AssetKey("tuned_model")]
     assert tuned[0].materialization.metadata["endpoint"].value == record.artifact_path
+    assert tuned[0].materialization.metadata["judged"].value is True
 
 
 def test_vertex_failures_are_clear(days_ready, tmp_path: Path) -> None:

@@ -15,10 +15,14 @@ _TAIL = 2000
 def run_atropos(
     request: DispatchRequest, data_dir: Path, command: list[str] | None, timeout_seconds: float
 ) -> DispatchResult:
-    """Stage `<data_dir>/<task>/<task>_<run>.jsonl` in chat format; with a command, run it (placeholders
-    `{dataset}`, `{task}`, `{run_id}`, `{data_dir}`) and fail the run on a non-zero exit."""
+    """Stage `<data_dir>/<task>/<task>_<run>.jsonl` in chat format (and the validation split beside it,
+    `…_<run>.validation.jsonl`); with a command, run it (placeholders `{dataset}`, `{validation}`,
+    `{task}`, `{run_id}`, `{data_dir}`) and fail the run on a non-zero exit."""
     staged = data_dir / request.task / f"{request.task}_{request.run_id}.jsonl"
     count = convert_file(request.dataset_path, staged, chat_converter(request.format))
+    validation = staged.with_suffix(".validation.jsonl") if request.validation_path else None
+    if validation is not None:
+        convert_file(request.validation_path, validation, chat_converter(request.format))
     if not command:
         return DispatchResult(
             False,
@@ -32,6 +36,7 @@ def run_atropos(
         )
     values = {
         "{dataset}": str(staged),
+        "{validation}": str(validation or ""),
         "{task}": request.task,
         "{run_id}": request.run_id,
         "{data_dir}": str(data_dir),

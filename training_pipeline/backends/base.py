@@ -25,6 +25,8 @@ class DispatchRequest:
     #: the scorer the task is judged by (`optimizers.scoring`), for backends that score (native)
     scorer: str | None = None
     format: Literal["elizaos", "openai-chat"] = "elizaos"
+    #: examples the service validates on while it trains, in `format` (None: the window trained whole)
+    validation_path: Path | None = None
 
 
 @dataclass

@@ -21,6 +21,8 @@ from training_pipeline.backends.base import BackendError
 from training_pipeline.datasets.trace_datasets import chat_line_problem
 
 __all__ = [
+    "Ask",
+    "answer_text",
     "chat_converter",
     "convert_file",
     "to_chat",
@@ -30,6 +32,21 @@ __all__ = [
 ]
 
 Example = dict[str, Any]
+#: a model behind an endpoint: the conversation so far (OpenAI chat messages) and the tools offered,
+#: to its answer as text (`answer_text`'s form)
+Ask = Callable[[list[dict[str, Any]], list[dict[str, Any]] | None], str]
+
+
+def answer_text(message: dict[str, Any]) -> str:
+    """An assistant message as the text a scorer compares: its content, or its tool calls as JSON
+    (`[{"arguments", "name"}]`, arguments parsed) when it calls tools instead."""
+    calls = message.get("tool_calls") or []
+    if calls:
+        return json.dumps(
+            [{"name": c["function"]["name"], "arguments": _arguments(c["function"])} for c in calls],
+            sort_keys=True,
+        )
+    return message.get("content") or ""
 
 
 def _messages(example: Example) -> tuple[str, str, str]:
@@ -132,8 +149,9 @@ _OPENAI_ROLES = {"system", "user", "assistant", "tool", "function"}
 _OPENAI_MESSAGE_KEYS = {"role", "content", "name", "function_call", "tool_calls", "tool_call_id", "weight"}
 
 
-def validate_openai_file(path: Path) -> int:
-    """OpenAI's data-preparation rules for chat fine-tuning; returns the example count."""
+def validate_openai_file(path: Path, minimum: int = OPENAI_MIN_EXAMPLES) -> int:
+    """OpenAI's data-preparation rules for chat fine-tuning (at least `minimum` examples); returns the
+    example count."""
     count = 0
     for number, example in _examples(path):
         where = f"{path.name} line {number}"
@@ -157,10 +175,8 @@ def validate_openai_file(path: Path) -> int:
         if not any(m["role"] == "assistant" for m in messages):
             raise BackendError(f"{where}: no assistant message")
         count += 1
-    if count < OPENAI_MIN_EXAMPLES:
-        raise BackendError(
-            f"{path.name}: OpenAI fine-tuning needs at least {OPENAI_MIN_EXAMPLES} examples, got {count}"
-        )
+    if count < minimum:
+        raise BackendError(f"{path.name}: OpenAI fine-tuning needs at least {minimum} examples, got {count}")
     return count
 
 
@@ -170,8 +186,9 @@ VERTEX_MAX_EXAMPLE_TOKENS = 131_072  # input + output, Gemini 2.5 Flash / Flash-
 _CHARS_PER_TOKEN = 4  # a conservative estimate; the service counts exactly
 
 
-def validate_vertex_file(path: Path) -> int:
-    """Vertex's dataset limits and shape for Gemini supervised tuning; returns the example count."""
+def validate_vertex_file(path: Path, minimum: int = VERTEX_MIN_EXAMPLES) -> int:
+    """Vertex's dataset limits and shape for Gemini supervised tuning (at least `minimum` examples: a
+    validation set may be smaller than a training set); returns the example count."""
     if path.stat().st_size > VERTEX_MAX_FILE_BYTES:
         raise BackendError(f"{path.name}: {path.stat().st_size} bytes is over Vertex's 1 GB limit")
     count = 0
@@ -203,10 +220,8 @@ def validate_vertex_file(path: Path) -> int:
                 f"Vertex's {VERTEX_MAX_EXAMPLE_TOKENS} per example"
             )
         count += 1
-    if count < VERTEX_MIN_EXAMPLES:
-        raise BackendError(
-            f"{path.name}: Vertex tuning needs at least {VERTEX_MIN_EXAMPLES} examples, got {count}"
-        )
+    if count < minimum:
+        raise BackendError(f"{path.name}: Vertex tuning needs at least {minimum} examples, got {count}")
     return count
 
 

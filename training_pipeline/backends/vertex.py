@@ -6,6 +6,7 @@ ever sent to Google's hosts (or to loopback, where tests run a stand-in of the s
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -13,7 +14,14 @@ from typing import Any
 from urllib.parse import quote, urlparse
 
 from training_pipeline.backends.base import BackendError, DispatchRequest, DispatchResult
-from training_pipeline.backends.formats import chat_converter, convert_file, to_vertex, validate_vertex_file
+from training_pipeline.backends.formats import (
+    VERTEX_MIN_EXAMPLES,
+    Ask,
+    chat_converter,
+    convert_file,
+    to_vertex,
+    validate_vertex_file,
+)
 from training_pipeline.backends.http import ServiceClient, poll
 
 REGION = re.compile(r"^[a-z]{2,20}(?:-[a-z]+)?[1-9]$")
@@ -59,26 +67,40 @@ def create_tuning_job(
 ) -> DispatchResult:
     """Convert, validate, upload and create the job; polling is `poll_tuning_job`'s (its own step)."""
     target.check()
-    training_file = request.work_dir / f"{request.task}.vertex.jsonl"
     as_chat = chat_converter(request.format)
-    convert_file(request.dataset_path, training_file, lambda example: to_vertex(as_chat(example)))
-    count = validate_vertex_file(training_file)
+    files = {"training": (request.dataset_path, request.work_dir / f"{request.task}.vertex.jsonl")}
+    if request.validation_path is not None:
+        files["validation"] = (
+            request.validation_path,
+            request.work_dir / f"{request.task}.validation.vertex.jsonl",
+        )
+    counts, uris = {}, {}
     display_name = f"{request.task}-{request.run_id}"[:128]
-    object_name = f"tuning-data/{display_name}/training.jsonl"
+    for name, (source, converted) in files.items():
+        convert_file(source, converted, lambda example: to_vertex(as_chat(example)))
+        counts[name] = validate_vertex_file(
+            converted, minimum=VERTEX_MIN_EXAMPLES if name == "training" else 1
+        )
     storage = ServiceClient("Cloud Storage", target.storage_url(), token)
     try:
-        with training_file.open("rb") as handle:
-            storage.request(
-                "POST",
-                f"/upload/storage/v1/b/{quote(target.gcs_bucket, safe='')}/o",
-                params={"uploadType": "media", "name": object_name},
-                headers={"content-type": "application/octet-stream"},
-                content=handle.read(),
-            )
+        for name, (_, converted) in files.items():
+            object_name = f"tuning-data/{display_name}/{name}.jsonl"
+            with converted.open("rb") as handle:
+                storage.request(
+                    "POST",
+                    f"/upload/storage/v1/b/{quote(target.gcs_bucket, safe='')}/o",
+                    params={"uploadType": "media", "name": object_name},
+                    headers={"content-type": "application/octet-stream"},
+                    content=handle.read(),
+                )
+            uris[name] = f"gs://{target.gcs_bucket}/{object_name}"
     finally:
         storage.close()
-    uri = f"gs://{target.gcs_bucket}/{object_name}"
-    request.log(f"uploaded {count} examples to {uri}")
+    uri, count = uris["training"], counts["training"]
+    request.log(
+        f"uploaded {count} examples to {uri}"
+        + (f", {counts['validation']} to validate on" if "validation" in uris else "")
+    )
     model = base_model or DEFAULT_BASE_MODEL.get(request.task, "gemini-2.5-flash-lite")
     vertex = ServiceClient("Vertex AI", target.aiplatform_url(), token)
     try:
@@ -89,6 +111,7 @@ def create_tuning_job(
                 "baseModel": model,
                 "supervisedTuningSpec": {
                     "trainingDatasetUri": uri,
+                    **({"validationDatasetUri": uris["validation"]} if "validation" in uris else {}),
                     "hyperParameters": {
                         "epochCount": epochs,
                         "learningRateMultiplier": learning_rate_multiplier,
@@ -107,7 +130,13 @@ def create_tuning_job(
         True,
         artifact_path=name,
         notes=[f"Vertex tuning job {name} created on {model} with {count} examples", f"training data {uri}"],
-        details={"poll": {"service": "vertex", "job": name}, "state": job.get("state"), "training_uri": uri},
+        details={
+            "poll": {"service": "vertex", "job": name},
+            "state": job.get("state"),
+            "training_uri": uri,
+            "validation_uri": uris.get("validation"),
+            "base_model": model,
+        },
     )
 
 
@@ -141,3 +170,28 @@ def poll_tuning_job(
 def tuned_endpoint(job: dict[str, Any]) -> str | None:
     tuned = job.get("tunedModel") or {}
     return tuned.get("endpoint") or job.get("tunedModelEndpointName")
+
+
+def base_model_path(target: VertexTarget, model: str) -> str:
+    """The Gemini model a tuning job started from, as `generateContent` names it."""
+    return f"projects/{target.project_id}/locations/{target.region}/publishers/google/models/{model}"
+
+
+def gemini_model(target: VertexTarget, token: str, model_path: str, max_tokens: int = 512) -> Ask:
+    """The model at `model_path` (a tuned model's endpoint, or `base_model_path`) answering through
+    `generateContent`, deterministic; a function call is answered as `answer_text` writes tool calls."""
+    client = ServiceClient("Vertex AI", target.aiplatform_url(), token)
+
+    def ask(prompt: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
+        body = to_vertex({"messages": prompt, "tools": tools or []})
+        body["generationConfig"] = {"temperature": 0, "maxOutputTokens": max_tokens}
+        reply = client.request("POST", f"/v1/{model_path}:generateContent", json=body, idempotent=True)
+        parts = ((reply.get("candidates") or [{}])[0].get("content") or {}).get("parts") or []
+        calls = [p["functionCall"] for p in parts if "functionCall" in p]
+        if calls:
+            return json.dumps(
+                [{"name": c["name"], "arguments": c.get("args") or {}} for c in calls], sort_keys=True
+            )
+        return "".join(p.get("text", "") for p in parts)
+
+    return ask

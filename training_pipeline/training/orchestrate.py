@@ -2,7 +2,9 @@
 
 Order: no data → skipped; no backend → skipped; credentials found by the independent scanner → failed
 (never dispatched); dry run → succeeded without dispatch; backend not deployed or declining → skipped;
-dispatched → succeeded; a backend error → failed with its reason.
+dispatched → succeeded; a backend error → failed with its reason. A weights backend trains on the
+window less a validation and a test split (`holdout`): the service validates on the first, and the
+tuned model is judged on the second.
 """
 
 from __future__ import annotations
@@ -12,9 +14,13 @@ from collections.abc import Callable, Mapping
 from training_pipeline.backends.base import Backend, BackendError, DispatchRequest
 from training_pipeline.datasets.validate import message_texts
 from training_pipeline.privacy.scan import SecretScanner
+from training_pipeline.training.holdout import split_window
 from training_pipeline.training.policy import TrainingPolicy, resolve_backend
 from training_pipeline.training.run_records import RunRecord
 from training_pipeline.training.window import WindowDataset
+
+#: the backends a window's validation and test splits are held out for
+HELD_OUT_FOR = ("openai", "vertex", "atropos")
 
 
 def run_training(
@@ -63,8 +69,21 @@ def run_training(
     if backend is None:
         return record.finish("skipped", f"backend {backend_name} is not deployed here")
     work_dir = window.path.parent
+    train, validation = window.path, None
+    # native splits for itself; a weights run on a service that validates keeps a test split here to
+    # judge the tuned model by (Tinker trains on the whole window: it neither validates nor is judged)
+    if backend_name in HELD_OUT_FOR:
+        holdout = split_window(window.path, work_dir)
+        train, validation = holdout.train, holdout.validation
+        record.details["holdout"] = {**holdout.to_dict(), "format": window.format}
+        if holdout.test is None:
+            record.notes.append(
+                f"{window.size} examples: too few to hold out a test split, so the tuned model is not judged"
+            )
     try:
-        request = DispatchRequest(task, window.path, work_dir, record.run_id, log, scorer, window.format)
+        request = DispatchRequest(
+            task, train, work_dir, record.run_id, log, scorer, window.format, validation
+        )
         result = backend.dispatch(request)
     except BackendError as err:
         return record.finish("failed", str(err))

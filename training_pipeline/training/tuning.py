@@ -1,16 +1,21 @@
 """Following what a training run left on a hosted service to its end, and writing the outcome on the
 run's record: a Vertex tuning job polled to the tuned model's endpoint, or a Tinker run's sampler
-weights confirmed listed by the service; or the failure and its reason."""
+weights confirmed listed by the service; or the failure and its reason. Then the tuned model judged
+against its base on the run's test split (`judge_tuned`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from training_pipeline.backends.base import BackendError
+from training_pipeline.backends.formats import Ask
 from training_pipeline.backends.tinker import sampler_checkpoint
 from training_pipeline.backends.vertex import poll_tuning_job, tuned_endpoint
+from training_pipeline.training.promotion import PromotionPolicy
 from training_pipeline.training.run_records import RunRecord, RunStore
+from training_pipeline.training.tuned_evaluation import TunedEvaluation, evaluate_tuned, test_cases
 
 
 class TuningFailed(RuntimeError):
@@ -20,7 +25,11 @@ class TuningFailed(RuntimeError):
 def to_follow(record: RunRecord | None) -> dict[str, Any] | None:
     """What a succeeded run left on a service to follow (`service` names it), if anything."""
     poll = (record.details.get("poll") if record else None) or {}
-    if record is None or record.status != "succeeded" or poll.get("service") not in ("vertex", "tinker"):
+    if (
+        record is None
+        or record.status != "succeeded"
+        or poll.get("service") not in ("vertex", "tinker", "openai")
+    ):
         return None
     return poll
 
@@ -74,3 +83,30 @@ def follow_tinker_run(
     record.artifact_path = checkpoint["tinker_path"]
     runs.save(record)
     return checkpoint
+
+
+def judge_tuned(
+    record: RunRecord,
+    runs: RunStore,
+    base: Ask,
+    tuned: Ask,
+    policy: PromotionPolicy,
+    log: Callable[[str], None],
+) -> TunedEvaluation | None:
+    """The tuned model against its base on the run's test split, by the promotion gate, written on the
+    record (`details.evaluation`); None when the run held out no test split (too few examples)."""
+    holdout = record.details.get("holdout") or {}
+    if not holdout.get("test"):
+        log("no test split was held out (too few examples): the tuned model is not judged")
+        return None
+    cases = test_cases(Path(holdout["test"]), holdout.get("format", "elizaos"))
+    evaluation = evaluate_tuned(cases, policy.scorer_for(record.task or ""), base, tuned, policy, log)
+    verdict = evaluation.verdict
+    record.details["evaluation"] = evaluation.to_dict()
+    record.notes.append(
+        f"tuned model {'better' if verdict.promoted else 'not shown better'} than its base on "
+        f"{verdict.n} test examples: {evaluation.tuned_score:.3f} against {evaluation.base_score:.3f} "
+        f"({verdict.reason})"
+    )
+    runs.save(record)
+    return evaluation
