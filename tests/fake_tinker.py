@@ -42,6 +42,7 @@ class FakeTinker(LoopbackJSONServer):
         self.models: dict[str, dict[str, Any]] = {}
         self.futures: dict[str, tuple[int, Any]] = {}  # id -> (polls so far, answer)
         self.batches: list[dict[str, Any]] = []  # every datum forward_backward received, decoded
+        self.forwards: list[dict[str, Any]] = []  # every datum a forward-only request (validation) sent
         self.optim_steps: list[dict[str, Any]] = []
         self.compress = True  # ask the SDK for zstd bodies, as the service does for big payloads
         self.fail_forward_backward: str | None = None
@@ -160,7 +161,7 @@ class FakeTinker(LoopbackJSONServer):
                 )
             if targets.max(initial=0) >= VOCAB or tokens.max(initial=0) >= VOCAB:
                 return self._future({"error": "token id outside the vocabulary", "category": "user"})
-            self.batches.append(
+            (self.forwards if request.forward_only else self.batches).append(
                 {"tokens": tokens.tolist(), "targets": targets.tolist(), "weights": weights.tolist()}
             )
             datum_logprobs = np.log((counts[targets] + 1.0) / (counts.sum() + VOCAB))

@@ -527,11 +527,16 @@ def test_tinker_trains_batch_by_batch_and_records_the_sampler_path(days_ready) -
 
     examples = [json.loads(line)["messages"] for line in Path(record.dataset_path).read_text().splitlines()]
     assert record.dataset_size == len(examples) == 161
-    assert len(fake.batches) == 2 * 161  # every example once per epoch
-    assert len(fake.optim_steps) == 2 * 11  # ceil(161 / 16) batches per epoch
+    sizes = record.details["holdout"]["sizes"]  # a validation split, and no test split: not judged
+    assert sizes["train"] + sizes["validation"] == 161 and sizes["validation"] > 0 and sizes["test"] == 0
+    assert len(fake.batches) == 2 * sizes["train"]  # every training example once per epoch
+    assert len(fake.optim_steps) == 2 * -(-sizes["train"] // 16)  # batches of 16 per epoch
+    assert len(fake.forwards) == 2 * sizes["validation"]  # validation after each epoch, forward only
     assert {step["learning_rate"] for step in fake.optim_steps} == {1e-3}
     first, second = record.details["epoch_losses"]
     assert second < first  # the service's model learnt from the batches
+    early, late = record.details["validation_losses"]
+    assert late < early  # and it shows on examples it did not train on
 
     # the loss falls on the assistant's reply and its end of turn, nothing of the prompt
     from training_pipeline.backends.chat_tokens import load_tokenizer
@@ -541,7 +546,8 @@ def test_tinker_trains_batch_by_batch_and_records_the_sampler_path(days_ready) -
         tokenizer.decode([t for t, w in zip(d["targets"], d["weights"], strict=True) if w])
         for d in fake.batches
     }
-    assert trained == {f"{messages[2]['content']}<|eot_id|>" for messages in examples}
+    train = Path(record.dataset_path).with_name("train.jsonl").read_text().splitlines()
+    assert trained == {f"{json.loads(line)['messages'][2]['content']}<|eot_id|>" for line in train}
 
     [tuned] = [e for e in result.get_asset_materialization_events() if e.asset_key == AssetKey("tuned_model")]
     meta = tuned.materialization.metadata

@@ -131,14 +131,17 @@ def _train(
     chat: Llama3Chat,
     chat_file: Path,
     offsets: list[int],
-) -> tuple[str, str, list[float]]:
-    """One session: a LoRA training client, the epochs batch by batch, the sampler weights saved.
-    Returns the training run's id, the sampler weights' path and the mean loss of each epoch."""
+    validation: tuple[Path, list[int]] | None = None,
+) -> tuple[str, str, list[float], list[float]]:
+    """One session: a LoRA training client, the epochs batch by batch (and after each, the loss on the
+    `validation` examples, forward only), the sampler weights saved. Returns the training run's id,
+    the sampler weights' path, and the mean loss per trained token of each epoch and on validation."""
     import tinker
     from tinker import types
 
     rng = random.Random(config.seed)
     losses: list[float] = []
+    validation_losses: list[float] = []
     with tinker.ServiceClient(
         base_url=config.base_url, api_key=config.api_key, user_metadata={"run_id": request.run_id}
     ) as service:
@@ -164,13 +167,29 @@ def _train(
             if previous is not None:
                 previous.settle(totals)
             losses.append(totals[0] / totals[1] if totals[1] else 0.0)
-            request.log(f"epoch {epoch + 1}/{config.epochs}: mean loss per trained token {losses[-1]:.4f}")
+            said = f"epoch {epoch + 1}/{config.epochs}: mean loss per trained token {losses[-1]:.4f}"
+            if validation is not None:
+                validation_losses.append(_validation_loss(training, chat, *validation, config.batch_size))
+                said += f", on validation {validation_losses[-1]:.4f}"
+            request.log(said)
         sampler_path = (
             training.save_weights_for_sampler(request.run_id, user_metadata={"task": request.task})
             .result()
             .path
         )
-    return model_id, sampler_path, losses
+    return model_id, sampler_path, losses, validation_losses
+
+
+def _validation_loss(training: Any, chat: Llama3Chat, path: Path, offsets: list[int], size: int) -> float:
+    """Mean loss per trained token on the validation examples, forward only (no gradient, no step);
+    every batch submitted before the first result is awaited."""
+    futures = []
+    for batch in _batches(path, offsets, size, random.Random(0)):
+        data, trained = zip(*(_datum(chat, messages) for messages in batch), strict=True)
+        futures.append((training.forward(list(data), "cross_entropy"), sum(trained)))
+    loss = sum(future.result().metrics["loss:sum"] for future, _ in futures)
+    tokens = sum(trained for _, trained in futures)
+    return loss / tokens if tokens else 0.0
 
 
 def run_tinker(request: DispatchRequest, config: TinkerConfig) -> DispatchResult:
@@ -181,12 +200,19 @@ def run_tinker(request: DispatchRequest, config: TinkerConfig) -> DispatchResult
     chat_file = request.work_dir / f"{request.task}.chat.jsonl"
     convert_file(request.dataset_path, chat_file, chat_converter(request.format))
     offsets = validate_chat_file(chat_file, chat, config.max_example_tokens)
+    validation = None
+    if request.validation_path is not None:
+        validation_file = request.work_dir / f"{request.task}.validation.chat.jsonl"
+        convert_file(request.validation_path, validation_file, chat_converter(request.format))
+        validation = (validation_file, validate_chat_file(validation_file, chat, config.max_example_tokens))
     request.log(f"{len(offsets)} examples valid for {config.base_model}; starting a Tinker session")
 
     import tinker
 
     try:
-        model_id, sampler_path, losses = _train(request, config, chat, chat_file, offsets)
+        model_id, sampler_path, losses, validation_losses = _train(
+            request, config, chat, chat_file, offsets, validation
+        )
     except tinker.TinkerError as err:
         raise BackendError(f"Tinker: {type(err).__name__}: {err}") from None
     request.log(f"sampler weights saved: {sampler_path}")
@@ -203,6 +229,7 @@ def run_tinker(request: DispatchRequest, config: TinkerConfig) -> DispatchResult
             "base_model": config.base_model,
             "examples": len(offsets),
             "epoch_losses": losses,
+            "validation_losses": validation_losses,
         },
     )
 

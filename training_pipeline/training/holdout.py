@@ -17,7 +17,7 @@ from pathlib import Path
 
 from training_pipeline.atomic import atomic_open
 from training_pipeline.datasets.training_tasks import ids_path
-from training_pipeline.optimizers.examples import Example, split_by_trajectory
+from training_pipeline.optimizers.examples import Example, Split, split_by_trajectory
 
 __all__ = ["Holdout", "split_window"]
 
@@ -52,7 +52,8 @@ def split_window(
     seed: int = 0,
 ) -> Holdout:
     """`window`'s lines (grouped by the trajectory its ids file names) as `train.jsonl`,
-    `validation.jsonl` and `test.jsonl` in `out_dir`. Vertex reads at most 256 validation examples."""
+    `validation.jsonl` and `test.jsonl` in `out_dir` (no test split with `test_fraction` 0). Vertex
+    reads at most 256 validation examples."""
     lines = window.read_bytes().splitlines(keepends=True)  # one a row, as the ids file has them
     if len(lines) < MIN_TO_SPLIT:
         return Holdout(window, None, None, {"train": len(lines), "validation": 0, "test": 0})
@@ -70,6 +71,8 @@ def split_window(
     split = split_by_trajectory(
         rows, validation_fraction, test_fraction, seed, max_validation=max_validation, max_test=max_test
     )
+    if test_fraction <= 0:  # nothing will judge the model: what the split set aside trains too
+        split = Split([*split.train, *split.test], split.validation, [])
     paths = {}
     for name, side in (("train", split.train), ("validation", split.validation), ("test", split.test)):
         paths[name] = out_dir / f"{name}.jsonl"

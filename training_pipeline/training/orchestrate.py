@@ -19,8 +19,10 @@ from training_pipeline.training.policy import TrainingPolicy, resolve_backend
 from training_pipeline.training.run_records import RunRecord
 from training_pipeline.training.window import WindowDataset
 
-#: the backends a window's validation and test splits are held out for
-HELD_OUT_FOR = ("openai", "vertex", "atropos")
+#: the backends a window's validation split is held out for, and whether a test split is too (the
+#: tuned model is judged on it: OpenAI's and Vertex's through their endpoints; Atropos' by whoever
+#: runs its command, the split staged beside; Tinker's sampler is not judged yet)
+HELD_OUT_FOR = {"openai": True, "vertex": True, "atropos": True, "tinker": False}
 
 
 def run_training(
@@ -70,13 +72,13 @@ def run_training(
         return record.finish("skipped", f"backend {backend_name} is not deployed here")
     work_dir = window.path.parent
     train, validation = window.path, None
-    # native splits for itself; a weights run on a service that validates keeps a test split here to
-    # judge the tuned model by (Tinker trains on the whole window: it neither validates nor is judged)
-    if backend_name in HELD_OUT_FOR:
-        holdout = split_window(window.path, work_dir)
+    if backend_name in HELD_OUT_FOR:  # native splits for itself
+        holdout = split_window(
+            window.path, work_dir, test_fraction=0.2 if HELD_OUT_FOR[backend_name] else 0.0
+        )
         train, validation = holdout.train, holdout.validation
         record.details["holdout"] = {**holdout.to_dict(), "format": window.format}
-        if holdout.test is None:
+        if holdout.test is None and HELD_OUT_FOR[backend_name]:
             record.notes.append(
                 f"{window.size} examples: too few to hold out a test split, so the tuned model is not judged"
             )
