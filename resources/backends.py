@@ -78,6 +78,8 @@ class NativeBackend(ConfigurableResource):
             demo_sets=self.demo_sets,
             demo_style=self.demo_style,
             max_tokens=self.answer_tokens,
+            # a server at base_url says nothing of its window: budget only where it is known
+            context_tokens=self.llm.context_tokens or (None if self.llm.base_url else self.llm.context()),
         )
         if self.validation_fraction + self.test_fraction >= 1:
             raise ValueError("validation_fraction + test_fraction must leave a training share (< 1)")

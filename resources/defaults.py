@@ -83,6 +83,7 @@ def shared_resources(settings: Settings) -> dict[str, Any]:
             api_key=_secret(settings.llm_api_key, "LLM_API_KEY"),
             cache_dir=f"{data}/llm_cache",
             constrained_decoding=settings.llm_constrained_decoding,
+            context_tokens=settings.llm_context_tokens,
         ),
     }
 

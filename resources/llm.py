@@ -11,7 +11,7 @@ from dagster import ConfigurableResource
 from pydantic import Field
 
 from training_pipeline.llm.client import ChatClient, Constraint, Price
-from training_pipeline.llm.local import LocalModelServer, local_model_available
+from training_pipeline.llm.local import LOCAL_CONTEXT_TOKENS, LocalModelServer, local_model_available
 
 
 class LLMResource(ConfigurableResource):
@@ -34,12 +34,22 @@ class LLMResource(ConfigurableResource):
     local_model: bool = Field(
         default=True, description="without base_url, serve the bundled SmolLM2 on loopback (make local-llm)"
     )
+    context_tokens: int | None = Field(
+        default=None,
+        ge=256,
+        description="the model's context window in tokens: the local model's server is started with it "
+        "(default 2048), and the native backend leaves out examples longer than half of it, counted",
+    )
     constrained_decoding: Literal["auto", "grammar", "json_schema", "off"] = Field(
         default="auto",
         description="how a decision's answer is held to its fixed choices: a GBNF `grammar` (llama.cpp "
         "servers), an OpenAI `json_schema` response format (OpenAI, vLLM, most hosted servers), or `off`; "
         "auto: grammar for the local model, json_schema for base_url",
     )
+
+    def context(self) -> int:
+        """The context window the native backend budgets for: the setting, else the local model's."""
+        return self.context_tokens or LOCAL_CONTEXT_TOKENS
 
     def available(self) -> bool:
         return bool(self.base_url) or (self.local_model and local_model_available())
@@ -56,7 +66,7 @@ class LLMResource(ConfigurableResource):
             return
         if not (self.local_model and local_model_available()):
             raise ValueError("no LLM configured: set base_url (LLM_BASE_URL) or install the local model")
-        with LocalModelServer() as server:
+        with LocalModelServer(context_size=self.context()) as server:
             local = self.model_copy(update={"base_url": server.base_url, "model": server.model_name})
             client = local.client(cache_all_temperatures, default_constraint="grammar")
             try:

@@ -92,6 +92,8 @@ class Settings(BaseModel):
     llm_constrained_decoding: Literal["auto", "grammar", "json_schema", "off"] = Field(
         "auto", alias="LLM_CONSTRAINED_DECODING"
     )
+    #: the model's context window in tokens (`resources.llm.LLMResource.context_tokens`)
+    llm_context_tokens: int | None = Field(None, alias="LLM_CONTEXT_TOKENS", ge=256)
     #: threads of the local model's server (`llm.local.local_model_threads` reads it where it starts;
     #: validated here with the others); unset: one per core
     local_model_threads: int | None = Field(None, alias="TRAINING_PIPELINE_LOCAL_MODEL_THREADS", ge=1)

@@ -280,3 +280,35 @@ def test_each_seed_is_its_own_split_and_the_best_on_validation_is_kept(tmp_path:
     assert result.details["seeds"] == 2 and "test gain over seeds" in result.notes[0]
     tree = StageRecord.model_validate_json((tmp_path / "work" / "training_records.json").read_text())
     assert [stage.name for stage in tree.substages] == ["seed 4", "seed 5"]
+
+
+def test_an_example_too_long_for_the_models_context_is_left_out_and_counted(tmp_path: Path) -> None:
+    path = _dataset(tmp_path)
+    long_question = "hello " * 1200 + "from zed"  # 7,200 characters: over half a 2,048-token window
+    row = {
+        "messages": [
+            {"role": "system", "content": "You greet people."},
+            {"role": "user", "content": long_question},
+            {"role": "model", "content": "Welcome zed, glad you are here"},
+        ]
+    }
+    with path.open("a") as handle:
+        handle.write(json.dumps(row) + "\n")
+    with ids_path(path).open("a") as handle:
+        handle.write('"traj-zed"\n')
+    cfg = OptimiserConfig(optimizer="bootstrap-fewshot", k=2, demo_sets=2, context_tokens=2048)
+    work = tmp_path / "work"
+    work.mkdir()
+    with FakeChatServer(_reply) as server:
+        client = ChatClient(server.base_url, "m", cache_dir=tmp_path / "cache", cache_all_temperatures=True)
+        result = run_native(DispatchRequest("response", path, work, "run-1"), client, cfg, None)
+    assert result.invoked and result.details["too_long"] == 1
+    assert any("left out 1 of 25 examples" in note and "2048-token context" in note for note in result.notes)
+    assert not any("from zed" in json.dumps(r) for r in server.requests)  # never sent
+    cfg_unknown = OptimiserConfig(optimizer="bootstrap-fewshot", k=2, demo_sets=2)
+    with FakeChatServer(_reply) as server:
+        client = ChatClient(server.base_url, "m", cache_dir=tmp_path / "cache2", cache_all_temperatures=True)
+        work2 = tmp_path / "work2"
+        work2.mkdir()
+        unknown = run_native(DispatchRequest("response", path, work2, "run-2"), client, cfg_unknown, None)
+    assert unknown.details["too_long"] == 0  # a window not known: nothing left out

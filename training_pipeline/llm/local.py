@@ -43,12 +43,17 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+#: the local model's context window unless `LLM_CONTEXT_TOKENS` says otherwise: SmolLM2 reads 8,192
+#: tokens, but a longer context costs the server memory and each call time on two cores
+LOCAL_CONTEXT_TOKENS = 2048
+
+
 class LocalModelServer:
     """`llama_cpp.server` as a subprocess bound to 127.0.0.1, started in its own session so that
     stopping it (SIGTERM to the process group) works from any shell."""
 
     def __init__(
-        self, model: Path | None = None, context_size: int = 2048, threads: int | None = None
+        self, model: Path | None = None, context_size: int = LOCAL_CONTEXT_TOKENS, threads: int | None = None
     ) -> None:
         self.model = model or smollm2_gguf()
         if self.model is None or importlib.util.find_spec("llama_cpp") is None:

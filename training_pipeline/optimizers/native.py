@@ -19,7 +19,7 @@ from typing import Any
 from training_pipeline.atomic import atomic_write_text
 from training_pipeline.backends.base import BackendError, DispatchRequest, DispatchResult
 from training_pipeline.datasets.training_tasks import ids_path
-from training_pipeline.optimizers.examples import load_examples, split_by_trajectory
+from training_pipeline.optimizers.examples import Example, load_examples, split_by_trajectory
 from training_pipeline.optimizers.programs import (
     PROGRAMS,
     Checkpoint,
@@ -60,7 +60,9 @@ def run_native(
     declined = not_a_task(request)
     if declined is not None:
         return declined
-    examples = load_examples(request.dataset_path, ids_path(request.dataset_path))
+    examples, too_long = fitting(
+        load_examples(request.dataset_path, ids_path(request.dataset_path)), cfg.context_tokens
+    )
     splits = {
         seed: split_by_trajectory(
             examples,
@@ -149,6 +151,11 @@ def run_native(
         f"{chosen.test_size} test examples, split by trajectory); test gain over seeds "
         f"{fmean(gains):+.3f} ± {pstdev(gains):.3f}"
     ]
+    if too_long:
+        notes.append(
+            f"left out {too_long} of {len(examples) + too_long} examples: each one's prompt and answer take "
+            f"more than half of the model's {cfg.context_tokens}-token context (LLM_CONTEXT_TOKENS)"
+        )
     if chosen.validation_size < MIN_VALIDATION:
         notes.append(
             f"only {chosen.validation_size} validation examples (fewer than {MIN_VALIDATION}): the choice "
@@ -169,8 +176,25 @@ def run_native(
             "records": str(records),
             "llm_calls": root_metrics.get("llm_calls", 0),
             "tokens": root_metrics.get("tokens", 0),
+            "too_long": too_long,
         },
     )
+
+
+#: characters per token, counted low so an estimate errs long: most tokenizers give 3.5 to 4.5 on
+#: English, fewer on code and names
+_CHARS_PER_TOKEN = 3
+
+
+def fitting(examples: list[Example], context_tokens: int | None) -> tuple[list[Example], int]:
+    """The examples whose system prompt, question and answer take at most half of `context_tokens`
+    (estimated from their length), and how many did not: an over-long one would overflow the context
+    with its demonstrations and score 0 for whichever prompt met it first."""
+    if not context_tokens:
+        return examples, 0
+    budget = context_tokens // 2 * _CHARS_PER_TOKEN
+    kept = [e for e in examples if len(e.system) + len(e.user) + len(e.expected) <= budget]
+    return kept, len(examples) - len(kept)
 
 
 def _seed_summary(result: OptimisationResult) -> dict[str, Any]:

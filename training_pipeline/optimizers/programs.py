@@ -76,6 +76,10 @@ class OptimiserConfig:
     demo_sets: int = 4  # demonstration sets sampled and scored on validation (bootstrap-fewshot)
     #: demonstrations as chat turns before the question, or pasted into the system prompt
     demo_style: DemoStyle = "turns"
+    #: the model's context window in tokens (None: not known): an example whose own prompt and answer
+    #: take more than half of it is left out, counted (`native.fitting`), so the other half holds the
+    #: demonstrations and the answer
+    context_tokens: int | None = None
 
 
 @dataclass(frozen=True)
