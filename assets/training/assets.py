@@ -288,14 +288,18 @@ def training_assets(
                     record, runs, target, token, vertex.poll_interval_seconds, vertex.timeout_seconds, log
                 )
                 base = record.details.get("base_model") or vertex.base_model or ""
-                evaluation = judge_tuned(
-                    record,
-                    runs,
-                    gemini_model(target, token, base_model_path(target, base)),
-                    gemini_model(target, token, record.artifact_path or ""),
-                    training_pipeline_policy.promotion(),
-                    log,
-                )
+                client = ServiceClient("Vertex AI", target.aiplatform_url(), token)
+                try:
+                    evaluation = judge_tuned(
+                        record,
+                        runs,
+                        gemini_model(client, base_model_path(target, base)),
+                        gemini_model(client, record.artifact_path or ""),
+                        training_pipeline_policy.promotion(),
+                        log,
+                    )
+                finally:
+                    client.close()
                 metadata = {
                     "job": poll["job"],
                     "state": job["state"],

@@ -177,10 +177,10 @@ def base_model_path(target: VertexTarget, model: str) -> str:
     return f"projects/{target.project_id}/locations/{target.region}/publishers/google/models/{model}"
 
 
-def gemini_model(target: VertexTarget, token: str, model_path: str, max_tokens: int = 512) -> Ask:
+def gemini_model(client: ServiceClient, model_path: str, max_tokens: int = 512) -> Ask:
     """The model at `model_path` (a tuned model's endpoint, or `base_model_path`) answering through
-    `generateContent`, deterministic; a function call is answered as `answer_text` writes tool calls."""
-    client = ServiceClient("Vertex AI", target.aiplatform_url(), token)
+    `generateContent` on `client` (Vertex AI's), deterministic; a function call is answered as
+    `answer_text` writes tool calls."""
 
     def ask(prompt: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
         body = to_vertex({"messages": prompt, "tools": tools or []})

@@ -99,8 +99,12 @@ def judge_tuned(
     if not holdout.get("test"):
         log("no test split was held out (too few examples): the tuned model is not judged")
         return None
+    scorer = policy.scorer_for(record.task or "")
+    if scorer == "llm_judge":  # its grades would need a third model; the decision scorers need none
+        log("the task is scored by llm_judge: the tuned model is not judged (set another scorer)")
+        return None
     cases = test_cases(Path(holdout["test"]), holdout.get("format", "elizaos"))
-    evaluation = evaluate_tuned(cases, policy.scorer_for(record.task or ""), base, tuned, policy, log)
+    evaluation = evaluate_tuned(cases, scorer, base, tuned, policy, log)
     verdict = evaluation.verdict
     record.details["evaluation"] = evaluation.to_dict()
     record.notes.append(
