@@ -280,7 +280,13 @@ def test_what_a_tool_call_carries_as_json_is_redacted_by_its_structure_and_by_it
     tells it."""
     body = "Hi, it is fixed.\n\nBest regards,\nJason Johnson\nPhone: +1 415-555-0132"
     profile = json.dumps({"customer": {"full_name": "Maria Gonzalez", "email": "maria.g@example.org"}})
-    arguments = {"body": body, "profile": profile, "api_key": "x9Kq2LmN8vB4cX7zR1tY6wP3"}
+    # a secret a rule tells by its key, one too short to be looked for anywhere else
+    arguments = {
+        "body": body,
+        "profile": profile,
+        "api_key": "x9Kq2LmN8vB4cX7zR1tY6wP3",
+        "password": "hunter2x",
+    }
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "spans.jsonl").write_text(_tool_call_span(arguments, json.dumps({"ok": True})))
     build_datasets(tmp_path / "in", tmp_path / "out", PrivacyFilter("strict"))
@@ -292,6 +298,6 @@ def test_what_a_tool_call_carries_as_json_is_redacted_by_its_structure_and_by_it
     assert customer["email"] == "<PII:EMAIL_ADDRESS:1>"
     # two people, two placeholders, numbered across the conversation
     assert {signed, customer["full_name"]} == {"<PII:PERSON:1>", "<PII:PERSON:2>"}
-    assert "x9Kq2LmN8vB4cX7zR1tY6wP3" not in line
+    assert "x9Kq2LmN8vB4cX7zR1tY6wP3" not in line and sent["password"].startswith("<REDACTED:")
     for value in ("Jason Johnson", "Maria Gonzalez", "maria.g@example.org", "555-0132"):
         assert value not in line

@@ -258,10 +258,16 @@ class PrivacyFilter:
             for container, key, text in slots:
                 container[key], secrets = self._redacted(text)
                 found.update(secrets)
-            for *_, text in embedded:  # a secret told by its key in the JSON text (`"api_key": "…"`)
+            for *_, parsed, text in embedded:  # a secret told by its key in the JSON text (`"api_key": …`)
                 probed: Found = []
                 self._redact(text, {}, probed)
-                found.update(probed)
+                # a rule may take the JSON string's quotes with the value: the value is what the strings hold
+                values = {secret.strip("\"'"): label for secret, label in probed if secret.strip("\"'")}
+                found.update(values)
+                # one too short to look for everywhere (`_SPREAD_LENGTH`) is still this JSON's own value
+                short = {secret: label for secret, label in values.items() if len(secret) < _SPREAD_LENGTH}
+                if short:
+                    self._redact_values(parsed, short)
             if found:
                 if self.profile == "strict" and not walked:
                     # the gate named no rule in the other strings, but a secret found here may be there
@@ -515,6 +521,18 @@ class PrivacyFilter:
             return f"<entity:{entity}>"
 
         return HANDLE.sub(replace, text)
+
+    def _redact_values(self, node: Any, secrets: dict[str, str]) -> None:
+        """The strings of a parsed JSON value that are exactly one of `secrets`, redacted, counted."""
+        stack = [node]
+        while stack:
+            item = stack.pop()
+            for key, value in item.items() if isinstance(item, dict) else enumerate(item):
+                if isinstance(value, str) and value in secrets:
+                    item[key] = f"<REDACTED:{secrets[value]}>"
+                    self.stats.redactions[secrets[value]] += 1
+                elif isinstance(value, dict | list):
+                    stack.append(value)
 
     def _everything_else(
         self, trajectory: dict[str, Any], calls: set[int], slots: list, embedded: list[_Embedded]
