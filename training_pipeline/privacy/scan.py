@@ -146,6 +146,7 @@ class SecretScanner:
         self._env_secrets = tuple(env_secrets)
         # a day's prompts repeat the same lines (system prompts, shared history) thousands of times
         self._line = lru_cache(maxsize=200_000)(self._scan_line)
+        self._keyword_line = lru_cache(maxsize=200_000)(self._keyword_findings_in_line)
         # an LLM call's prompts come back in each of its examples (up to five), one after another
         self._text = lru_cache(maxsize=256)(self._scan_text)
         self.personal_kinds = personal_kinds
@@ -167,24 +168,31 @@ class SecretScanner:
     def _keyword_findings(self, text: str) -> list[tuple[str, str]]:
         if KEYWORD_HINTS.search(text) is None:
             return []
+        found: list[tuple[str, str]] = []
+        for line in text.splitlines():
+            found.extend(self._keyword_line(line))
+        return found
+
+    def _keyword_findings_in_line(self, line: str) -> tuple[tuple[str, str], ...]:
+        """The keyword detector's findings in one line: remembered, as `_line` remembers the plugins'
+        (a conversation's lines come back in every later call's prompt and in each of its examples)."""
         from detect_secrets.filters import heuristic
 
         words, detector = self._keywords
-        found = []
-        for line in text.splitlines():
-            if words.search(line) is None or heuristic.is_indirect_reference(line):
-                continue
-            for value in dict.fromkeys(detector.analyze_string(line)):  # several of its forms may match
-                if not (
-                    _LEFT_BY_THE_FILTER.search(value)
-                    or heuristic.is_templated_secret(value)
-                    or heuristic.is_prefixed_with_dollar_sign(value)
-                    or heuristic.is_sequential_string(value)
-                    or heuristic.is_potential_uuid(value)
-                    or heuristic.is_not_alphanumeric_string(value)
-                ):
-                    found.append((detector.secret_type, value))
-        return found
+        if words.search(line) is None or heuristic.is_indirect_reference(line):
+            return ()
+        return tuple(
+            (detector.secret_type, value)
+            for value in dict.fromkeys(detector.analyze_string(line))  # several of its forms may match
+            if not (
+                _LEFT_BY_THE_FILTER.search(value)
+                or heuristic.is_templated_secret(value)
+                or heuristic.is_prefixed_with_dollar_sign(value)
+                or heuristic.is_sequential_string(value)
+                or heuristic.is_potential_uuid(value)
+                or heuristic.is_not_alphanumeric_string(value)
+            )
+        )
 
     def fingerprint(self) -> str:
         """What this scanner looks for, as a digest (the plugins' patterns, the keyword detector, and a
