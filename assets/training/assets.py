@@ -35,9 +35,6 @@ from resources.privacy import PrivacySettings
 from resources.storage import DataStore
 from resources.training import TrainingSettings
 from training_pipeline.backends.base import BackendError
-from training_pipeline.backends.http import ServiceClient
-from training_pipeline.backends.openai_finetune import chat_model
-from training_pipeline.backends.vertex import base_model_path, gemini_model
 from training_pipeline.datasets.training_tasks import TASKS
 from training_pipeline.optimizers.native import load_artifact
 from training_pipeline.privacy.stored import SafeLog, safe_text
@@ -52,7 +49,8 @@ from training_pipeline.training.tuning import (
     TuningFailed,
     follow_tinker_run,
     follow_vertex_job,
-    judge_tuned,
+    judge_openai_model,
+    judge_vertex_model,
     to_follow,
 )
 from training_pipeline.training.window import DayFiles, assemble_window
@@ -253,6 +251,7 @@ def training_assets(
             context.log.info("no hosted training to follow in this run")
             return
         log = SafeLog(context.log).info
+        promotion = training_pipeline_policy.promotion()
         try:
             if poll["service"] == "tinker":
                 tinker = training_pipeline_backends.tinker
@@ -265,18 +264,9 @@ def training_assets(
                 }
             elif poll["service"] == "openai":
                 openai = training_pipeline_backends.openai
-                client = ServiceClient("OpenAI", openai.base_url, openai.api_key or "")
-                try:
-                    evaluation = judge_tuned(
-                        record,
-                        runs,
-                        chat_model(client, record.details.get("base_model") or openai.model),
-                        chat_model(client, poll["model"]),
-                        training_pipeline_policy.promotion(),
-                        log,
-                    )
-                finally:
-                    client.close()
+                evaluation = judge_openai_model(
+                    record, runs, openai.base_url, openai.api_key or "", openai.model, promotion, log
+                )
                 metadata = {"model": poll["model"], **_judged(evaluation)}
             else:
                 vertex = training_pipeline_backends.vertex
@@ -287,19 +277,9 @@ def training_assets(
                 job = follow_vertex_job(
                     record, runs, target, token, vertex.poll_interval_seconds, vertex.timeout_seconds, log
                 )
-                base = record.details.get("base_model") or vertex.base_model or ""
-                client = ServiceClient("Vertex AI", target.aiplatform_url(), token)
-                try:
-                    evaluation = judge_tuned(
-                        record,
-                        runs,
-                        gemini_model(client, base_model_path(target, base)),
-                        gemini_model(client, record.artifact_path or ""),
-                        training_pipeline_policy.promotion(),
-                        log,
-                    )
-                finally:
-                    client.close()
+                evaluation = judge_vertex_model(
+                    record, runs, target, token, vertex.base_model, promotion, log
+                )
                 metadata = {
                     "job": poll["job"],
                     "state": job["state"],

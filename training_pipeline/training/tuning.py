@@ -11,8 +11,16 @@ from typing import Any
 
 from training_pipeline.backends.base import BackendError
 from training_pipeline.backends.formats import Ask
+from training_pipeline.backends.http import ServiceClient
+from training_pipeline.backends.openai_finetune import chat_model
 from training_pipeline.backends.tinker import sampler_checkpoint
-from training_pipeline.backends.vertex import poll_tuning_job, tuned_endpoint
+from training_pipeline.backends.vertex import (
+    VertexTarget,
+    base_model_path,
+    gemini_model,
+    poll_tuning_job,
+    tuned_endpoint,
+)
 from training_pipeline.training.promotion import PromotionPolicy
 from training_pipeline.training.run_records import RunRecord, RunStore
 from training_pipeline.training.tuned_evaluation import TunedEvaluation, evaluate_tuned, test_cases
@@ -114,3 +122,46 @@ def judge_tuned(
     )
     runs.save(record)
     return evaluation
+
+
+def judge_openai_model(
+    record: RunRecord,
+    runs: RunStore,
+    base_url: str,
+    api_key: str,
+    default_model: str,
+    policy: PromotionPolicy,
+    log: Callable[[str], None],
+) -> TunedEvaluation | None:
+    """`judge_tuned` through OpenAI's chat completions: the fine-tuned model against the model it was
+    tuned from (the run's, else `default_model`)."""
+    client = ServiceClient("OpenAI", base_url, api_key)
+    try:
+        base = chat_model(client, record.details.get("base_model") or default_model)
+        return judge_tuned(
+            record, runs, base, chat_model(client, record.details["poll"]["model"]), policy, log
+        )
+    finally:
+        client.close()
+
+
+def judge_vertex_model(
+    record: RunRecord,
+    runs: RunStore,
+    target: VertexTarget,
+    token: str,
+    default_base: str | None,
+    policy: PromotionPolicy,
+    log: Callable[[str], None],
+) -> TunedEvaluation | None:
+    """`judge_tuned` through Vertex AI's `generateContent`: the tuned endpoint (the record's artifact,
+    once `follow_vertex_job` has it) against the publisher's base model."""
+    client = ServiceClient("Vertex AI", target.aiplatform_url(), token)
+    try:
+        base = gemini_model(
+            client, base_model_path(target, record.details.get("base_model") or default_base or "")
+        )
+        tuned = gemini_model(client, record.artifact_path or "")
+        return judge_tuned(record, runs, base, tuned, policy, log)
+    finally:
+        client.close()
