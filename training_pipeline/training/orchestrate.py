@@ -19,10 +19,10 @@ from training_pipeline.training.policy import TrainingPolicy, resolve_backend
 from training_pipeline.training.run_records import RunRecord
 from training_pipeline.training.window import WindowDataset
 
-#: the backends a window's validation split is held out for, and whether a test split is too (the
-#: tuned model is judged on it: OpenAI's and Vertex's through their endpoints; Atropos' by whoever
-#: runs its command, the split staged beside; Tinker's sampler is not judged yet)
-HELD_OUT_FOR = {"openai": True, "vertex": True, "atropos": True, "tinker": False}
+#: the backends a window's validation split is held out for, and whether a test split is too: the
+#: tuned model is judged on it, OpenAI's and Vertex's through their endpoints (`tuned_model`); what
+#: Atropos' command trains and Tinker's sampler are not judged here, so nothing is kept from them
+HELD_OUT_FOR = {"openai": True, "vertex": True, "atropos": False, "tinker": False}
 
 
 def run_training(

@@ -14,13 +14,14 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from statistics import fmean
 from typing import Any
 
 from training_pipeline.backends.formats import Ask, answer_text, chat_converter
 from training_pipeline.optimizers.scoring import LLMJudge, best_constant, scorer_named
 from training_pipeline.training.promotion import PromotionPolicy, Verdict, judge
 
-__all__ = ["Ask", "Case", "TunedEvaluation", "evaluate_tuned", "test_cases"]
+__all__ = ["Case", "TunedEvaluation", "evaluate_tuned", "held_out_cases"]
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,7 @@ class TunedEvaluation:
         }
 
 
-def test_cases(test_path: Path, dataset_format: str) -> list[Case]:
+def held_out_cases(test_path: Path, dataset_format: str) -> list[Case]:
     """Each test line: the conversation up to its last message, the tools offered, and that message
     (what the model is to answer) as text."""
     convert = chat_converter(dataset_format)
@@ -77,5 +78,4 @@ def evaluate_tuned(
             log(f"scored {number}/{len(cases)} test examples on both models")
     reference = best_constant([case.expected for case in cases], scorer)
     verdict = judge(base_scores, tuned_scores, policy, scorer_name, reference.scores if reference else None)
-    mean = lambda scores: sum(scores) / len(scores) if scores else 0.0  # noqa: E731
-    return TunedEvaluation(verdict, mean(base_scores), mean(tuned_scores))
+    return TunedEvaluation(verdict, fmean(base_scores or [0.0]), fmean(tuned_scores or [0.0]))

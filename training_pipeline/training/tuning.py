@@ -23,7 +23,7 @@ from training_pipeline.backends.vertex import (
 )
 from training_pipeline.training.promotion import PromotionPolicy
 from training_pipeline.training.run_records import RunRecord, RunStore
-from training_pipeline.training.tuned_evaluation import TunedEvaluation, evaluate_tuned, test_cases
+from training_pipeline.training.tuned_evaluation import TunedEvaluation, evaluate_tuned, held_out_cases
 
 
 class TuningFailed(RuntimeError):
@@ -111,7 +111,7 @@ def judge_tuned(
     if scorer == "llm_judge":  # its grades would need a third model; the decision scorers need none
         log("the task is scored by llm_judge: the tuned model is not judged (set another scorer)")
         return None
-    cases = test_cases(Path(holdout["test"]), holdout.get("format", "elizaos"))
+    cases = held_out_cases(Path(holdout["test"]), holdout.get("format", "elizaos"))
     evaluation = evaluate_tuned(cases, scorer, base, tuned, policy, log)
     verdict = evaluation.verdict
     record.details["evaluation"] = evaluation.to_dict()
