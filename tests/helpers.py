@@ -44,6 +44,57 @@ def layer_resources(source, privacy, store) -> dict[str, Any]:
     }
 
 
+def run_training_job(
+    instance: Any,
+    data: Path,
+    task: str,
+    backend_name: str | None = None,
+    backend: Any = None,
+    settings: Any = None,
+) -> tuple[Any, Any]:
+    """`TRAINING_JOB` for `task` (one of elizaOS's or a trace dataset) in one run on `instance`, as the
+    UI or the sensor launches it, with `backend` as `backend_name` (none: every backend unconfigured,
+    the policy's choice) and the policy `settings` (none: the deployment's); the result and the run
+    record."""
+    from dagster import Definitions
+
+    from resources.backends import (
+        AtroposBackend,
+        NativeBackend,
+        OpenAIBackend,
+        TinkerBackend,
+        TrainingBackends,
+        VertexBackend,
+    )
+    from resources.defaults import default_resources
+    from resources.llm import LLMResource
+    from training_pipeline.training.run_records import RunStore
+
+    resources = default_resources(load_settings({"TRAINING_PIPELINE_DATA": str(data)}))
+    backends = {
+        "native": NativeBackend(llm=LLMResource(local_model=False)),
+        "atropos": AtroposBackend(data_dir=str(data / "atropos")),
+        "tinker": TinkerBackend(),
+        "openai": OpenAIBackend(),
+        "vertex": VertexBackend(),
+    }
+    if backend_name:
+        backends[backend_name] = backend
+    resources["training_pipeline_backends"] = TrainingBackends(**backends)
+    if settings is not None:
+        resources["training_pipeline_policy"] = settings
+    job = Definitions(assets=TRAINING.assets, jobs=[TRAINING_JOB], resources=resources).resolve_job_def(
+        TRAINING_JOB.name
+    )
+    result = job.execute_in_process(
+        partition_key=task,
+        instance=instance,
+        raise_on_error=False,
+        run_config={"ops": {"training_run": {"config": {"backend": backend_name} if backend_name else {}}}},
+    )
+    return result, RunStore(data).list(limit=1)[0]
+
+
 def threshold(interval_seconds: int = 60):
     """The training threshold sensor on `TRAINING_JOB`."""
     return threshold_sensor(UNPREFIXED, TRAINING_JOB, interval_seconds)

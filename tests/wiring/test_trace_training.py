@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from dagster import (
     DagsterInstance,
-    Definitions,
     RunRequest,
     build_sensor_context,
     materialize,
@@ -20,35 +19,28 @@ from dagster import (
 
 from assets.datasets.definitions import daily_graph
 from assets.keys import UNPREFIXED
-from assets.partitions import GROUP, training_partitions
-from assets.training.assets import training_assets
-from assets.training.automation import threshold_sensor, training_job
+from assets.partitions import training_partitions
+from assets.training.automation import threshold_sensor
 from resources.backends import (
-    AtroposBackend,
     NativeBackend,
     OpenAIBackend,
     TinkerBackend,
-    TrainingBackends,
     VertexBackend,
 )
-from resources.defaults import default_resources
 from resources.llm import LLMResource
 from resources.privacy import PrivacySettings
 from resources.sources import FileTrajectorySource
 from resources.storage import DataStore
 from resources.training import TrainingSettings
 from tests.fake_openai import FakeOpenAI
-from tests.helpers import layer_resources
+from tests.helpers import TRAINING_JOB, layer_resources, run_training_job
 from tests.otlp_store import copied, moved_to_day
 from training_pipeline.settings import load_settings
-from training_pipeline.training.run_records import RunStore
 
 DAYS = [date(2026, 11, 23), date(2026, 11, 24), date(2026, 11, 25)]
 #: copies of the traced agent's run a day: each has a weather conversation (two calls offered the tool:
 #: `tool_use`) and a translation (one call: `chat`)
 COPIES = 6
-TRAINING = training_assets(UNPREFIXED, GROUP, partitions=training_partitions())
-TRAINING_JOB = training_job(UNPREFIXED, TRAINING)
 
 
 @pytest.fixture(scope="module")
@@ -86,28 +78,7 @@ def trace_days(traced_runs: dict, tmp_path_factory: pytest.TempPathFactory) -> t
 def _train(trace_days, dataset: str, backend_name: str | None = None, backend=None, **policy):
     """training_job for `dataset` with `backend` as `backend_name` (default: the policy's choice)."""
     instance, data = trace_days
-    resources = default_resources(load_settings({"TRAINING_PIPELINE_DATA": str(data)}))
-    backends = {
-        "native": NativeBackend(llm=LLMResource(local_model=False)),
-        "atropos": AtroposBackend(data_dir=str(data / "atropos")),
-        "tinker": TinkerBackend(),
-        "openai": OpenAIBackend(),
-        "vertex": VertexBackend(),
-    }
-    if backend_name:
-        backends[backend_name] = backend
-    resources["training_pipeline_backends"] = TrainingBackends(**backends)
-    resources["training_pipeline_policy"] = TrainingSettings(**policy)
-    job = Definitions(assets=TRAINING.assets, jobs=[TRAINING_JOB], resources=resources).resolve_job_def(
-        "training_job"
-    )
-    result = job.execute_in_process(
-        partition_key=dataset,
-        instance=instance,
-        raise_on_error=False,
-        run_config={"ops": {"training_run": {"config": {"backend": backend_name} if backend_name else {}}}},
-    )
-    return result, RunStore(data).list(limit=1)[0]
+    return run_training_job(instance, data, dataset, backend_name, backend, TrainingSettings(**policy))
 
 
 def _window(record) -> list[dict]:

@@ -23,7 +23,7 @@ from resources.llm import LLMResource
 from resources.storage import DataStore
 from resources.training import TrainingSettings
 from tests.fake_openai import FakeOpenAI
-from tests.helpers import DATASET_ASSETS, TRAINING, TRAINING_JOB, asset_metadata
+from tests.helpers import DATASET_ASSETS, TRAINING, asset_metadata, run_training_job
 from tests.planted_secrets import write_stripe_leak_day
 from training_pipeline.settings import load_settings
 from training_pipeline.training.policy import TrainingPolicy, resolve_backend, select_task
@@ -388,32 +388,9 @@ def test_a_second_dispatch_for_the_same_task_is_skipped_with_a_reason(days_ready
 def _training_job(
     days_ready, backend_name: str, backend, task: str = "response", settings: TrainingSettings | None = None
 ):
-    """training_job's assets in one run with `backend` as `backend_name`, as the UI or the sensor
-    launches it; returns the result and the run record."""
-    from dagster import Definitions
-
+    """training_job's assets in one run with `backend` as `backend_name`; the result and the run record."""
     instance, data = days_ready
-    resources = default_resources(load_settings({"TRAINING_PIPELINE_DATA": str(data)}))
-    backends = {
-        "native": NativeBackend(llm=LLMResource(local_model=False)),
-        "atropos": AtroposBackend(data_dir=str(data / "atropos")),
-        "tinker": TinkerBackend(),
-        "openai": OpenAIBackend(),
-        "vertex": VertexBackend(),
-    }
-    resources["training_pipeline_backends"] = TrainingBackends(**{**backends, backend_name: backend})
-    if settings is not None:
-        resources["training_pipeline_policy"] = settings
-    job = Definitions(assets=TRAINING.assets, jobs=[TRAINING_JOB], resources=resources).resolve_job_def(
-        "training_job"
-    )
-    result = job.execute_in_process(
-        partition_key=task,
-        instance=instance,
-        raise_on_error=False,
-        run_config={"ops": {"training_run": {"config": {"backend": backend_name}}}},
-    )
-    return result, RunStore(data).list(limit=1)[0]
+    return run_training_job(instance, data, task, backend_name, backend, settings)
 
 
 def _vertex_backend(fake, **settings) -> VertexBackend:
