@@ -86,7 +86,7 @@ def mirror(url: str, root: Path | None = None) -> Path:
     except ValueError as err:  # an unknown protocol
         raise ValueError(f"cannot read {shown}: {err}") from None
     try:
-        listed = _listing(fs, base.rstrip("/"))
+        listed, one_file = _listing(fs, base.rstrip("/"))
     except FileNotFoundError:
         raise FileNotFoundError(f"trajectory export path does not exist: {shown}") from None
     folder = mirror_folder(url, root)
@@ -94,16 +94,14 @@ def mirror(url: str, root: Path | None = None) -> Path:
     with (folder / _LOCK).open("a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another run mirroring this URL finishes first
         _sync(fs, listed, folder)
-    if len(listed) == 1 and fs.isfile(base):
-        return folder / next(iter(listed))
-    return folder
+    return folder / next(iter(listed)) if one_file else folder
 
 
-def _listing(fs: Any, base: str) -> dict[str, tuple[str, str]]:
-    """{path relative to `base`: (remote path, version stamp)} of the export and trace files there."""
+def _listing(fs: Any, base: str) -> tuple[dict[str, tuple[str, str]], bool]:
+    """{path relative to `base`: (remote path, version stamp)} of the export and trace files there, and
+    whether `base` is one file (asked once: on an object store each question is a request)."""
     if fs.isfile(base):
-        info = fs.info(base)
-        return {posixpath.basename(base): (base, _stamp(info))}
+        return {posixpath.basename(base): (base, _stamp(fs.info(base)))}, True
     if not fs.isdir(base):
         raise FileNotFoundError(base)
     found: dict[str, tuple[str, str]] = {}
@@ -114,7 +112,7 @@ def _listing(fs: Any, base: str) -> dict[str, tuple[str, str]]:
             continue
         if posixpath.splitext(name)[1] in (*EXPORT_SUFFIXES, *TRACE_SUFFIXES):
             found[relative] = (path, _stamp(info))
-    return found
+    return found, False
 
 
 def _stamp(info: Mapping[str, Any]) -> str:
