@@ -12,6 +12,11 @@ class BackendError(RuntimeError):
     """A real failure (bad data, refused upload, failed job): the run fails with this reason."""
 
 
+#: what a training file's lines are: elizaOS's three messages, or OpenAI chat (a trace dataset's:
+#: multi-turn, with tools); not `datasets.formats.DatasetFormat`, the extra forms a build writes
+ExampleFormat = Literal["elizaos", "openai-chat"]
+
+
 @dataclass(frozen=True)
 class DispatchRequest:
     #: what is trained: one of elizaOS's five tasks, or a trace dataset (`chat`, `tool_use`, a route's)
@@ -24,7 +29,7 @@ class DispatchRequest:
     log: Callable[[str], None] = print
     #: the scorer the task is judged by (`optimizers.scoring`), for backends that score (native)
     scorer: str | None = None
-    format: Literal["elizaos", "openai-chat"] = "elizaos"
+    format: ExampleFormat = "elizaos"
     #: examples the service validates on while it trains, in `format` (None: the window trained whole)
     validation_path: Path | None = None
 

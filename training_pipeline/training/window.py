@@ -8,9 +8,9 @@ import json
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
 from training_pipeline.atomic import atomic_open
+from training_pipeline.backends.base import ExampleFormat
 from training_pipeline.datasets.trace_datasets import TRACE_SUMMARY_FILE_NAME
 from training_pipeline.datasets.training_tasks import (
     PROVENANCE_FILE_NAMES,
@@ -19,9 +19,6 @@ from training_pipeline.datasets.training_tasks import (
     TASKS,
     ids_path,
 )
-
-#: what a window's lines are: elizaOS's three messages, or OpenAI chat (trace datasets)
-DatasetFormat = Literal["elizaos", "openai-chat"]
 
 
 @dataclass(frozen=True)
@@ -43,7 +40,7 @@ class WindowDataset:
     filtered_trajectories: int = 0
     redaction_count: int = 0
     anonymization_count: int = 0
-    format: DatasetFormat = "elizaos"
+    format: ExampleFormat = "elizaos"
 
 
 def assemble_window(task: str, days: list[DayFiles], target: Path) -> WindowDataset:
@@ -70,14 +67,9 @@ def assemble_window(task: str, days: list[DayFiles], target: Path) -> WindowData
                     )
                     window.size += 1
             summary = json.loads(summary_path.read_text(encoding="utf-8"))
-            report = json.loads(day.privacy_report.read_text(encoding="utf-8"))
             for name, count in summary["counts"].items():
                 window.per_task_counts[name] = window.per_task_counts.get(name, 0) + count
-            window.pulled_trajectories += report["trajectoriesIn"]
-            window.filtered_trajectories += report["kept"]
-            window.redaction_count += report["redactionCount"]
-            window.anonymization_count += report["anonymizationCount"]
-            window.days.append(day.day)
+            _add_day(window, day)
     return window
 
 
@@ -99,11 +91,16 @@ def assemble_trace_window(name: str, days: list[DayFiles], target: Path) -> Wind
                         out.write(line)
                         ids.write(json.dumps(f"{day.day}:{number}").encode() + b"\n")
                         window.size += 1
-                        window.per_task_counts[name] += 1
-            report = json.loads(day.privacy_report.read_text(encoding="utf-8"))
-            window.pulled_trajectories += report["trajectoriesIn"]  # the day's, as an elizaOS window's
-            window.filtered_trajectories += report["kept"]
-            window.redaction_count += report["redactionCount"]
-            window.anonymization_count += report["anonymizationCount"]
-            window.days.append(day.day)
+            _add_day(window, day)  # the day's privacy counts, as an elizaOS task's window has them
+    window.per_task_counts[name] = window.size
     return window
+
+
+def _add_day(window: WindowDataset, day: DayFiles) -> None:
+    """The day in the window: its privacy report's counts added, its name listed."""
+    report = json.loads(day.privacy_report.read_text(encoding="utf-8"))
+    window.pulled_trajectories += report["trajectoriesIn"]
+    window.filtered_trajectories += report["kept"]
+    window.redaction_count += report["redactionCount"]
+    window.anonymization_count += report["anonymizationCount"]
+    window.days.append(day.day)
