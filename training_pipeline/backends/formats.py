@@ -23,6 +23,7 @@ from training_pipeline.datasets.trace_datasets import chat_line_problem
 __all__ = [
     "Ask",
     "answer_text",
+    "calls_text",
     "chat_converter",
     "convert_file",
     "to_chat",
@@ -42,11 +43,13 @@ def answer_text(message: dict[str, Any]) -> str:
     (`[{"arguments", "name"}]`, arguments parsed) when it calls tools instead."""
     calls = message.get("tool_calls") or []
     if calls:
-        return json.dumps(
-            [{"name": c["function"]["name"], "arguments": _arguments(c["function"])} for c in calls],
-            sort_keys=True,
-        )
+        return calls_text([(c["function"]["name"], _arguments(c["function"])) for c in calls])
     return message.get("content") or ""
+
+
+def calls_text(calls: list[tuple[str, Any]]) -> str:
+    """Tool calls (name, parsed arguments) as the one text every service's answer is compared in."""
+    return json.dumps([{"name": name, "arguments": arguments} for name, arguments in calls], sort_keys=True)
 
 
 def _messages(example: Example) -> tuple[str, str, str]:

@@ -6,7 +6,6 @@ ever sent to Google's hosts (or to loopback, where tests run a stand-in of the s
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from training_pipeline.backends.base import BackendError, DispatchRequest, Dispa
 from training_pipeline.backends.formats import (
     VERTEX_MIN_EXAMPLES,
     Ask,
+    calls_text,
     chat_converter,
     convert_file,
     to_vertex,
@@ -189,9 +189,7 @@ def gemini_model(client: ServiceClient, model_path: str, max_tokens: int = 512) 
         parts = ((reply.get("candidates") or [{}])[0].get("content") or {}).get("parts") or []
         calls = [p["functionCall"] for p in parts if "functionCall" in p]
         if calls:
-            return json.dumps(
-                [{"name": c["name"], "arguments": c.get("args") or {}} for c in calls], sort_keys=True
-            )
+            return calls_text([(c["name"], c.get("args") or {}) for c in calls])
         return "".join(p.get("text", "") for p in parts)
 
     return ask
