@@ -150,6 +150,9 @@ def test_the_ui_end_to_end(servers: DagsterServers, screenshots: Path) -> None:
         # the asset graph as a user first sees it (the Lineage page): one group, opened, every asset
         # visible, trajectories → filtered_trajectories → the five datasets → training
         _open(page, servers, "/")
+        # "/" redirects to the overview once the app has loaded; a click before that redirect is
+        # undone by it, so wait for the overview first
+        expect(page).to_have_url(re.compile(r"/overview"))
         # the navigation's "Lineage", not the "Jobs" link whose icon is named column_lineage (once the
         # overview is drawn, a name holding "Lineage" finds that one first)
         page.get_by_role("navigation").get_by_role("link", name=re.compile(r"Lineage$")).click()
