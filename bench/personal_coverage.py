@@ -69,29 +69,27 @@ def measure(corpus: Path = CORPUS, traces: bool = False) -> dict[str, object]:
 
 
 def table(result: dict[str, object]) -> str:
+    """One row per kind (the contexts any of its values leaked in), and the near misses on one line."""
     totals: Counter = result["totals"]  # type: ignore[assignment]
     caught: Counter = result["caught"]  # type: ignore[assignment]
     contexts = sorted({context for _, context in totals})
     kinds = sorted({kind for kind, _ in totals})
-    lines = [
-        "| kind | " + " | ".join(contexts) + " | all |",
-        "|---|" + "---|" * (len(contexts) + 1),
-    ]
+    lines = [f"| kind | redacted | contexts that leaked (of {', '.join(contexts)}) |", "|---|---:|---|"]
     for kind in kinds:
-        cells = [f"{caught[(kind, c)]}/{totals[(kind, c)]}" if totals[(kind, c)] else "" for c in contexts]
         got = sum(caught[(kind, c)] for c in contexts)
         total = sum(totals[(kind, c)] for c in contexts)
-        lines.append(f"| {kind} | " + " | ".join(cells) + f" | **{got}/{total}** |")
+        leaked = [c for c in contexts if caught[(kind, c)] < totals[(kind, c)]]
+        lines.append(f"| {kind} | {got}/{total} | {', '.join(leaked) or 'none'} |")
     near_total: Counter = result["near_total"]  # type: ignore[assignment]
     near_over: Counter = result["near_over"]  # type: ignore[assignment]
     all_near = sum(near_total.values())
     all_over = sum(near_over.values())
-    lines.append("")
-    lines.append("| near miss | over-redacted |")
-    lines.append("|---|---|")
-    for name in sorted(near_total):
-        lines.append(f"| {name} | {near_over[name]}/{near_total[name]} |")
-    lines.append(f"| **all** | **{all_over}/{all_near} ({100 * all_over / max(all_near, 1):.1f}%)** |")
+    each = ", ".join(f"{name} {near_over[name]}/{near_total[name]}" for name in sorted(near_total))
+    lines += [
+        "",
+        f"Near misses over-redacted: {each}; all {all_over}/{all_near} "
+        f"({100 * all_over / max(all_near, 1):.1f}%).",
+    ]
     return "\n".join(lines)
 
 

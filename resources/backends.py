@@ -30,9 +30,11 @@ class NativeBackend(ConfigurableResource):
     validation split and judged on a test split (docs/stage-dsl.md)."""
 
     llm: LLMResource
-    #: the demonstration search is the default: on the bundled model it is the optimiser that gains
+    #: demonstrations picked per question are the default: on the bundled model they are what gains
     #: (bench/README.md); instruction search and reflective evolution need a model that can write prompts
-    optimizer: Literal["instruction-search", "prompt-evolution", "bootstrap-fewshot"] = "bootstrap-fewshot"
+    optimizer: Literal["instruction-search", "prompt-evolution", "bootstrap-fewshot", "nearest-fewshot"] = (
+        "nearest-fewshot"
+    )
     seeds: list[int] = Field(
         default=[0, 1, 2], description="one optimisation per seed; the gate also judges them pooled"
     )
@@ -47,6 +49,7 @@ class NativeBackend(ConfigurableResource):
     generations: int = 3
     k: int = Field(default=5, description="demonstrations per set")
     demo_sets: int = Field(default=4, description="demonstration sets scored on validation")
+    neighbours: int = Field(default=3, ge=1, description="nearest-fewshot: demonstrations per question")
     demo_style: Literal["turns", "system"] = "turns"
     answer_tokens: int = Field(default=512, description="longest answer a prompt may produce when scored")
     max_calls: int | None = Field(default=6000, description="spend cap: LLM calls per run")
@@ -77,6 +80,7 @@ class NativeBackend(ConfigurableResource):
             k=self.k,
             demo_sets=self.demo_sets,
             demo_style=self.demo_style,
+            neighbours=self.neighbours,
             max_tokens=self.answer_tokens,
             # a server at base_url says nothing of its window: budget only where it is known
             context_tokens=self.llm.context_tokens or (None if self.llm.base_url else self.llm.context()),

@@ -365,6 +365,8 @@ def training_assets(
                 ),
                 "few_shot_examples": len(artifact["few_shot_examples"]),
                 "demo_style": artifact["demo_style"],
+                # 0: every demonstration before every question; n: the n nearest of them per question
+                "neighbours": artifact.get("neighbours", 0),
                 "prompt": MetadataValue.md(f"```text\n{scanner.mask(shown)}\n```"),
                 "score_by_round": MetadataValue.md(score_chart(artifact["lineage"])),
                 "lineage": MetadataValue.json(artifact["lineage"][:200]),

@@ -14,7 +14,8 @@ from training_pipeline.datasets.training_tasks import ids_path
 from training_pipeline.llm.client import ChatClient
 from training_pipeline.optimizers.examples import load_examples, split_by_trajectory
 from training_pipeline.optimizers.native import load_artifact, run_native
-from training_pipeline.optimizers.programs import REWRITE, OptimiserConfig
+from training_pipeline.optimizers.nearest import nearest_demonstrations
+from training_pipeline.optimizers.programs import OPTIMIZERS, REWRITE, OptimiserConfig
 from training_pipeline.optimizers.scoring import (
     action_match,
     actions_match,
@@ -108,7 +109,7 @@ def test_scorers_match_elizaos() -> None:
     assert action_match("<action>IGNORE</action>", "<name>reply</name>") == 0.0
 
 
-@pytest.mark.parametrize("optimizer", ["instruction-search", "prompt-evolution", "bootstrap-fewshot"])
+@pytest.mark.parametrize("optimizer", OPTIMIZERS)
 def test_each_optimiser_improves_the_prompt_and_records_every_step(tmp_path: Path, optimizer: str) -> None:
     cfg = OptimiserConfig(
         optimizer=optimizer,
@@ -147,6 +148,13 @@ def test_each_optimiser_improves_the_prompt_and_records_every_step(tmp_path: Pat
         assert demo_users and demo_users <= {e.user for e in split.train} and demo_users.isdisjoint(held_out)
         # given as chat turns before the question, not pasted into the system prompt
         assert artifact["prompt"] == artifact["baseline_prompt"] and artifact["demo_style"] == "turns"
+    elif optimizer == "nearest-fewshot":
+        # the pool is the training split; each question was shown the `neighbours` nearest of it
+        assert {d["user"] for d in artifact["few_shot_examples"]} == {e.user for e in split.train}
+        assert artifact["neighbours"] == cfg.neighbours and artifact["demo_style"] == "turns"
+        answered = [r["messages"] for r in server.requests if r["messages"][-1]["content"] in held_out]
+        assert answered and {len(m) for m in answered} <= {2, 2 + 2 * cfg.neighbours}
+        assert not any(m["content"] in held_out for r in answered for m in r[1:-1])
     elif optimizer == "prompt-evolution":
         # the proposer was shown the failing training examples with what was expected, none held out
         [reflection, *_] = [
@@ -312,3 +320,23 @@ def test_an_example_too_long_for_the_models_context_is_left_out_and_counted(tmp_
         work2.mkdir()
         unknown = run_native(DispatchRequest("response", path, work2, "run-2"), client, cfg_unknown, None)
     assert unknown.details["too_long"] == 0  # a window not known: nothing left out
+
+
+def test_the_demonstrations_given_are_those_whose_last_message_asks_the_same() -> None:
+    """Older lines and the question every prompt ends with weigh nothing beside the last message."""
+    pool = [
+        ("bo: lol same\nada: Eliza, please create a task for the invoice\n\nPlan the next step.", "CREATE"),
+        (
+            "ada: Eliza, please create a task for X\nbo: Eliza, tell @cy about the invoice"
+            "\n\nPlan the next step.",
+            "SEND",
+        ),
+        ("cy: Eliza, look up our notes on the invoice\n\nPlan the next step.", "SEARCH"),
+        ("di: lol same\ncy: Eliza, tell @ed about the standup\n\nPlan the next step.", "SEND"),
+    ]
+    question = "ed: brb\nfi: Eliza, please create a task for the standup\n\nPlan the next step."
+    assert [answer for _, answer in nearest_demonstrations(pool, question, 1)] == ["CREATE"]
+    asked = "gus: Eliza, tell @hal about onboarding\n\nPlan the next step."
+    nearest = [answer for _, answer in nearest_demonstrations(pool, asked, 3)]
+    assert nearest[-2:] == ["SEND", "SEND"]  # the most similar last, beside the question
+    assert nearest_demonstrations(pool, question, 0) == [] and nearest_demonstrations([], question, 2) == []

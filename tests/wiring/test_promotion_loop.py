@@ -117,7 +117,7 @@ def _check(result) -> tuple[bool, str]:
 
 def test_a_real_gain_is_promoted_published_and_evaluated_by_task_runs(days_ready, tmp_path: Path) -> None:
     """The whole loop with a model that learns from demonstrations and cannot tell one prompt from
-    another: the demonstration search's candidate gains on every seed's test split, beats always
+    another: the nearest demonstrations' candidate gains on every seed's test split, beats always
     answering RESPOND, is published with its demonstrations, and the bundled should_respond evaluation
     scores it above the agent's own prompt."""
     instance, data = days_ready
@@ -132,7 +132,9 @@ def test_a_real_gain_is_promoted_published_and_evaluated_by_task_runs(days_ready
     assert _check(result) == (True, "WARN")  # passed
     published = json.loads((data / "prompts" / f"{TASK}.json").read_text())
     assert published["run_id"] == record.run_id and published["demo_style"] == "turns"
-    assert len(published["demonstrations"]) == 4 and published["answer_form"]["choices"] == [
+    # the training split is the pool; each question is given the 3 nearest of it
+    assert published["neighbours"] == 3 and len(published["demonstrations"]) == meta["train_examples"]
+    assert published["answer_form"]["choices"] == [
         "IGNORE",
         "RESPOND",
         "STOP",
@@ -175,7 +177,7 @@ def test_a_real_gain_is_promoted_published_and_evaluated_by_task_runs(days_ready
     answered = [r for r in server.requests if r["messages"][-1]["content"].endswith("?")]
     assert {r["messages"][0]["content"] for r in answered} == {published["baseline_prompt"]}
     assert all(r["response_format"]["type"] == "json_schema" for r in answered)
-    assert sorted(len(r["messages"]) for r in answered) == [2] * 16 + [10] * 16
+    assert sorted(len(r["messages"]) for r in answered) == [2] * 16 + [8] * 16
     # the conversations came back as trajectories for the next day's datasets
     assert len(list((data / "agent_trajectories").rglob("*.jsonl"))) >= 2
     assert RunStore(data).load(record.run_id).details["evaluation"]["promoted_score"] == 1.0

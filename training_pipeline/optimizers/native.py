@@ -21,6 +21,7 @@ from training_pipeline.backends.base import BackendError, DispatchRequest, Dispa
 from training_pipeline.datasets.training_tasks import ids_path
 from training_pipeline.optimizers.examples import Example, load_examples, split_by_trajectory
 from training_pipeline.optimizers.programs import (
+    CHARS_PER_TOKEN,
     PROGRAMS,
     Checkpoint,
     OptimisationResult,
@@ -181,18 +182,13 @@ def run_native(
     )
 
 
-#: characters per token, counted low so an estimate errs long: most tokenizers give 3.5 to 4.5 on
-#: English, fewer on code and names
-_CHARS_PER_TOKEN = 3
-
-
 def fitting(examples: list[Example], context_tokens: int | None) -> tuple[list[Example], int]:
     """The examples whose system prompt, question and answer take at most half of `context_tokens`
     (estimated from their length), and how many did not: an over-long one would overflow the context
     with its demonstrations and score 0 for whichever prompt met it first."""
     if not context_tokens:
         return examples, 0
-    budget = context_tokens // 2 * _CHARS_PER_TOKEN
+    budget = context_tokens // 2 * CHARS_PER_TOKEN
     kept = [e for e in examples if len(e.system) + len(e.user) + len(e.expected) <= budget]
     return kept, len(examples) - len(kept)
 

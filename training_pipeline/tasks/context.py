@@ -44,8 +44,10 @@ class DeployedAgent(Entry):
     tool_servers: list[str] = Field(default_factory=list)
     temperature: float = 0.0
     max_tokens: int | None = None
-    #: (user, answer) chat turns given before every prompt
+    #: (user, answer) chat turns given before a prompt
     demonstrations: list[tuple[str, str]] = Field(default_factory=list)
+    #: 0: all of `demonstrations` before every prompt; n: the n of them nearest to the prompt
+    neighbours: int = 0
     #: the form its answers are held to (`llm.answer_form.AnswerForm`'s fields), if any
     answer_form: dict[str, Any] | None = None
 

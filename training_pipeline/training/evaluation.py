@@ -69,6 +69,8 @@ def task_prompt_overrides(
                 params["demonstrations"] = [
                     [demo["user"], demo["expected"]] for demo in published.get("demonstrations") or []
                 ]
+                if published.get("neighbours"):
+                    params["neighbours"] = published["neighbours"]
         overrides[step.id] = params
     return overrides
 

@@ -270,6 +270,9 @@ def publish(prompts_dir: Path, task: str, artifact: dict[str, Any], verdict: Ver
         # "system" they are already in the prompt
         "demonstrations": artifact.get("few_shot_examples") or [],
         "demo_style": artifact.get("demo_style", "turns"),
+        # 0: every demonstration before every question; n: they are a pool, and the n nearest to each
+        # question are given (`optimizers.nearest`)
+        "neighbours": artifact.get("neighbours", 0),
         # the form a decision's answers were held to when it was scored (None: free text)
         "answer_form": artifact.get("answer_form"),
         "baseline_prompt": artifact["baseline_prompt"],

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from training_pipeline.llm.answer_form import AnswerForm
 from training_pipeline.llm.client import ChatClient
 from training_pipeline.llm.usage import capture_usage
+from training_pipeline.optimizers.nearest import nearest_demonstrations
 from training_pipeline.sandbox import Limits, Sandbox
 from training_pipeline.tasks.context import DeployedAgent, PromptResponse, TaskStepContext
 from training_pipeline.tasks.sandboxes import confined
@@ -39,7 +40,8 @@ class DeployAgentStep(TaskStep):
     Its system prompt is `system_prompt` (its own instructions: tools, persona) followed by
     `task_prompt.prompt`, the part a dataset task optimises. `demonstrations` are chat turns given before
     every prompt, and `answer_form` holds its answers to a decision's form (an evaluation sets both from
-    the promoted candidate)."""
+    the promoted candidate). With `neighbours`, `demonstrations` is a pool and each prompt is given the
+    `neighbours` of them nearest to it (`optimizers.nearest`), as the candidate was scored."""
 
     type: ClassVar[str] = "deploy_agent"
 
@@ -53,6 +55,7 @@ class DeployAgentStep(TaskStep):
     temperature: float = 0.0
     max_tokens: int | None = 512
     demonstrations: list[tuple[str, str]] = Field(default_factory=list)
+    neighbours: int = Field(default=0, ge=0)
     answer_form: AnswerForm | None = None
 
     @model_validator(mode="after")
@@ -81,6 +84,7 @@ class DeployAgentStep(TaskStep):
             temperature=self.temperature,
             max_tokens=self.max_tokens,
             demonstrations=self.demonstrations,
+            neighbours=self.neighbours,
             answer_form=asdict(self.answer_form) if self.answer_form else None,
         )
         context.deployed_agents = [a for a in context.deployed_agents if a.name != self.agent_name] + [agent]
@@ -141,7 +145,12 @@ class PromptAgentStep(TaskStep):
     ) -> PromptResponse:
         runtime = context.runtime
         messages: list[dict[str, Any]] = [{"role": "system", "content": agent.system_prompt}]
-        for question, answer in agent.demonstrations:
+        demonstrations = (
+            nearest_demonstrations(agent.demonstrations, self.prompt, agent.neighbours)
+            if agent.neighbours
+            else agent.demonstrations
+        )
+        for question, answer in demonstrations:
             messages += [{"role": "user", "content": question}, {"role": "assistant", "content": answer}]
         messages.append({"role": "user", "content": self.prompt})
         form = {"answer_form": AnswerForm.from_dict(agent.answer_form)} if agent.answer_form else {}
