@@ -169,7 +169,7 @@ def _row(line: dict) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tasks", nargs="*", default=["should_respond", "action_planner"])
-    parser.add_argument("--optimizers", nargs="*", default=["bootstrap-fewshot"], choices=OPTIMIZERS)
+    parser.add_argument("--optimizers", nargs="*", default=["nearest-fewshot"], choices=OPTIMIZERS)
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--max-validation", type=int, help="the native backend's cap (default: its own)")
     parser.add_argument("--max-test", type=int, help="the native backend's cap (default: its own)")
