@@ -181,9 +181,12 @@ def main() -> None:
         for name, value in (("max_validation", args.max_validation), ("max_test", args.max_test))
         if value is not None
     }
-    work = Path(tempfile.mkdtemp(prefix="tp-promotion-"))
     lines = []
-    with DagsterInstance.ephemeral() as instance:
+    with (
+        tempfile.TemporaryDirectory(prefix="tp-promotion-") as folder,
+        DagsterInstance.ephemeral() as instance,
+    ):
+        work = Path(folder)
         data = materialise_days(work, instance)
         for task in args.tasks:
             for optimizer in args.optimizers:
