@@ -294,3 +294,81 @@ assert manifest.profile["calls_per_trajectory"]
 print('pandas' in sys.modules, 'pyarrow.compute' in sys.modules)
 """
     assert fresh_python(code).strip() == "False False"
+
+
+def test_a_days_pass_opens_only_the_files_that_can_hold_it_and_keeps_every_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The day index skips a file only when none of its records can be the day's: every way a file's
+    bytes could say a start time the parser reads differently makes it read for every day."""
+    import os
+
+    from training_pipeline.trajectories import files as files_module
+    from training_pipeline.trajectories.models import start_day
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    day_ms = 86_400_000
+
+    def lines(*records: str) -> str:
+        return "".join(record + "\n" for record in records)
+
+    for offset in range(5):  # a daily export per day, one record of the day before among them
+        records = [json.dumps(_traj(f"d{offset}-{n}", T + offset * day_ms + n)) for n in range(3)]
+        records.append(json.dumps(_traj(f"late-{offset}", T + offset * day_ms - 5)))
+        (folder / f"export-{offset}.jsonl").write_text(lines(*records))
+    hostile = {
+        # a start time the parser reads but the byte scan would misread: read for every day
+        "exponent.jsonl": '{"trajectoryId": "e", "agentId": "a", "startTime": 1.7956512e12, "steps": []}',
+        "escaped-key.jsonl": '{"trajectoryId": "k", "agentId": "a", "start\\u0054ime": '
+        + f'{T + 3 * day_ms}, "steps": []}}',
+        # a fraction that rounds into the next day
+        "fraction.jsonl": '{"trajectoryId": "f", "agentId": "a", "startTime": '
+        + f'{T + 2 * day_ms - 1}.9999996, "steps": []}}',
+        # no start time: the file's fallback day (its mtime's, here)
+        "undated.jsonl": '{"trajectoryId": "u", "agentId": "a", "steps": []}',
+        "string.jsonl": '{"trajectoryId": "s", "agentId": "a", "startTime": "2026-11-26", "steps": []}',
+        "array.json": json.dumps([_traj("a1", T + 4 * day_ms), _traj("a2", T + day_ms)]),
+    }
+    for name, text in hostile.items():
+        (folder / name).write_text(text + ("\n" if name.endswith(".jsonl") else ""))
+    yesterday = (T + 2 * day_ms) / 1000
+    for name in ("undated.jsonl", "string.jsonl"):
+        os.utime(folder / name, (yesterday, yesterday))
+
+    def every_day_read_in_full(day: date) -> list[str]:
+        found = []
+        for record in read_files(folder):
+            fallback = files_module.fallback_day(Path(record.origin.split(":")[0]))
+            if (record.day or fallback) == day:
+                found.append(record.origin)
+        return sorted(found)
+
+    days = [start_day(T + offset * day_ms) for offset in range(-1, 7)]
+    opened: list[str] = []
+    real_spans = files_module.line_spans
+    monkeypatch.setattr(
+        files_module,
+        "line_spans",
+        lambda file, *a, **k: opened.append(file.name) or real_spans(file, *a, **k),
+    )
+    with monkeypatch.context() as unindexed:
+        unindexed.setattr(files_module.DayIndex, "may_hold", lambda *_: True)
+        expected = {day: every_day_read_in_full(day) for day in days}
+    for _ in range(2):  # scanned, then remembered
+        for day in days:
+            assert sorted(r.origin for r in read_files(folder, day)) == expected[day], day
+    assert sum(len(origins) for origins in expected.values()) == 5 * 4 + 7  # every record, once
+    # the third day opened its own export, the next day's (its late record), and what the scan
+    # cannot tell; not the other days' exports
+    opened.clear()
+    list(read_files(folder, start_day(T + 2 * day_ms)))
+    assert {"export-2.jsonl", "export-3.jsonl", "exponent.jsonl", "escaped-key.jsonl"} <= set(opened)
+    assert not {"export-0.jsonl", "export-4.jsonl"} & set(opened)
+    # a file that changes is scanned again
+    with (folder / "export-0.jsonl").open("a") as handle:
+        handle.write(json.dumps(_traj("appended", T + 4 * day_ms + 7)) + "\n")
+    assert "export-0.jsonl" in {
+        r.origin.split(":")[0].rsplit("/", 1)[-1] for r in read_files(folder, days[5])
+    }

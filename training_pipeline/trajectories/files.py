@@ -14,6 +14,7 @@ from typing import BinaryIO, TypeGuard, TypeVar
 
 from training_pipeline import jscompat
 from training_pipeline.jscompat import js_trim
+from training_pipeline.trajectories.day_index import DayIndex
 from training_pipeline.trajectories.parsing import ParsedRecord, RawRecord, oversized, parse_record
 
 _Item = TypeVar("_Item")
@@ -513,9 +514,19 @@ def unparsed_shares(
 def unparsed_shares_of(
     files: list[Entry], day: date | None = None, span_bytes: int = 1 << 20, max_bytes: int | None = None
 ) -> Iterator[Unparsed | UnparsedSpan]:
-    """`unparsed_shares` of the export files listed (`export_files`)."""
+    """`unparsed_shares` of the export files listed (`export_files`); for a day, only the files that
+    can hold it (`day_index`)."""
+    index = DayIndex() if day is not None else None
     for file in files:
-        fallback = (fallback_day(file) or day) if day is not None else None
+        own = fallback_day(file) if day is not None else None
+        if (
+            index is not None
+            and day is not None
+            and not isinstance(file, Refused)
+            and not index.may_hold(file, day, own)
+        ):
+            continue  # no record of it can be the day's
+        fallback = (own or day) if day is not None else None
         if in_lines(file):
             for span in line_spans(file, span_bytes, max_bytes):
                 if isinstance(span, Refused):
@@ -525,6 +536,8 @@ def unparsed_shares_of(
         else:
             for raw in iter_file_records(file, max_bytes):
                 yield Unparsed(raw, day, fallback)
+    if index is not None:
+        index.save()
 
 
 def with_spans_read(items: Iterable[_Item | UnparsedSpan]) -> Iterator[_Item | Unparsed]:
