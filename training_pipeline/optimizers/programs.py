@@ -83,9 +83,10 @@ class OptimiserConfig:
     generations: int = 3
     k: int = 5  # demonstrations per set (bootstrap-fewshot)
     demo_sets: int = 4  # demonstration sets sampled and scored on validation (bootstrap-fewshot)
-    #: demonstrations picked per question from the training split, the nearest first (nearest-fewshot)
+    #: demonstrations picked per question from the training split, the nearest last (nearest-fewshot)
     neighbours: int = 3
-    #: demonstrations as chat turns before the question, or pasted into the system prompt
+    #: demonstrations as chat turns before the question, or pasted into the system prompt (fixed
+    #: demonstrations only: nearest-fewshot's change with the question, so they are always turns)
     demo_style: DemoStyle = "turns"
     #: the model's context window in tokens (None: not known): an example whose own prompt and answer
     #: take more than half of it is left out, counted (`native.fitting`), so the other half holds the
