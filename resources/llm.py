@@ -11,7 +11,12 @@ from dagster import ConfigurableResource
 from pydantic import Field
 
 from training_pipeline.llm.client import ChatClient, Constraint, Price
-from training_pipeline.llm.local import LOCAL_CONTEXT_TOKENS, LocalModelServer, local_model_available
+from training_pipeline.llm.local import (
+    LOCAL_CONTEXT_TOKENS,
+    LocalModelServer,
+    local_model_available,
+    local_model_name,
+)
 
 
 class LLMResource(ConfigurableResource):
@@ -67,12 +72,19 @@ class LLMResource(ConfigurableResource):
         if not (self.local_model and local_model_available()):
             raise ValueError("no LLM configured: set base_url (LLM_BASE_URL) or install the local model")
         with LocalModelServer(context_size=self.context()) as server:
-            local = self.model_copy(update={"base_url": server.base_url, "model": server.model_name})
-            client = local.client(cache_all_temperatures, default_constraint="grammar")
+            client = self.local_client(server.base_url, cache_all_temperatures)
             try:
                 yield client
             finally:
                 client.close()
+
+    def local_client(self, base_url: str, cache_all_temperatures: bool = False) -> ChatClient:
+        """A client of the local model's server at `base_url` (`LocalModelServer`): by its model's
+        name, and holding decisions to their form with a grammar, which llama.cpp's server takes (it
+        refuses a `json_schema` response format)."""
+        model = local_model_name()
+        local = self.model_copy(update={"base_url": base_url, "model": model})
+        return local.client(cache_all_temperatures, default_constraint="grammar")
 
     def client(
         self, cache_all_temperatures: bool = False, default_constraint: Constraint = "json_schema"

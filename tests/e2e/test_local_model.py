@@ -85,3 +85,56 @@ def test_a_native_optimisation_runs_on_the_local_model(server: LocalModelServer,
     artifact = load_artifact(Path(result.artifact_path))
     assert 0.0 <= artifact["baseline_score"] <= 1.0 and 0.0 <= artifact["score"] <= 1.0
     assert artifact["prompt"] and (tmp_path / "training_records.json").is_file()
+
+
+def test_a_task_runs_agent_on_the_local_model_decides_in_its_form(tmp_path: Path) -> None:
+    """A task run's agent holding should_respond's form (as an evaluation's agents do) on the local
+    model the run starts itself: the server takes the form as a grammar (it refuses a `json_schema`
+    response format)."""
+    import asyncio
+
+    from resources.llm import LLMResource
+    from training_pipeline.tasks import runner
+    from training_pipeline.tasks.registry import build_registry
+    from training_pipeline.tasks.runtime import TaskRun
+    from training_pipeline.tasks.task import parse_task
+
+    form = {
+        "choices": ["IGNORE", "RESPOND", "STOP"],
+        "opening": "<response><reasoning>",
+        "closing": "</reasoning><action>",
+        "after": "</action></response>",
+        "reasoning": 80,
+    }
+    task = parse_task(
+        [
+            {
+                "id": "agent",
+                "type": "deploy_agent",
+                "agent_name": "eliza",
+                "answer_form": form,
+                "system_prompt": "You are Eliza. Decide whether to respond.",
+                "max_tokens": 64,
+            },
+            {
+                "id": "ask",
+                "type": "prompt_agent",
+                "agent_name": "eliza",
+                "prompt_id": "ask",
+                "max_turns": 1,
+                "prompt": "# Conversation\ndana: Eliza, what's the status of the invoice?\n\n"
+                "Should Eliza respond to dana?",
+                "depends_on": [{"task_step_id": "agent"}],
+            },
+        ],
+        build_registry(),
+        name="decide",
+    )
+    run = TaskRun(task=task, run_id="r1", run_dir=tmp_path / "run", llm=LLMResource(context_tokens=1024))
+    asyncio.run(runner.start_run(run))
+    assert asyncio.run(runner.run_step(run, "agent")).status == "succeeded"
+    outcome = asyncio.run(runner.run_step(run, "ask"))
+    assert outcome.status == "succeeded", outcome
+    [response] = run.store.state()["prompt_responses"]
+    assert respond_decision(response["response"]) in form["choices"], response["response"]
+    assert outcome.final_context is not None  # the run ended (and stopped the server it started)

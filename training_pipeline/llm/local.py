@@ -33,6 +33,12 @@ def smollm2_gguf() -> Path | None:
     return None
 
 
+def local_model_name() -> str:
+    """The name the local model's server answers to (`--model_alias`)."""
+    model = smollm2_gguf()
+    return model.name if model else "local"
+
+
 def local_model_available() -> bool:
     return smollm2_gguf() is not None and importlib.util.find_spec("llama_cpp") is not None
 
@@ -74,7 +80,7 @@ class LocalModelServer:
 
     @property
     def model_name(self) -> str:
-        return self.model.name if self.model else "local"
+        return self.model.name if self.model else local_model_name()
 
     def start(self, timeout: float = 120.0) -> LocalModelServer:
         command = [

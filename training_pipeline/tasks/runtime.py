@@ -29,7 +29,9 @@ class LLMSettings(Protocol):
 
     def client(self, cache_all_temperatures: bool = False) -> ChatClient: ...
 
-    def model_copy(self, *, update: dict[str, Any]) -> LLMSettings: ...
+    def local_client(self, base_url: str) -> ChatClient: ...
+
+    def context(self) -> int: ...
 
 
 #: The run's store, in its folder (a continuation reads its parent's by this name).
@@ -88,13 +90,13 @@ class TaskRun:
             )
         if self.llm.base_url:
             return self.llm.client()
-        return self.llm.model_copy(update={"base_url": self._local_model_url()}).client()
+        return self.llm.local_client(self._local_model_url(self.llm.context()))
 
-    def _local_model_url(self) -> str:
+    def _local_model_url(self, context_tokens: int) -> str:
         store = self.store
         if store.take_flag("local_llm", "starting"):
             try:
-                server = LocalModelServer().start()
+                server = LocalModelServer(context_size=context_tokens).start()
             except Exception:
                 store.drop_flag("local_llm")
                 raise
