@@ -100,7 +100,7 @@ def main() -> None:
         f"{datetime.now(UTC):%Y-%m-%d}: {len(chats)} should_respond calls of the sample, one at a time, "
         "temperature 0, at most 64 tokens each.",
         "",
-        "| busy processes beside it | threads | calls/s | tokens/s | median call | slowest call |",
+        "| busy beside it | threads | calls/s | tokens/s | median call | slowest call |",
         "|---:|---:|---:|---:|---:|---:|",
         *(
             f"| {hog} | {threads} | {r['calls_per_second']:.2f} | {r['tokens_per_second']:.1f} | "

@@ -144,7 +144,7 @@ def run(
 
 def _row(line: dict) -> str:
     if "skipped" in line:
-        return f"| {line['task']} | {line['optimizer']} | skipped: {line['skipped']} ||||||||||"
+        return f"| {line['task']} | {line['optimizer']} | skipped: {line['skipped']} |||||||||"
     evaluation = line["evaluation"]
     evaluated = (
         "—"
@@ -158,7 +158,7 @@ def _row(line: dict) -> str:
     constant = "n/a" if line["best_constant"] is None else f"{line['best_constant']:.3f}"
     over = "" if pooled is None else f"{pooled:+.3f} [{pooled_low:+.3f}, {pooled_high:+.3f}]"
     return (
-        f"| {line['task']} | {line['optimizer']} | {line['scorer']} | {'/'.join(map(str, line['split']))} "
+        f"| {line['task']} | {line['optimizer']} | {'/'.join(map(str, line['split']))} "
         f"| {constant} | {line['baseline']:.3f} | {line['candidate']:.3f} "
         f"| {gain:+.3f} [{low:+.3f}, {high:+.3f}] "
         f"| {seeds}: {over} | {'**promoted**' if line['promoted'] else 'rejected'} | {evaluated} "
@@ -212,10 +212,9 @@ def _table(lines: list[dict], args: argparse.Namespace) -> str:
             )
             + f" --write` on {machine()}:",
             "",
-            "| task | optimizer | scorer | split | best constant | baseline | candidate | gain [95%] "
-            "| seeds: pooled gain | gate | evaluation file: promoted vs baseline "
-            "| calls | tokens | minutes |",
-            "|---|---|---|---|---:|---:|---:|---|---|---|---|---:|---:|---:|",
+            "| task | optimizer | train/val/test | best constant | baseline | candidate | gain [95%] "
+            "| seeds: pooled gain | gate | evaluation file | calls | tokens | minutes |",
+            "|---|---|---|---:|---:|---:|---|---|---|---|---:|---:|---:|",
             *map(_row, lines),
             "",
             *(f"- {line['optimizer']}: {line.get('reason') or line.get('skipped', '')}" for line in lines),
