@@ -7,7 +7,6 @@ import importlib.util
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Literal
 
 from dagster import ConfigurableResource
 from pydantic import Field
@@ -20,7 +19,7 @@ from training_pipeline.backends.openai_finetune import run_openai_finetune
 from training_pipeline.backends.tinker import TinkerConfig, run_tinker
 from training_pipeline.backends.vertex import VertexTarget, create_tuning_job
 from training_pipeline.optimizers.native import not_a_task, run_native
-from training_pipeline.optimizers.programs import OptimiserConfig
+from training_pipeline.optimizers.programs import DemoStyle, OptimiserConfig, Optimizer
 from training_pipeline.stages.session import Budget
 from training_pipeline.training.policy import BACKENDS
 
@@ -32,9 +31,7 @@ class NativeBackend(ConfigurableResource):
     llm: LLMResource
     #: demonstrations picked per question are the default: on the bundled model they are what gains
     #: (bench/README.md); instruction search and reflective evolution need a model that can write prompts
-    optimizer: Literal["instruction-search", "prompt-evolution", "bootstrap-fewshot", "nearest-fewshot"] = (
-        "nearest-fewshot"
-    )
+    optimizer: Optimizer = "nearest-fewshot"
     seeds: list[int] = Field(
         default=[0, 1, 2], description="one optimisation per seed; the gate also judges them pooled"
     )
@@ -50,7 +47,7 @@ class NativeBackend(ConfigurableResource):
     k: int = Field(default=5, description="demonstrations per set")
     demo_sets: int = Field(default=4, description="demonstration sets scored on validation")
     neighbours: int = Field(default=3, ge=1, description="nearest-fewshot: demonstrations per question")
-    demo_style: Literal["turns", "system"] = "turns"
+    demo_style: DemoStyle = "turns"
     answer_tokens: int = Field(default=512, description="longest answer a prompt may produce when scored")
     max_calls: int | None = Field(default=6000, description="spend cap: LLM calls per run")
     max_tokens: int | None = Field(default=None, description="spend cap: tokens per run")

@@ -80,7 +80,7 @@ class LocalModelServer:
 
     @property
     def model_name(self) -> str:
-        return self.model.name if self.model else local_model_name()
+        return self.model.name if self.model else "local"
 
     def start(self, timeout: float = 120.0) -> LocalModelServer:
         command = [

@@ -18,7 +18,13 @@ from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
 
-__all__ = ["RECENCY", "Demonstration", "NearestDemonstrations", "nearest_demonstrations"]
+__all__ = [
+    "RECENCY",
+    "Demonstration",
+    "NearestDemonstrations",
+    "demonstrations_for",
+    "nearest_demonstrations",
+]
 
 #: the weight of a line relative to the one after it
 RECENCY = 0.5
@@ -75,3 +81,12 @@ def _index(pool: tuple[Demonstration, ...]) -> NearestDemonstrations:
 def nearest_demonstrations(pool: Sequence[Demonstration], question: str, k: int) -> list[Demonstration]:
     """`NearestDemonstrations(pool).nearest(question, k)`, the index kept for the next question."""
     return _index(tuple((str(q), str(a)) for q, a in pool)).nearest(question, k)
+
+
+def demonstrations_for(pool: Sequence[Demonstration], question: str, neighbours: int) -> list[Demonstration]:
+    """What a question is shown: every demonstration (`neighbours` 0), or the `neighbours` of the
+    pool nearest to it. The optimiser scores a candidate and a task's agent answers through this one
+    rule, so a promoted candidate is deployed as it was scored."""
+    if neighbours:
+        return nearest_demonstrations(pool, question, neighbours)
+    return [(str(q), str(a)) for q, a in pool]

@@ -30,7 +30,7 @@ from typing import Any, Literal
 from training_pipeline.atomic import atomic_write_text
 from training_pipeline.llm.answer_form import AnswerForm
 from training_pipeline.optimizers.examples import Example, Split
-from training_pipeline.optimizers.nearest import nearest_demonstrations
+from training_pipeline.optimizers.nearest import demonstrations_for
 from training_pipeline.optimizers.scoring import LLMJudge, Scorer, best_constant
 from training_pipeline.stages.scope import StageScope
 
@@ -104,14 +104,9 @@ class Candidate:
     demos: tuple[tuple[str, str], ...] = ()  # (user, answer)
     neighbours: int = 0
 
-    def demonstrations(self, user: str) -> list[tuple[str, str]]:
-        if self.neighbours:
-            return nearest_demonstrations(self.demos, user, self.neighbours)
-        return list(self.demos)
-
     def messages(self, user: str) -> list[dict[str, str]]:
         messages = [{"role": "system", "content": self.system}]
-        for question, answer in self.demonstrations(user):
+        for question, answer in demonstrations_for(self.demos, user, self.neighbours):
             messages += [{"role": "user", "content": question}, {"role": "assistant", "content": answer}]
         return [*messages, {"role": "user", "content": user}]
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from training_pipeline.llm.answer_form import AnswerForm
 from training_pipeline.llm.client import ChatClient
 from training_pipeline.llm.usage import capture_usage
-from training_pipeline.optimizers.nearest import nearest_demonstrations
+from training_pipeline.optimizers.nearest import demonstrations_for
 from training_pipeline.sandbox import Limits, Sandbox
 from training_pipeline.tasks.context import DeployedAgent, PromptResponse, TaskStepContext
 from training_pipeline.tasks.sandboxes import confined
@@ -145,12 +145,7 @@ class PromptAgentStep(TaskStep):
     ) -> PromptResponse:
         runtime = context.runtime
         messages: list[dict[str, Any]] = [{"role": "system", "content": agent.system_prompt}]
-        demonstrations = (
-            nearest_demonstrations(agent.demonstrations, self.prompt, agent.neighbours)
-            if agent.neighbours
-            else agent.demonstrations
-        )
-        for question, answer in demonstrations:
+        for question, answer in demonstrations_for(agent.demonstrations, self.prompt, agent.neighbours):
             messages += [{"role": "user", "content": question}, {"role": "assistant", "content": answer}]
         messages.append({"role": "user", "content": self.prompt})
         form = {"answer_form": AnswerForm.from_dict(agent.answer_form)} if agent.answer_form else {}
