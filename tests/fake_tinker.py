@@ -5,19 +5,25 @@ It speaks the protocol the installed SDK uses: `X-API-Key` auth (`tml-` keys), c
 and their heartbeats, `create_model` and `get_info`, `forward_backward` as protobuf (zstd-compressed when
 the config says so) answered through `retrieve_future` as protobuf, `optim_step` and
 `save_weights_for_sampler` as JSON futures, the first poll of each future answered `try_again` as a busy
-service does, and the checkpoint listing of a training run.
+service does, the checkpoint listing of a training run, and sampling: sampling sessions (of a base model
+or of saved sampler weights), joining one, `asample` answered as a protobuf `SampleResponse`.
 
 The "model" is a unigram over the vocabulary that `optim_step` really updates from the gradients the
-weighted targets leave, so the loss a run reports falls as it trains and a wrong loss mask shows.
+weighted targets leave, so the loss a run reports falls as it trains and a wrong loss mask shows; and
+beside it a bigram of the trained (token, next token) pairs, which sampling decodes greedily from the
+prompt's last token. A base model has learnt no pair and ends its turn at once; saved weights answer
+with what they were trained on, whatever the prompt: a model that learnt the commonest reply.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import re
 import threading
 import uuid
+from collections import Counter, defaultdict
 from datetime import UTC, datetime
 from typing import Any
 
@@ -44,8 +50,12 @@ class FakeTinker(LoopbackJSONServer):
         self.batches: list[dict[str, Any]] = []  # every datum forward_backward received, decoded
         self.forwards: list[dict[str, Any]] = []  # every datum a forward-only request (validation) sent
         self.optim_steps: list[dict[str, Any]] = []
+        self.sampler_weights: dict[str, dict[int, Counter[int]]] = {}  # tinker path -> bigram saved
+        self.samplers: dict[str, dict[str, Any]] = {}  # sampling session id -> what it samples
+        self.samples: list[dict[str, Any]] = []  # every sample request: the sampler and the prompt
         self.compress = True  # ask the SDK for zstd bodies, as the service does for big payloads
         self.fail_forward_backward: str | None = None
+        self.fail_sampling: str | None = None
 
     @property
     def base_url(self) -> str:
@@ -75,6 +85,9 @@ class FakeTinker(LoopbackJSONServer):
         match = re.fullmatch(r"/api/v1/training_runs/([\w-]+)/checkpoints", path)
         if method == "GET" and match:
             return self._checkpoints(match[1])
+        match = re.fullmatch(r"/api/v1/samplers/([\w-]+)", path)
+        if method == "GET" and match:
+            return self._sampler(match[1])
         request = json.loads(body or b"{}")
         handler = {
             "/api/v1/create_session": self._create_session,
@@ -84,6 +97,9 @@ class FakeTinker(LoopbackJSONServer):
             "/api/v1/optim_step": self._optim_step,
             "/api/v1/save_weights_for_sampler": self._save_for_sampler,
             "/api/v1/retrieve_future": self._retrieve,
+            "/api/v1/create_sampling_session": self._create_sampling_session,
+            "/api/v1/join_sampling_session": self._join_sampling_session,
+            "/api/v1/asample": self._asample,
         }.get(path)
         if handler is None:
             return 404, {"detail": f"no route {method} {path}"}
@@ -113,6 +129,8 @@ class FakeTinker(LoopbackJSONServer):
             "lora_rank": (request.get("lora_config") or {}).get("rank"),
             "counts": np.zeros(VOCAB, dtype=np.float64),
             "gradient": np.zeros(VOCAB, dtype=np.float64),
+            "pairs": defaultdict(Counter),  # token -> the next tokens trained after it, weighted
+            "pair_gradient": [],
             "checkpoints": [],
         }
         return self._future({"type": "create_model", "model_id": model_id})
@@ -170,6 +188,9 @@ class FakeTinker(LoopbackJSONServer):
             weight_total += float(weights.sum())
             if not request.forward_only:
                 np.add.at(model["gradient"], targets.astype(np.int64), weights)
+                model["pair_gradient"].extend(
+                    (int(t), int(n), float(w)) for t, n, w in zip(tokens, targets, weights, strict=True) if w
+                )
         output = pb.ForwardBackwardOutput(loss_fn_output_type="ArrayRecord")
         output.metrics["loss:sum"] = loss
         record = output.loss_fn_outputs.add(num_datums=len(logprobs))
@@ -188,6 +209,9 @@ class FakeTinker(LoopbackJSONServer):
         step = float(params.get("learning_rate", 1e-4)) * 1e4 * model["gradient"]
         model["counts"] += step
         model["gradient"][:] = 0
+        for token, following, weight in model["pair_gradient"]:
+            model["pairs"][token][following] += weight
+        model["pair_gradient"] = []
         return self._future({"metrics": {"update_norm:sum": float(math.sqrt((step**2).sum()))}})
 
     def _save_for_sampler(self, request: dict[str, Any]) -> Answer:
@@ -196,6 +220,7 @@ class FakeTinker(LoopbackJSONServer):
             return 404, {"detail": "unknown model"}
         name = request.get("path") or uuid.uuid4().hex[:8]
         path = f"tinker://{request['model_id']}/sampler_weights/{name}"
+        self.sampler_weights[path] = copy.deepcopy(dict(model["pairs"]))
         model["checkpoints"].append(
             {
                 "checkpoint_id": f"sampler_weights/{name}",
@@ -213,6 +238,75 @@ class FakeTinker(LoopbackJSONServer):
         if model is None:
             return 404, {"detail": "unknown training run"}
         return 200, {"checkpoints": model["checkpoints"]}
+
+    # sampling
+
+    def _create_sampling_session(self, request: dict[str, Any]) -> Answer:
+        if request.get("session_id") not in self.sessions:
+            return 400, {"detail": "unknown session"}
+        path, base_model = request.get("model_path"), request.get("base_model")
+        if path is not None and path not in self.sampler_weights:
+            return 404, {"detail": f"no sampler weights at {path}"}
+        if path is not None:
+            base_model = self.models[path.split("/")[2]]["base_model"]
+        sampler = f"sampler-{uuid.uuid4().hex[:12]}"
+        self.samplers[sampler] = {
+            "model_path": path,
+            "base_model": base_model,
+            "pairs": self.sampler_weights.get(path, {}),
+            "clients": 0,
+        }
+        return 200, {"type": "create_sampling_session", "sampling_session_id": sampler}
+
+    def _join_sampling_session(self, request: dict[str, Any]) -> Answer:
+        sampler = self.samplers.get(request.get("sampling_session_id", ""))
+        if sampler is None:
+            return 404, {"detail": "unknown sampling session"}
+        sampler["clients"] += 1
+        return 200, {"type": "join_sampling_session", "client_counter": sampler["clients"]}
+
+    def _sampler(self, sampler_id: str) -> Answer:
+        sampler = self.samplers.get(sampler_id)
+        if sampler is None:
+            return 404, {"detail": "unknown sampler"}
+        return 200, {
+            "sampler_id": sampler_id,
+            "base_model": sampler["base_model"],
+            "model_path": sampler["model_path"],
+        }
+
+    def _asample(self, request: dict[str, Any]) -> Answer:
+        sampler = self.samplers.get(request.get("sampling_session_id", ""))
+        if sampler is None:
+            return 404, {"detail": "unknown sampling session"}
+        prompt = [t for chunk in request["prompt"]["chunks"] for t in chunk["tokens"]]
+        params = request["sampling_params"]
+        self.samples.append({"model_path": sampler["model_path"], "prompt": prompt, "params": params})
+        if self.fail_sampling:
+            return self._future({"error": self.fail_sampling, "category": "user"})
+        stops = set(params.get("stop") or ())
+        tokens, previous = [], prompt[-1]
+        while len(tokens) < (params.get("max_tokens") or 64):
+            following = sampler["pairs"].get(previous)
+            # greedy: the heaviest next token, the smallest id among equals; nothing learnt ends the turn
+            previous = (
+                min(following, key=lambda t: (-following[t], t)) if following else min(stops, default=-1)
+            )
+            if previous < 0:
+                break
+            tokens.append(previous)
+            if previous in stops:
+                break
+        response = pb.SampleResponse()
+        sequence = response.sequences.add(
+            stop_reason=pb.STOP_REASON_STOP if tokens and tokens[-1] in stops else pb.STOP_REASON_LENGTH
+        )
+        sequence.tokens = np.asarray(tokens, dtype=np.int32).tobytes()
+        sequence.logprobs = np.zeros(len(tokens), dtype=np.float32).tobytes()
+        request_id = f"req-{uuid.uuid4().hex[:12]}"
+        with self.lock:
+            self.futures[request_id] = (0, response.SerializeToString())
+        return 200, {"request_id": request_id, "sample_sequence_ids": [uuid.uuid4().hex]}
 
     # futures
 

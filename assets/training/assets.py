@@ -50,6 +50,7 @@ from training_pipeline.training.tuning import (
     follow_tinker_run,
     follow_vertex_job,
     judge_openai_model,
+    judge_tinker_model,
     judge_vertex_model,
     to_follow,
 )
@@ -234,9 +235,10 @@ def training_assets(
         **made_by_the_run,
         description="The model a hosted service trained: polls the Vertex tuning job `training_run` created "
         "in the same run to a terminal state, logging progress, and records the tuned model's endpoint; or "
-        "confirms the service lists the sampler weights a Tinker run saved, and records their path. An "
-        "OpenAI or Vertex model is then judged against its base model on the run's test split through its "
-        "endpoint, by the promotion gate (gain, interval, the best constant answer).",
+        "confirms the service lists the sampler weights a Tinker run saved, and records their path. The "
+        "tuned model is then judged against its base model on the run's test split through the service "
+        "(an endpoint, or Tinker's sampler), by the promotion gate (gain, interval, the best constant "
+        "answer).",
     )
     def tuned_model(
         context: AssetExecutionContext,
@@ -256,11 +258,13 @@ def training_assets(
             if poll["service"] == "tinker":
                 tinker = training_pipeline_backends.tinker
                 checkpoint = follow_tinker_run(record, runs, tinker.base_url, tinker.api_key or "", log)
+                evaluation = judge_tinker_model(record, runs, tinker.config(), promotion, log)
                 metadata = {
                     "training_run": poll["training_run"],
                     "sampler_path": checkpoint["tinker_path"],
                     "size_bytes": checkpoint.get("size_bytes") or 0,
                     "epoch_losses": record.details.get("epoch_losses", []),
+                    **_judged(evaluation),
                 }
             elif poll["service"] == "openai":
                 openai = training_pipeline_backends.openai

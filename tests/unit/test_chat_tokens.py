@@ -15,7 +15,8 @@ from llama_models.llama3.tokenizer import Tokenizer as MetaTokenizer
 
 from training_pipeline.backends.base import BackendError
 from training_pipeline.backends.chat_tokens import TokenizerError, chat_format, load_tokenizer
-from training_pipeline.backends.tinker import validate_chat_file
+from training_pipeline.backends.formats import calls_text
+from training_pipeline.backends.tinker import tool_call_text, validate_chat_file
 
 DIALOG = [
     {"role": "system", "content": "You are Eliza, a helpful agent."},
@@ -64,6 +65,28 @@ def test_rendering_matches_metas_chat_format_and_trains_only_the_assistant() -> 
     assert chat.tokenizer.decode(trained) == f"{DIALOG[2]['content']}{eot}{DIALOG[4]['content']}{eot}"
     # the user's literal "<|eot_id|>" stays text: exactly one end-of-turn token per message
     assert rendered.tokens.count(128009) == len(DIALOG)
+
+
+def test_a_sampler_is_prompted_and_read_as_metas_chat_format_says() -> None:
+    chat = chat_format("meta-llama/Llama-3.1-8B-Instruct", load_tokenizer(None))
+    meta = ChatFormat(MetaTokenizer.get_instance())
+    asked = DIALOG[:4]
+    messages = [
+        RawMessage(role=m["role"], content=m["content"], stop_reason=StopReason.end_of_turn) for m in asked
+    ]
+    # the prompt opens the assistant's turn exactly as Meta's does
+    assert chat.prompt(asked) == meta.encode_dialog_prompt(messages).tokens
+
+    # what was sampled is read up to the end of the turn; a JSON tool call as Meta's code reads it
+    call = '{"name": "get_weather", "parameters": {"city": "Paris"}}'
+    sampled = [*chat.tokenizer.encode(call), chat.end_of_turn, *chat.tokenizer.encode("after the turn")]
+    assert chat.answer(sampled) == call
+    [parsed] = meta.decode_assistant_message(
+        sampled[: sampled.index(chat.end_of_turn) + 1], StopReason.end_of_turn
+    ).tool_calls
+    assert tool_call_text(chat.answer(sampled)) == calls_text([(parsed.tool_name, parsed.arguments)])
+    assert tool_call_text("Sunny in Paris.") == "Sunny in Paris."
+    assert chat.answer(chat.tokenizer.encode("cut off at max_tokens")) == "cut off at max_tokens"
 
 
 def test_a_local_tokenizer_json_encodes_exactly_as_the_package(llama3_json: Path) -> None:

@@ -7,7 +7,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from dagster import AssetCheckSeverity, AssetKey, DagsterInstance, materialize
+from dagster import AssetCheckSeverity, AssetKey, DagsterEventType, DagsterInstance, materialize
 
 from assets.compat import PARTITIONED_CHECKS
 from resources.backends import (
@@ -504,8 +504,8 @@ def test_tinker_trains_batch_by_batch_and_records_the_sampler_path(days_ready) -
 
     examples = [json.loads(line)["messages"] for line in Path(record.dataset_path).read_text().splitlines()]
     assert record.dataset_size == len(examples) == 161
-    sizes = record.details["holdout"]["sizes"]  # a validation split, and no test split: not judged
-    assert sizes["train"] + sizes["validation"] == 161 and sizes["validation"] > 0 and sizes["test"] == 0
+    sizes = record.details["holdout"]["sizes"]  # validation for the service, test to judge the sampler
+    assert sum(sizes.values()) == 161 and sizes["validation"] > 0 and sizes["test"] > 0
     assert len(fake.batches) == 2 * sizes["train"]  # every training example once per epoch
     assert len(fake.optim_steps) == 2 * -(-sizes["train"] // 16)  # batches of 16 per epoch
     assert len(fake.forwards) == 2 * sizes["validation"]  # validation after each epoch, forward only
@@ -529,7 +529,23 @@ def test_tinker_trains_batch_by_batch_and_records_the_sampler_path(days_ready) -
     [tuned] = [e for e in result.get_asset_materialization_events() if e.asset_key == AssetKey("tuned_model")]
     meta = tuned.materialization.metadata
     assert meta["sampler_path"].value == record.artifact_path and meta["service"].value == "tinker"
-    assert list(fake.finished.values()) == ["success"]  # the session was closed
+
+    # the saved weights and their base model both answered every test example through sampling clients,
+    # greedily, to the end of the assistant's turn, each prompt rendered as the weights were trained
+    test_examples = sizes["test"]
+    assert {s["model_path"] for s in fake.samples} == {None, record.artifact_path}
+    assert len(fake.samples) == 2 * test_examples == 2 * meta["test_examples"].value
+    eot = tokenizer.special("<|eot_id|>")
+    assert all(s["params"]["temperature"] == 0 and s["params"]["stop"] == [eot] for s in fake.samples)
+    header = [*tokenizer.encode("assistant"), tokenizer.special("<|end_header_id|>")]
+    assert all(s["prompt"][-len(header) - 1 : -1] == header for s in fake.samples)
+    # the base learnt nothing and says nothing; the tuned weights give the reply they learnt, whatever
+    # the question: better than the base, but no better than a constant answer, so not "better"
+    evaluation = record.details["evaluation"]
+    assert evaluation["base_score"] == 0.0 < evaluation["tuned_score"]
+    assert meta["judged"].value is True and meta["better"].value is False
+    assert "not than always giving the commonest answer" in meta["reason"].value
+    assert list(fake.finished.values()) == ["success"] * 2  # training and sampling sessions closed
     assert fake.api_key not in record.to_json()
 
 
@@ -544,6 +560,15 @@ def test_tinker_failures_are_clear_and_skips_are_honest(days_ready) -> None:
         assert record.status == "failed" and record.reason.startswith("Tinker: RequestFailedError")
         assert "sequence length 9000 exceeds the model's context" in record.reason
         assert list(fake.finished.values()) == ["errored"]
+
+        # the weights trained, but the sampler failed while judging them: a failed step saying so
+        fake.fail_forward_backward, fake.fail_sampling = None, "prompt longer than the sampler's context"
+        result, record = _training_job(days_ready, "tinker", backend)
+        assert not result.success and record.status == "succeeded"  # the weights are there
+        [failure] = [e for e in result.all_events if e.event_type == DagsterEventType.STEP_FAILURE]
+        message = failure.step_failure_data.error.message
+        assert "judging the tuned model: Tinker: RequestFailedError" in message
+        assert "prompt longer than the sampler's context" in message and fake.api_key not in message
 
         sessions = len(fake.sessions)
         wrong = TinkerBackend(api_key="tml-not-the-right-key-0000000000", base_url=fake.base_url)

@@ -152,6 +152,19 @@ class Llama3Chat:
             weights += [0.0] * len(header) + [trained] * len(body)
         return Rendered(tokens, weights)
 
+    def prompt(self, messages: Sequence[dict[str, str]]) -> list[int]:
+        """The tokens a model continues to answer `messages`: them, then the assistant's header."""
+        return self.render(messages).tokens + self._headers["assistant"]
+
+    @property
+    def end_of_turn(self) -> int:
+        return self._eot
+
+    def answer(self, tokens: Sequence[int]) -> str:
+        """What a model wrote after `prompt`, up to its end of turn."""
+        ids = list(tokens)
+        return self.tokenizer.decode(ids[: ids.index(self._eot)] if self._eot in ids else ids)
+
 
 def llama_messages(example: dict[str, Any]) -> list[dict[str, str]]:
     """An OpenAI chat example as Llama 3.1's JSON tool calling writes it (its chat template, tools in the

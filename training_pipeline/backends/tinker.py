@@ -4,7 +4,8 @@ Unlike the hosted jobs (OpenAI, Vertex), Tinker trains where the client says: th
 chat file, tokenises it with the model's chat format (loss on the assistant's turns), runs
 `forward_backward` + `optim_step` per batch for the configured epochs, saves the weights for sampling and
 returns their `tinker://` path as the run's artifact. `tuned_model` then checks the checkpoint is listed
-under the training run (`sampler_checkpoint`).
+under the training run (`sampler_checkpoint`) and has the tuned weights and the base model answer the
+run's test split through Tinker's sampling clients (`sampling_models`).
 
 Examples are read by byte offset, so a large file is never held in memory: each epoch shuffles the
 offsets (seeded) and tokenises one batch at a time. The next batch is submitted before the previous
@@ -13,6 +14,7 @@ one's results are awaited, so the service is never idle waiting on this process.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 from collections.abc import Iterator
@@ -29,7 +31,7 @@ from training_pipeline.backends.chat_tokens import (
     llama_messages,
     load_tokenizer,
 )
-from training_pipeline.backends.formats import chat_converter, convert_file
+from training_pipeline.backends.formats import Ask, calls_text, chat_converter, convert_file
 
 
 @dataclass(frozen=True)
@@ -244,3 +246,53 @@ def sampler_checkpoint(base_url: str | None, api_key: str, training_run: str, pa
         if checkpoint.tinker_path == path:
             return checkpoint.model_dump(mode="json")
     raise BackendError(f"Tinker lists no checkpoint {path} under training run {training_run}")
+
+
+@contextlib.contextmanager
+def sampling_models(
+    config: TinkerConfig, base_model: str, model_path: str, max_tokens: int = 512
+) -> Iterator[tuple[Ask, Ask]]:
+    """The base model and the tuned weights at `model_path` answering through Tinker's sampling
+    clients, as (base, tuned): greedy (temperature 0), to the end of the assistant's turn. Prompts are
+    rendered with the chat format the weights were trained in (`llama_messages`: tools as Llama 3.1
+    offers them), and a tool call written back as the JSON every service's answer is compared in.
+    The SDK's errors become `BackendError`s."""
+    import tinker
+
+    try:
+        chat = chat_format(base_model, load_tokenizer(config.tokenizer))
+    except TokenizerError as err:
+        raise BackendError(str(err)) from None
+    try:
+        with tinker.ServiceClient(base_url=config.base_url, api_key=config.api_key) as service:
+            base = service.create_sampling_client(base_model=base_model).result()
+            tuned = service.create_sampling_client(model_path=model_path).result()
+            yield _sampled(base, chat, max_tokens), _sampled(tuned, chat, max_tokens)
+    except tinker.TinkerError as err:
+        raise BackendError(f"Tinker: {type(err).__name__}: {err}") from None
+
+
+def _sampled(client: Any, chat: Llama3Chat, max_tokens: int) -> Ask:
+    from tinker import types
+
+    params = types.SamplingParams(max_tokens=max_tokens, temperature=0.0, stop=[chat.end_of_turn])
+
+    def ask(prompt: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
+        messages = llama_messages({"messages": prompt, "tools": tools})
+        model_input = types.ModelInput.from_ints(chat.prompt(messages))
+        response = client.sample(prompt=model_input, num_samples=1, sampling_params=params).result()
+        text = chat.answer(response.sequences[0].tokens)
+        return tool_call_text(text) if tools else text
+
+    return ask
+
+
+def tool_call_text(text: str) -> str:
+    """A Llama 3.1 tool call (`{"name", "parameters"}`) as `calls_text`; any other answer as written."""
+    try:
+        call = json.loads(text)
+    except ValueError:
+        return text
+    if isinstance(call, dict) and isinstance(call.get("name"), str):
+        return calls_text([(call["name"], call.get("parameters", {}))])
+    return text

@@ -20,9 +20,9 @@ from training_pipeline.training.run_records import RunRecord
 from training_pipeline.training.window import WindowDataset
 
 #: the backends a window's validation split is held out for, and whether a test split is too: the
-#: tuned model is judged on it, OpenAI's and Vertex's through their endpoints (`tuned_model`); what
-#: Atropos' command trains and Tinker's sampler are not judged here, so nothing is kept from them
-HELD_OUT_FOR = {"openai": True, "vertex": True, "atropos": False, "tinker": False}
+#: tuned model is judged on it through the service (`tuned_model`: OpenAI's and Vertex's endpoints,
+#: Tinker's sampler); what Atropos' command trains is not judged here, so nothing is kept from it
+HELD_OUT_FOR = {"openai": True, "vertex": True, "atropos": False, "tinker": True}
 
 
 def run_training(

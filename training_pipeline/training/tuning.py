@@ -1,7 +1,8 @@
 """Following what a training run left on a hosted service to its end, and writing the outcome on the
 run's record: a Vertex tuning job polled to the tuned model's endpoint, or a Tinker run's sampler
 weights confirmed listed by the service; or the failure and its reason. Then the tuned model judged
-against its base on the run's test split (`judge_tuned`)."""
+against its base on the run's test split (`judge_tuned`), through the service's own way of answering:
+OpenAI's chat completions, Vertex's `generateContent`, Tinker's sampling clients."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from training_pipeline.backends.base import BackendError
 from training_pipeline.backends.formats import Ask
 from training_pipeline.backends.http import ServiceClient
 from training_pipeline.backends.openai_finetune import chat_model
-from training_pipeline.backends.tinker import sampler_checkpoint
+from training_pipeline.backends.tinker import TinkerConfig, sampler_checkpoint, sampling_models
 from training_pipeline.backends.vertex import (
     VertexTarget,
     base_model_path,
@@ -165,3 +166,17 @@ def judge_vertex_model(
         return judge_tuned(record, runs, base, tuned, policy, log)
     finally:
         client.close()
+
+
+def judge_tinker_model(
+    record: RunRecord,
+    runs: RunStore,
+    config: TinkerConfig,
+    policy: PromotionPolicy,
+    log: Callable[[str], None],
+) -> TunedEvaluation | None:
+    """`judge_tuned` through Tinker's sampling clients: the sampler weights the run saved (the record's
+    artifact, once `follow_tinker_run` confirmed it) against the base model they were trained from."""
+    base_model = record.details.get("base_model") or config.base_model
+    with sampling_models(config, base_model, record.artifact_path or "") as (base, tuned):
+        return judge_tuned(record, runs, base, tuned, policy, log)
