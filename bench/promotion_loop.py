@@ -2,16 +2,17 @@
 baseline, and the best constant answer, on a test split it never chose on, over several seeds; would the
 gate promote it; and does the task's evaluation file score it above the agent's own prompt?
 
-    python bench/promotion_loop.py [--tasks should_respond action_planner …] [--optimizers …]
-                                   [--seeds 0,1,2] [--write]
+    python bench/promotion_loop.py [--tasks should_respond action_planner …] [--optimizer …]
+                                   [--seeds 0,1,2] [--max-validation N] [--max-test N] [--write]
 
-The bundled sample days are materialised by the daily assets (strict profile); then, per task and
-optimiser, `training_job` runs with the native backend (its defaults but the optimiser and seeds: train /
+The bundled sample days are materialised by the daily assets (strict profile); then, per task,
+`training_job` runs with the native backend (its defaults but the optimiser and seeds: train /
 validation / test split by trajectory, decisions held to their form) and the gate judges the candidate
 (`optimized_prompt`, the gate's defaults); a promoted candidate is evaluated by `prompt_evaluation`
 (the bundled evaluation file of the task, as written and with the promoted part). One JSON line per run
-on stdout; `--write` puts the table in bench/README.md. Nothing is tuned to pass. Needs the local model
-(`make local-llm`).
+on stdout; `--write` puts the tasks' rows in bench/README.md's table, keeping the rows of tasks not run
+(each row's footnote says how and when it was measured). Nothing is tuned to pass. Needs the local
+model (`make local-llm`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from dagster import DagsterInstance, Definitions, materialize
-from readme import machine, write_section
+from readme import machine, read_section, write_section
 
 from assets.datasets.definitions import daily_graph
 from assets.keys import UNPREFIXED
@@ -36,6 +37,7 @@ from resources.backends import NativeBackend
 from resources.defaults import default_resources
 from resources.llm import LLMResource
 from training_pipeline import SAMPLE_TRAJECTORIES
+from training_pipeline.datasets.training_tasks import TASKS
 from training_pipeline.optimizers.native import load_artifact
 from training_pipeline.optimizers.programs import OPTIMIZERS
 from training_pipeline.settings import load_settings
@@ -144,7 +146,7 @@ def run(
 
 def _row(line: dict) -> str:
     if "skipped" in line:
-        return f"| {line['task']} | {line['optimizer']} | skipped: {line['skipped']} |||||||||"
+        return f"| {line['task']} | skipped (below) ||||||||||"
     evaluation = line["evaluation"]
     evaluated = (
         "—"
@@ -158,7 +160,7 @@ def _row(line: dict) -> str:
     constant = "n/a" if line["best_constant"] is None else f"{line['best_constant']:.3f}"
     over = "" if pooled is None else f"{pooled:+.3f} [{pooled_low:+.3f}, {pooled_high:+.3f}]"
     return (
-        f"| {line['task']} | {line['optimizer']} | {'/'.join(map(str, line['split']))} "
+        f"| {line['task']} | {'/'.join(map(str, line['split']))} "
         f"| {constant} | {line['baseline']:.3f} | {line['candidate']:.3f} "
         f"| {gain:+.3f} [{low:+.3f}, {high:+.3f}] "
         f"| {seeds}: {over} | {'**promoted**' if line['promoted'] else 'rejected'} | {evaluated} "
@@ -169,7 +171,7 @@ def _row(line: dict) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tasks", nargs="*", default=["should_respond", "action_planner"])
-    parser.add_argument("--optimizers", nargs="*", default=["nearest-fewshot"], choices=OPTIMIZERS)
+    parser.add_argument("--optimizer", default="nearest-fewshot", choices=OPTIMIZERS)
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--max-validation", type=int, help="the native backend's cap (default: its own)")
     parser.add_argument("--max-test", type=int, help="the native backend's cap (default: its own)")
@@ -189,35 +191,46 @@ def main() -> None:
         work = Path(folder)
         data = materialise_days(work, instance)
         for task in args.tasks:
-            for optimizer in args.optimizers:
-                line = run(task, optimizer, seeds, caps, data, work, instance)
-                print(json.dumps(line), flush=True)
-                lines.append(line)
+            line = run(task, args.optimizer, seeds, caps, data, work, instance)
+            print(json.dumps(line), flush=True)
+            lines.append(line)
     if args.write:
-        for task in args.tasks:
-            rows = [line for line in lines if line["task"] == task]
-            write_section(f"promotion_loop_{task}", _table(rows, args))
+        write_section(SECTION, _table(lines, args, read_section(SECTION)))
 
 
-def _table(lines: list[dict], args: argparse.Namespace) -> str:
-    """One task's rows, with the command and machine that measured them."""
+SECTION = "promotion_loop"
+HEADER = (
+    "| task | train/val/test | best constant | baseline | candidate | gain [95%] "
+    "| seeds: pooled gain | gate | evaluation file | calls | tokens | minutes |"
+)
+
+
+def _table(lines: list[dict], args: argparse.Namespace, current: str) -> str:
+    """The table with this run's rows in place of its tasks' old ones; a footnote per row says the
+    options and the machine, and why the gate refused a candidate."""
+    caps = "".join(
+        f" --{name.replace('_', '-')} {value}"
+        for name, value in (("max_validation", args.max_validation), ("max_test", args.max_test))
+        if value is not None
+    )
+    rows = {line.split(" | ")[0][2:]: line for line in current.splitlines() if line.startswith("| ")}
+    notes = {line[2:].split(":")[0]: line for line in current.splitlines() if line.startswith("- ")}
+    rows.pop("task", None)
+    for line in lines:
+        rows[line["task"]] = _row(line)
+        options = f"--optimizer {line['optimizer']} --seeds {args.seeds}{caps}"
+        refused = (
+            f": {line['skipped']}" if "skipped" in line else "" if line["promoted"] else f": {line['reason']}"
+        )
+        notes[line["task"]] = f"- {line['task']}: `{options}`, {machine()}{refused}"
+    order = [task for task in TASKS if task in rows] + sorted(set(rows) - set(TASKS))
     return "\n".join(
         [
-            f"`python bench/promotion_loop.py --tasks {lines[0]['task']} --optimizers "
-            f"{' '.join(args.optimizers)} --seeds {args.seeds}"
-            + "".join(
-                f" --{name.replace('_', '-')} {value}"
-                for name, value in (("max_validation", args.max_validation), ("max_test", args.max_test))
-                if value is not None
-            )
-            + f" --write` on {machine()}:",
+            HEADER,
+            "|---|---|---:|---:|---:|---|---|---|---|---:|---:|---:|",
+            *(rows[task] for task in order),
             "",
-            "| task | optimizer | train/val/test | best constant | baseline | candidate | gain [95%] "
-            "| seeds: pooled gain | gate | evaluation file | calls | tokens | minutes |",
-            "|---|---|---|---:|---:|---:|---|---|---|---|---:|---:|---:|",
-            *map(_row, lines),
-            "",
-            *(f"- {line['optimizer']}: {line.get('reason') or line.get('skipped', '')}" for line in lines),
+            *(notes[task] for task in order if task in notes),
         ]
     )
 

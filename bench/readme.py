@@ -22,6 +22,15 @@ def spread(values: list[float]) -> str:
     return f"{statistics.median(values):.2f} ({min(values):.2f}–{max(values):.2f})"
 
 
+def read_section(name: str) -> str:
+    """What stands between the markers of `name` now ("" when the section is empty)."""
+    readme = README.read_text(encoding="utf-8")
+    begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+    if begin not in readme or end not in readme:
+        return ""
+    return readme[readme.index(begin) + len(begin) : readme.index(end)].strip()
+
+
 def write_section(name: str, text: str) -> None:
     """Replace what stands between `<!-- name:begin -->` and `<!-- name:end -->`."""
     begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
