@@ -302,3 +302,54 @@ def test_demonstrations_alone_are_a_candidate_and_are_published_with_the_prompt(
     assert promote(record, artifact, RunStore(tmp_path), tmp_path / "prompts", PromotionPolicy()).promoted
     published = read_published(tmp_path / "prompts", "should_respond")
     assert published["demonstrations"] == demos and published["demo_style"] == "turns"
+
+
+def test_a_tuned_model_is_judged_on_its_own_answers_asked_several_at_a_time() -> None:
+    import threading
+    import time
+
+    from training_pipeline.training.tuned_evaluation import IN_FLIGHT, Case, evaluate_tuned
+
+    cases = [
+        Case([{"role": "user", "content": f"q{i}"}], None, "RESPOND" if i % 3 else "IGNORE")
+        for i in range(60)
+    ]
+    in_flight, most = [0], [0]
+    lock = threading.Lock()
+
+    def model(right_when: int):
+        def ask(prompt, tools):
+            with lock:
+                in_flight[0] += 1
+                most[0] = max(most[0], in_flight[0])
+            time.sleep(0.002 * (int(prompt[0]["content"][1:]) % 5))  # answers come back out of order
+            with lock:
+                in_flight[0] -= 1
+            number = int(prompt[0]["content"][1:])
+            right = "RESPOND" if number % 3 else "IGNORE"
+            return right if number % right_when == 0 else "nonsense"
+
+        return ask
+
+    said: list[str] = []
+    evaluation = evaluate_tuned(cases, "exact_match", model(4), model(1), PromotionPolicy(), said.append)
+    # each answer is scored against its own case, whatever order they came back in
+    assert evaluation.tuned_score == 1.0 and evaluation.base_score == 15 / 60
+    assert evaluation.verdict.promoted and 1 < most[0] <= IN_FLIGHT
+    assert said[-1] == "120/120 answers of both models to the test split"
+
+    def failing(prompt, tools):
+        if prompt[0]["content"] == "q5":
+            raise RuntimeError("HTTP 429 from the service")
+        return "RESPOND"
+
+    asked = []
+
+    def counting(prompt, tools):
+        asked.append(prompt)
+        time.sleep(0.01)
+        return "RESPOND"
+
+    with pytest.raises(RuntimeError, match="HTTP 429"):
+        evaluate_tuned(cases, "exact_match", counting, failing, PromotionPolicy(), said.append)
+    assert len(asked) < len(cases)  # the first error stopped what had not been sent yet

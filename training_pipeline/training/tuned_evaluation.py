@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import fmean
@@ -22,6 +23,11 @@ from training_pipeline.optimizers.scoring import LLMJudge, best_constant, scorer
 from training_pipeline.training.promotion import PromotionPolicy, Verdict, judge
 
 __all__ = ["Case", "TunedEvaluation", "evaluate_tuned", "held_out_cases"]
+
+#: questions in flight to the service at once while both models answer the test split: a hosted
+#: model answers a request in a second or more, so one at a time 300 examples take ten minutes; eight
+#: stay far inside any account's rate limit (the clients are thread-safe: httpx, Tinker's SDK)
+IN_FLIGHT = 8
 
 
 @dataclass(frozen=True)
@@ -70,12 +76,26 @@ def evaluate_tuned(
     scorer = scorer_named(scorer_name)
     if isinstance(scorer, LLMJudge):
         raise ValueError("the tuned model is judged by a scorer that needs no model; llm_judge does")
-    base_scores, tuned_scores = [], []
-    for number, case in enumerate(cases, start=1):
-        base_scores.append(scorer(base(case.prompt, case.tools), case.expected))
-        tuned_scores.append(scorer(tuned(case.prompt, case.tools), case.expected))
-        if number % 50 == 0 or number == len(cases):
-            log(f"scored {number}/{len(cases)} test examples on both models")
+    asks = [(model, case) for case in cases for model in (base, tuned)]
+    answers = _answer_all(asks, log)
+    base_scores = [scorer(answer, case.expected) for answer, case in zip(answers[0::2], cases, strict=True)]
+    tuned_scores = [scorer(answer, case.expected) for answer, case in zip(answers[1::2], cases, strict=True)]
     reference = best_constant([case.expected for case in cases], scorer)
     verdict = judge(base_scores, tuned_scores, policy, scorer_name, reference.scores if reference else None)
     return TunedEvaluation(verdict, fmean(base_scores or [0.0]), fmean(tuned_scores or [0.0]))
+
+
+def _answer_all(asks: list[tuple[Ask, Case]], log: Callable[[str], None]) -> list[str]:
+    """Every (model, case)'s answer, in order, `IN_FLIGHT` at a time; the first error stops the rest
+    (none not yet sent is sent) and is raised."""
+    answers: list[str] = [""] * len(asks)
+    pool = ThreadPoolExecutor(IN_FLIGHT, thread_name_prefix="tuned-evaluation")
+    try:
+        futures = {pool.submit(model, case.prompt, case.tools): i for i, (model, case) in enumerate(asks)}
+        for done, future in enumerate(as_completed(futures), start=1):
+            answers[futures[future]] = future.result()
+            if done % 100 == 0 or done == len(asks):
+                log(f"{done}/{len(asks)} answers of both models to the test split")
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    return answers
