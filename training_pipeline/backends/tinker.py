@@ -17,7 +17,8 @@ from __future__ import annotations
 import contextlib
 import json
 import random
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -256,7 +257,8 @@ def sampling_models(
     clients, as (base, tuned): greedy (temperature 0), to the end of the assistant's turn. Prompts are
     rendered with the chat format the weights were trained in (`llama_messages`: tools as Llama 3.1
     offers them), and a tool call written back as the JSON every service's answer is compared in.
-    The SDK's errors become `BackendError`s."""
+    A sampling client is made when its model is first asked (never, when nothing is judged); both
+    may be asked from several threads. The SDK's errors become `BackendError`s."""
     import tinker
 
     try:
@@ -265,22 +267,27 @@ def sampling_models(
         raise BackendError(str(err)) from None
     try:
         with tinker.ServiceClient(base_url=config.base_url, api_key=config.api_key) as service:
-            base = service.create_sampling_client(base_model=base_model).result()
-            tuned = service.create_sampling_client(model_path=model_path).result()
-            yield _sampled(base, chat, max_tokens), _sampled(tuned, chat, max_tokens)
+            yield (
+                _sampled(lambda: service.create_sampling_client(base_model=base_model), chat, max_tokens),
+                _sampled(lambda: service.create_sampling_client(model_path=model_path), chat, max_tokens),
+            )
     except tinker.TinkerError as err:
         raise BackendError(f"Tinker: {type(err).__name__}: {err}") from None
 
 
-def _sampled(client: Any, chat: Llama3Chat, max_tokens: int) -> Ask:
+def _sampled(create: Callable[[], Any], chat: Llama3Chat, max_tokens: int) -> Ask:
     from tinker import types
 
     params = types.SamplingParams(max_tokens=max_tokens, temperature=0.0, stop=[chat.end_of_turn])
+    lock, made = threading.Lock(), []
 
     def ask(prompt: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
+        with lock:
+            if not made:
+                made.append(create().result())
         messages = llama_messages({"messages": prompt, "tools": tools})
         model_input = types.ModelInput.from_ints(chat.prompt(messages))
-        response = client.sample(prompt=model_input, num_samples=1, sampling_params=params).result()
+        response = made[0].sample(prompt=model_input, num_samples=1, sampling_params=params).result()
         text = chat.answer(response.sequences[0].tokens)
         return tool_call_text(text) if tools else text
 
