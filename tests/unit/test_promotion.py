@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from training_pipeline import SAMPLE_TRAJECTORIES
+from training_pipeline.datasets.training_tasks import TASKS, infer_tasks
 from training_pipeline.optimizers.scoring import (
     SCORERS,
     LLMJudge,
@@ -169,11 +171,25 @@ def test_exact_match_and_the_judges_grade() -> None:
 
 
 def test_evaluation_files_and_totals(tmp_path: Path) -> None:
-    # each decision task has its own bundled evaluation; a task without one must be named
-    assert [p.stem for p in evaluation_files(PromotionPolicy(), "should_respond")] == ["should_respond"]
-    assert [p.stem for p in evaluation_files(PromotionPolicy(), "action_planner")] == ["action_planner"]
-    with pytest.raises(FileNotFoundError, match="no evaluation task file for media_description"):
-        evaluation_files(PromotionPolicy(), "media_description")
+    # each dataset task has its own bundled evaluation, whose agent carries that task's prompt as the
+    # sample's agent writes it (the baseline is the agent's real prompt) and asks at least 15 scenarios;
+    # a trace dataset has none and must be named
+    prompts = {}
+    for line in next(SAMPLE_TRAJECTORIES.glob("*.jsonl")).read_text().splitlines():
+        for step in json.loads(line)["steps"]:
+            for call in step["llmCalls"]:
+                for task in infer_tasks(call):  # should_respond's examples leave the routing out
+                    routed = task == "should_respond" and "context_routing" in call["systemPrompt"]
+                    if not routed:
+                        prompts.setdefault(task, call["systemPrompt"])
+    for task in TASKS:
+        [path] = evaluation_files(PromotionPolicy(), task)
+        spec = load_task(path, build_registry())
+        [agent] = [step for step in spec.steps if step.type == "deploy_agent"]
+        assert path.stem == agent.task_prompt.task == task and agent.task_prompt.prompt == prompts[task]
+        assert sum(step.type == "agent_prompt_response_verifier" for step in spec.steps) >= 15
+    with pytest.raises(FileNotFoundError, match="no evaluation task file for tool_use"):
+        evaluation_files(PromotionPolicy(), "tool_use")
     mine = tmp_path / "mine.json"
     mine.write_text("[]")
     assert evaluation_files(PromotionPolicy(evaluation_tasks={"response": str(mine)}), "response") == [mine]
