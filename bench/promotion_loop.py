@@ -63,10 +63,10 @@ def materialise_days(work: Path, instance: DagsterInstance) -> Path:
 
 
 def _resources(
-    data: Path, work: Path, optimizer: str, seeds: list[int], caps: dict[str, int]
+    data: Path, cache: Path, optimizer: str, seeds: list[int], caps: dict[str, int]
 ) -> dict[str, Any]:
     resources = default_resources(load_settings({"TRAINING_PIPELINE_DATA": str(data)}))
-    llm = LLMResource(cache_dir=str(work / "llm_cache"))
+    llm = LLMResource(cache_dir=str(cache))
     resources["training_pipeline_llm"] = llm
     backends = resources["training_pipeline_backends"]
     resources["training_pipeline_backends"] = backends.model_copy(
@@ -81,10 +81,10 @@ def run(
     seeds: list[int],
     caps: dict[str, int],
     data: Path,
-    work: Path,
+    cache: Path,
     instance: DagsterInstance,
 ) -> dict:
-    resources = _resources(data, work, optimizer, seeds, caps)
+    resources = _resources(data, cache, optimizer, seeds, caps)
     started = time.perf_counter()
     result = (
         Definitions(
@@ -175,6 +175,12 @@ def main() -> None:
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--max-validation", type=int, help="the native backend's cap (default: its own)")
     parser.add_argument("--max-test", type=int, help="the native backend's cap (default: its own)")
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        help="the LLM's response cache to keep between runs (default: a temporary one); a rerun then "
+        "pays only for questions not asked before, and its minutes say so",
+    )
     parser.add_argument("--write", action="store_true", help="put the table in bench/README.md")
     args = parser.parse_args()
     seeds = [int(seed) for seed in args.seeds.split(",")]
@@ -191,7 +197,7 @@ def main() -> None:
         work = Path(folder)
         data = materialise_days(work, instance)
         for task in args.tasks:
-            line = run(task, args.optimizer, seeds, caps, data, work, instance)
+            line = run(task, args.optimizer, seeds, caps, data, args.cache or work / "llm_cache", instance)
             print(json.dumps(line), flush=True)
             lines.append(line)
     if args.write:
