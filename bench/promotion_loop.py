@@ -178,8 +178,8 @@ def main() -> None:
     parser.add_argument(
         "--cache",
         type=Path,
-        help="the LLM's response cache to keep between runs (default: a temporary one); a rerun then "
-        "pays only for questions not asked before, and its minutes say so",
+        help="the LLM's response cache to keep between runs (default: a temporary one): a rerun pays only "
+        "for questions not asked before, and its rows' footnotes say --cache",
     )
     parser.add_argument("--write", action="store_true", help="put the table in bench/README.md")
     args = parser.parse_args()
@@ -224,7 +224,9 @@ def _table(lines: list[dict], args: argparse.Namespace, current: str) -> str:
     rows.pop("task", None)
     for line in lines:
         rows[line["task"]] = _row(line)
-        options = f"--optimizer {line['optimizer']} --seeds {args.seeds}{caps}"
+        # a row measured on answers cached by an earlier run says so: its calls and minutes are fewer
+        cached = " --cache" if args.cache else ""
+        options = f"--optimizer {line['optimizer']} --seeds {args.seeds}{caps}{cached}"
         refused = (
             f": {line['skipped']}" if "skipped" in line else "" if line["promoted"] else f": {line['reason']}"
         )
