@@ -171,8 +171,8 @@ def _row(line: dict) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tasks", nargs="*", default=["should_respond", "action_planner"])
-    parser.add_argument("--optimizer", default="nearest-fewshot", choices=OPTIMIZERS)
-    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--optimizer", default=DEFAULT_OPTIMIZER, choices=OPTIMIZERS)
+    parser.add_argument("--seeds", default=DEFAULT_SEEDS)
     parser.add_argument("--max-validation", type=int, help="the native backend's cap (default: its own)")
     parser.add_argument("--max-test", type=int, help="the native backend's cap (default: its own)")
     parser.add_argument(
@@ -205,6 +205,7 @@ def main() -> None:
 
 
 SECTION = "promotion_loop"
+DEFAULT_OPTIMIZER, DEFAULT_SEEDS = "nearest-fewshot", "0,1,2"
 HEADER = (
     "| task | train/val/test | best constant | baseline | candidate | gain [95%] "
     "| seeds: pooled gain | gate | evaluation file | calls | tokens | minutes |"
@@ -212,28 +213,37 @@ HEADER = (
 
 
 def _table(lines: list[dict], args: argparse.Namespace, current: str) -> str:
-    """The table with this run's rows in place of its tasks' old ones; a footnote per row says the
-    options and the machine, and why the gate refused a candidate."""
-    caps = "".join(
-        f" --{name.replace('_', '-')} {value}"
-        for name, value in (("max_validation", args.max_validation), ("max_test", args.max_test))
-        if value is not None
-    )
+    """The table with this run's rows in place of its tasks' old ones; a note per row says the options
+    that were not the defaults, the machine, and why the gate refused a candidate."""
     rows = {line.split(" | ")[0][2:]: line for line in current.splitlines() if line.startswith("| ")}
     notes = {line[2:].split(":")[0]: line for line in current.splitlines() if line.startswith("- ")}
     rows.pop("task", None)
+    options = " ".join(
+        option
+        for option, default in (
+            (f"--optimizer {args.optimizer}", args.optimizer == DEFAULT_OPTIMIZER),
+            (f"--seeds {args.seeds}", args.seeds == DEFAULT_SEEDS),
+            (f"--max-validation {args.max_validation}", args.max_validation is None),
+            (f"--max-test {args.max_test}", args.max_test is None),
+            # answers cached by an earlier run: the row's calls and minutes are fewer
+            ("--cache", not args.cache),
+        )
+        if not default
+    )
     for line in lines:
         rows[line["task"]] = _row(line)
-        # a row measured on answers cached by an earlier run says so: its calls and minutes are fewer
-        cached = " --cache" if args.cache else ""
-        options = f"--optimizer {line['optimizer']} --seeds {args.seeds}{caps}{cached}"
         refused = (
             f": {line['skipped']}" if "skipped" in line else "" if line["promoted"] else f": {line['reason']}"
         )
-        notes[line["task"]] = f"- {line['task']}: `{options}`, {machine()}{refused}"
+        notes[line["task"]] = (
+            f"- {line['task']}: " + (f"`{options}`, " if options else "") + machine() + refused
+        )
     order = [task for task in TASKS if task in rows] + sorted(set(rows) - set(TASKS))
     return "\n".join(
         [
+            f"`python bench/promotion_loop.py --tasks TASK --write` (`--optimizer {DEFAULT_OPTIMIZER} "
+            f"--seeds {DEFAULT_SEEDS}`), other options as a row's note says:",
+            "",
             HEADER,
             "|---|---|---:|---:|---:|---|---|---|---|---:|---:|---:|",
             *(rows[task] for task in order),
