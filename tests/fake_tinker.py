@@ -303,18 +303,16 @@ class FakeTinker(LoopbackJSONServer):
         )
         sequence.tokens = np.asarray(tokens, dtype=np.int32).tobytes()
         sequence.logprobs = np.zeros(len(tokens), dtype=np.float32).tobytes()
-        request_id = f"req-{uuid.uuid4().hex[:12]}"
-        with self.lock:
-            self.futures[request_id] = (0, response.SerializeToString())
-        return 200, {"request_id": request_id, "sample_sequence_ids": [uuid.uuid4().hex]}
+        # a sampling promise names its sequences as it is made (the SDK stamps them on the result)
+        return self._future(response.SerializeToString(), sample_sequence_ids=[uuid.uuid4().hex])
 
     # futures
 
-    def _future(self, answer: Any) -> Answer:
+    def _future(self, answer: Any, **promise: Any) -> Answer:
         request_id = f"req-{uuid.uuid4().hex[:12]}"
         with self.lock:
             self.futures[request_id] = (0, answer)
-        return 200, {"request_id": request_id}
+        return 200, {"request_id": request_id, **promise}
 
     def _retrieve(self, request: dict[str, Any]) -> Answer:
         request_id = request.get("request_id", "")

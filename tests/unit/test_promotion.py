@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from training_pipeline import SAMPLE_TRAJECTORIES
-from training_pipeline.datasets.training_tasks import TASKS, infer_tasks
+from training_pipeline.datasets.training_tasks import TASKS, infer_tasks, strip_routing_prompt
 from training_pipeline.optimizers.scoring import (
     SCORERS,
     LLMJudge,
@@ -179,9 +179,10 @@ def test_evaluation_files_and_totals(tmp_path: Path) -> None:
         for step in json.loads(line)["steps"]:
             for call in step["llmCalls"]:
                 for task in infer_tasks(call):  # should_respond's examples leave the routing out
-                    routed = task == "should_respond" and "context_routing" in call["systemPrompt"]
-                    if not routed:
-                        prompts.setdefault(task, call["systemPrompt"])
+                    prompt = call["systemPrompt"]
+                    prompts.setdefault(
+                        task, strip_routing_prompt(prompt) if task == "should_respond" else prompt
+                    )
     for task in TASKS:
         [path] = evaluation_files(PromotionPolicy(), task)
         spec = load_task(path, build_registry())
@@ -335,13 +336,13 @@ def test_a_tuned_model_is_judged_on_its_own_answers_asked_several_at_a_time() ->
 
     def model(right_when: int):
         def ask(prompt, tools):
+            number = int(prompt[0]["content"][1:])
             with lock:
                 in_flight[0] += 1
                 most[0] = max(most[0], in_flight[0])
-            time.sleep(0.002 * (int(prompt[0]["content"][1:]) % 5))  # answers come back out of order
+            time.sleep(0.002 * (number % 5))  # answers come back out of order
             with lock:
                 in_flight[0] -= 1
-            number = int(prompt[0]["content"][1:])
             right = "RESPOND" if number % 3 else "IGNORE"
             return right if number % right_when == 0 else "nonsense"
 
