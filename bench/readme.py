@@ -22,20 +22,23 @@ def spread(values: list[float]) -> str:
     return f"{statistics.median(values):.2f} ({min(values):.2f}–{max(values):.2f})"
 
 
+def _bounds(readme: str, name: str) -> tuple[int, int]:
+    """Where the text between `<!-- name:begin -->` and `<!-- name:end -->` starts and stops."""
+    begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+    if begin not in readme or end not in readme:
+        raise SystemExit(f"bench/README.md has no {begin} … {end} section")
+    return readme.index(begin) + len(begin), readme.index(end)
+
+
 def read_section(name: str) -> str:
     """What stands between the markers of `name` now ("" when the section is empty)."""
     readme = README.read_text(encoding="utf-8")
-    begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
-    if begin not in readme or end not in readme:
-        return ""
-    return readme[readme.index(begin) + len(begin) : readme.index(end)].strip()
+    start, stop = _bounds(readme, name)
+    return readme[start:stop].strip()
 
 
 def write_section(name: str, text: str) -> None:
     """Replace what stands between `<!-- name:begin -->` and `<!-- name:end -->`."""
-    begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
     readme = README.read_text(encoding="utf-8")
-    if begin not in readme or end not in readme:
-        raise SystemExit(f"bench/README.md has no {begin} … {end} section to write")
-    start, stop = readme.index(begin) + len(begin), readme.index(end)
+    start, stop = _bounds(readme, name)
     README.write_text(readme[:start] + "\n" + text.strip() + "\n" + readme[stop:], encoding="utf-8")
