@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Literal
 
-from dagster import Definitions
+from dagster import Definitions, map_asset_specs
 
 from assets.datasets.definitions import datasets_definitions
 from assets.executors import executor_for
@@ -23,7 +23,7 @@ from assets.training.definitions import training_definitions
 from resources.defaults import shared_resources
 from training_pipeline.settings import Settings
 
-__all__ = ["DOMAINS", "Domain", "build_definitions"]
+__all__ = ["DOMAINS", "Domain", "build_definitions", "without_automation"]
 
 Domain = Literal["datasets", "training", "tasks"]
 #: the graph's parts, each optional in a user's project: the daily datasets; training, the promotion
@@ -66,3 +66,20 @@ def build_definitions(
         parts.append(tasks_definitions(settings, keys))
     executor = executor_for(settings.executor, settings) if own_executor else None
     return Definitions.merge(*parts, Definitions(resources=shared, executor=executor))
+
+
+def without_automation(defs: Definitions) -> Definitions:
+    """`defs` with no sensor, schedule or automation condition: the same assets, checks, jobs,
+    resources and executor, so a run launched on it is the same run, and a daemon that loads it takes
+    queued runs and starts nothing of its own (`training_pipeline.launch`). Without conditions Dagster
+    adds no default automation sensor either."""
+    return Definitions(
+        assets=map_asset_specs(
+            lambda spec: spec.replace_attributes(automation_condition=None), defs.assets or []
+        ),
+        asset_checks=defs.asset_checks,
+        jobs=defs.jobs,
+        resources=defs.resources,
+        executor=defs.executor,
+        loggers=defs.loggers,
+    )

@@ -184,7 +184,13 @@ def _run_job(instance, job_name: str, tags: dict[str, str], run_config: dict[str
     # with --verbose, Dagster's own console log says it all already
     with contextlib.nullcontext() if _verbose else RunProgress(key):
         finished = run_job(
-            instance, job_name, tags=tags, run_config=run_config, workspace=workspace, in_process=here
+            instance,
+            job_name,
+            tags=tags,
+            run_config=run_config,
+            workspace=workspace,
+            in_process=here,
+            start_daemon=_own_instance(),
         )
     if not finished.launched:
         why = (
@@ -192,7 +198,8 @@ def _run_job(instance, job_name: str, tags: dict[str, str], run_config: dict[str
             if not job_name
             else "no project folder found (run it from one, or where its venv is)"
             if workspace is None
-            else "no daemon of this instance is up (`make ui` starts one)"
+            else "no daemon of this instance is up, and the CLI starts one only on the project's own "
+            "instance (var/dagster_home)"
         )
         print(
             f"training-pipeline: note: run {finished.run_id} ran in this process ({why}): the UI shows it "
@@ -206,6 +213,15 @@ def _run_job(instance, job_name: str, tags: dict[str, str], run_config: dict[str
             file=sys.stderr,
         )
     return finished
+
+
+def _own_instance() -> bool:
+    """Whether the instance is the project's own (`var/dagster_home`, what `make demo` made): the CLI
+    may start Dagster's daemon on it for a run (`training_pipeline.launch`); on anyone else's it may not."""
+    if _project is None:
+        return False
+    home = Path(os.environ.get("DAGSTER_HOME", "")).resolve()
+    return home == (_project / "var" / "dagster_home").resolve()
 
 
 def _materialize_days(days: list[str]) -> bool:
@@ -722,6 +738,9 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, ValueError, LaunchFailed) as err:
         print(f"training-pipeline: error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # a run of a daemon the CLI started is cancelled on the way (`launch`)
+        print("training-pipeline: interrupted", file=sys.stderr)
+        return 130
     except BrokenPipeError:  # the reader went away (`| head`): nothing more to say, and no traceback
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

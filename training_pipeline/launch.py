@@ -1,12 +1,15 @@
 """How the CLI runs a job of this code location.
 
-When the deployment is up (a daemon of this instance has reported within the last minute, as under
-`make ui`) and the CLI runs from the project's folder (`workspace.yaml`), the run is submitted through
-it with Dagster's `dagster job launch`: it carries the code location's origin, so the UI lists it on
-the job's page and re-executes it (all steps, or from failure), and it waits in the instance's run
-queue like any launched run. Otherwise the run executes in this process (`execute_job`): it is recorded
-in the instance and shown, but, like any run of Dagster's own `dagster job execute`, without an origin
-the UI could re-execute from. The CLI says which.
+When the CLI runs from the project's folder (`workspace.yaml`), the run is submitted with Dagster's
+`dagster job launch`: it carries the code location's origin, so the UI lists it on the job's page and
+re-executes it (all steps, or from failure), and it waits in the instance's run queue like any launched
+run. If a daemon of the instance has reported within the last minute (as under `make ui`), that daemon
+takes it. If none is up and the instance is the project's own (`var/dagster_home`, what `make demo`
+uses), the CLI starts Dagster's daemon for the length of the command, on the code location loaded
+without its sensors and automation (`RUNS_ONLY`), so that it takes the queued run and starts nothing
+else; then stops it. On any other instance (a user's deployment) the CLI starts no daemon there: the
+run executes in this process (`execute_job`), recorded and shown but, like any run of Dagster's own
+`dagster job execute`, without an origin the UI could re-execute from. The CLI says which.
 
 Either way the CLI waits for the run and reads its results from the instance's event log.
 """
@@ -14,7 +17,9 @@ Either way the CLI waits for the run and reads its results from the instance's e
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -25,13 +30,29 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Finished", "LaunchFailed", "RunProgress", "deployment_is_up", "run_job"]
+__all__ = [
+    "RUNS_ONLY",
+    "Finished",
+    "LaunchFailed",
+    "RunProgress",
+    "RunsOnlyDaemon",
+    "deployment_is_up",
+    "run_job",
+]
 
 #: the tag that lets `RunProgress` find the run it follows, before the run has an id it knows
 PROGRESS_TAG = "training_pipeline/cli_progress"
 
 #: a daemon whose last heartbeat is older than this is taken for stopped
 _HEARTBEAT_SECONDS = 60.0
+
+#: set (to 1) in the environment of a daemon the CLI starts: the code location loads without sensors and
+#: automation conditions (`training_pipeline.definitions`), so the daemon only takes queued runs
+RUNS_ONLY = "TRAINING_PIPELINE_RUNS_ONLY"
+#: how long a daemon the CLI starts may take to report before the CLI gives up on it
+_START_SECONDS = 120.0
+#: how long an interrupted CLI waits for its daemon's run to take the cancellation before stopping it
+_CANCEL_SECONDS = 10.0
 
 
 class LaunchFailed(RuntimeError):
@@ -67,39 +88,187 @@ def run_job(
     run_config: Mapping[str, Any],
     workspace: Path | None,
     in_process: Any,
+    start_daemon: bool = False,
 ) -> Finished:
-    """`job_name` with `tags` and `run_config`: through the deployment when it is up and `workspace`
-    is given, else by `in_process()` (which executes the run here and returns its run id)."""
-    if workspace is not None and workspace.is_file() and deployment_is_up(instance):
-        run_id = str(uuid.uuid4())
-        launch = subprocess.run(
-            [
-                str(Path(sys.executable).parent / "dagster"),
-                "job",
-                "launch",
-                "-w",
-                str(workspace),
-                "-j",
-                job_name,
-                "--tags",
-                json.dumps(dict(tags)),
-                "--config-json",
-                json.dumps(dict(run_config)),
-                "--run-id",
-                run_id,
-            ],
-            capture_output=True,
-            text=True,
-        )
-        if launch.returncode != 0:
-            last = (launch.stderr.strip() or launch.stdout.strip() or "no output").splitlines()[-1]
-            raise LaunchFailed(f"dagster job launch {job_name} failed: {last}")
+    """`job_name` with `tags` and `run_config`: through the deployment when `workspace` is given and a
+    daemon is up, or, with `start_daemon` (the instance is the project's own), through a daemon started
+    for it (`RunsOnlyDaemon`); else by `in_process()`, which executes the run here and returns its id."""
+    if workspace is None or not workspace.is_file():
+        return _finished(instance, in_process(), launched=False)
+    if deployment_is_up(instance):
+        return _finished(instance, _launch(instance, job_name, tags, run_config, workspace), launched=True)
+    if not start_daemon:
+        return _finished(instance, in_process(), launched=False)
+    with RunsOnlyDaemon(instance, workspace) as daemon:
+        run_id = _launch(instance, job_name, tags, run_config, workspace, daemon)
+    return _finished(instance, run_id, launched=True)
+
+
+def _launch(
+    instance: Any,
+    job_name: str,
+    tags: Mapping[str, str],
+    run_config: Mapping[str, Any],
+    workspace: Path,
+    daemon: RunsOnlyDaemon | None = None,
+) -> str:
+    """Submits the run with `dagster job launch` and waits until it has finished; its id. A daemon the
+    CLI started loads the code location while the launch does (each is seconds of start-up); if it
+    fails to start, or the CLI is interrupted, the run is cancelled (nothing else would take or stop
+    it)."""
+    run_id = str(uuid.uuid4())
+    launch = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "dagster"),
+            "job",
+            "launch",
+            "-w",
+            str(workspace),
+            "-j",
+            job_name,
+            "--tags",
+            json.dumps(dict(tags)),
+            "--config-json",
+            json.dumps(dict(run_config)),
+            "--run-id",
+            run_id,
+        ],
+        capture_output=True,
+        text=True,
+        env=daemon.environment if daemon is not None else None,
+    )
+    if launch.returncode != 0:
+        last = (launch.stderr.strip() or launch.stdout.strip() or "no output").splitlines()[-1]
+        raise LaunchFailed(f"dagster job launch {job_name} failed: {last}")
+    try:
+        if daemon is not None:
+            daemon.wait_until_reporting()
         _wait_for(instance, run_id)
-        launched = True
-    else:
-        run_id = in_process()
-        launched = False
-    return _finished(instance, run_id, launched)
+    except BaseException:
+        if daemon is not None and not daemon.cancel(run_id):  # nothing else would take or stop it
+            print(
+                f"training-pipeline: run {run_id} is cancelling: it stops when its current step returns "
+                "(the run's page in the UI shows when)",
+                file=sys.stderr,
+            )
+        raise
+    return run_id
+
+
+class RunsOnlyDaemon:
+    """Dagster's `dagster-daemon run` on the workspace, for the length of a `with`, loading the code
+    location without sensors and automation (`RUNS_ONLY`): it takes the runs queued on the instance and
+    starts nothing of its own. On leaving, the daemon is stopped and, unless another daemon has reported
+    meanwhile, its reports are wiped, so the next command does not take a stopped daemon for a running
+    deployment. Its log goes to `$DAGSTER_HOME/cli-daemon.log` (`logs/` there is Dagster's telemetry
+    queue); its last line is the error when the daemon fails to start."""
+
+    def __init__(self, instance: Any, workspace: Path) -> None:
+        self.instance = instance
+        self.workspace = workspace
+        self.environment = {**os.environ, RUNS_ONLY: "1"}
+        self.log_path = Path(instance.root_directory) / "cli-daemon.log"
+        self._process: subprocess.Popen[bytes] | None = None
+        self._started = 0.0
+        self._ours: set[str] = set()
+        self._cancelled: str | None = None
+        self._handlers: dict[int, Any] = {}
+
+    def __enter__(self) -> RunsOnlyDaemon:
+        """Starts the daemon; `wait_until_reporting` waits for it. Until leaving, SIGTERM and SIGHUP
+        (a closed terminal) end the command as Ctrl-C does, so the daemon is not left running."""
+        if threading.current_thread() is threading.main_thread():
+            for number in (signal.SIGTERM, signal.SIGHUP):
+                self._handlers[number] = signal.signal(number, _interrupt)
+        self._started = time.time()
+        with self.log_path.open("wb") as log:
+            self._process = subprocess.Popen(
+                [str(Path(sys.executable).parent / "dagster-daemon"), "run", "-w", str(self.workspace)],
+                env=self.environment,
+                cwd=self.workspace.parent,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # a group of its own: its code server and run workers (`_stop`)
+            )
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            run = self.instance.get_run_by_id(self._cancelled) if self._cancelled else None
+            self._stop(whole_group=run is None or run.is_finished)
+            beats = self.instance.get_daemon_heartbeats().values()
+            if beats and all(beat.daemon_id in self._ours for beat in beats):
+                self.instance.wipe_daemon_heartbeats()
+        finally:
+            for number, handler in self._handlers.items():
+                signal.signal(number, handler)
+
+    def cancel(self, run_id: str) -> bool:
+        """Cancels the run as the UI's Terminate does (out of the queue, or its launcher interrupts its
+        worker) and waits a while for it to end: whether it has. One that has not (a step waiting on a
+        subprocess takes the interrupt when it returns) is left to end on its own: on leaving, only the
+        daemon is stopped, and its code server, as Dagster's do, stays until the run has ended, so the
+        run's own clean-up (its sandboxes and envs stopped) still happens."""
+        self._cancelled = run_id
+        run = self.instance.get_run_by_id(run_id)
+        if run is None or run.is_finished:
+            return True
+        self.instance.run_coordinator.cancel_run(run_id)
+        deadline = time.monotonic() + _CANCEL_SECONDS
+        while time.monotonic() < deadline:
+            run = self.instance.get_run_by_id(run_id)
+            if run is None or run.is_finished:
+                return True
+            time.sleep(0.5)
+        return False
+
+    def wait_until_reporting(self) -> None:
+        """Until the daemon has reported; `LaunchFailed` if it stops first or takes too long."""
+        assert self._process is not None
+        deadline = time.monotonic() + _START_SECONDS
+        while True:
+            beats = self.instance.get_daemon_heartbeats().values()
+            fresh = [beat for beat in beats if beat.timestamp >= self._started]
+            if fresh:
+                self._ours = {beat.daemon_id for beat in fresh}
+                return
+            if self._process.poll() is not None:
+                raise LaunchFailed(f"the daemon this command started stopped: {self._last_log_line()}")
+            if time.monotonic() > deadline:
+                raise LaunchFailed(
+                    f"the daemon this command started did not report within {_START_SECONDS:.0f} s "
+                    f"(its log: {self.log_path})"
+                )
+            time.sleep(0.5)
+
+    def _stop(self, whole_group: bool = True) -> None:
+        """SIGTERM to the daemon and, with `whole_group`, to what it started (its code server and run
+        workers); SIGKILL to the same after half a minute."""
+        if self._process is None or self._process.poll() is not None:
+            return
+        process = self._process
+
+        def send(signal_number: int) -> None:
+            if whole_group:
+                os.killpg(os.getpgid(process.pid), signal_number)
+            else:
+                process.send_signal(signal_number)
+
+        send(signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            send(signal.SIGKILL)
+            process.wait()
+
+    def _last_log_line(self) -> str:
+        lines = self.log_path.read_text("utf-8", errors="replace").strip().splitlines()
+        return lines[-1] if lines else f"no output (exit status {self._process.returncode})"
+
+
+def _interrupt(*_: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _wait_for(instance: Any, run_id: str) -> None:

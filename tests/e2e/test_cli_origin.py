@@ -1,16 +1,22 @@
-"""Runs the CLI starts while the deployment is up go through it: they carry the code location's
-origin, so the webserver re-executes them (all steps, and from failure) like runs launched from the UI.
-A real `dagster-webserver` and `dagster-daemon` on 127.0.0.1 over this repository's `dagster.yaml`."""
+"""Runs the CLI starts go through the deployment: while one is up, through its daemon; with none up, on
+the project's own instance, through a daemon the CLI starts for the command. Either way they carry the
+code location's origin, so the webserver re-executes them (all steps, and from failure) like runs
+launched from the UI. A real `dagster-webserver` and `dagster-daemon` on 127.0.0.1 over this repository's
+`dagster.yaml`."""
 
 from __future__ import annotations
 
 import json
 import shutil
+import signal
+import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.dagster_servers import DagsterServers, instance_at, pipeline_free_env
-from tests.helpers import REPO, cli
+from tests.helpers import CLI, REPO, cli
 
 RUN = """
 query($id: ID!) { runOrError(runId: $id) { ... on Run {
@@ -121,3 +127,121 @@ def test_a_run_left_queued_by_a_daemon_that_stopped_is_one_error_line(tmp_path: 
     assert "Traceback" not in done.stderr
     [line] = [text for text in done.stderr.splitlines() if "error" in text]
     assert "is queued and no daemon of this instance is up to start it" in line
+
+
+def _processes_naming(text: str) -> list[str]:
+    """The command lines of this machine's processes that mention `text`."""
+    found = []
+    for status in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            line = status.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in line:
+            found.append(line)
+    return found
+
+
+def test_with_no_deployment_up_the_cli_starts_a_daemon_for_its_run_on_the_projects_own_instance(
+    tmp_path: Path,
+) -> None:
+    """`make demo` and the CLI in the project's folder with no `make ui` up: the run still goes through
+    a daemon (one the CLI starts, then stops), so the UI shows it under the code location and
+    re-executes it; the daemon leaves no process and no report behind that would make the next command
+    take it for a running deployment."""
+    project = tmp_path / "project"
+    project.mkdir()
+    for name in ("dagster.yaml", "workspace.yaml"):
+        shutil.copy(REPO / name, project / name)
+    env = {**pipeline_free_env(), "DAGSTER_DISABLE_TELEMETRY": "1"}
+    env.pop("DAGSTER_HOME", None)  # the project's own instance: var/dagster_home, as `make demo` uses
+
+    day = cli(env, "materialize", "--start", "2026-11-24", cwd=project)
+    assert day.returncode == 0, day.stderr[-3000:]
+    assert "ran in this process" not in day.stderr
+    [line] = [json.loads(text) for text in day.stdout.splitlines() if text.startswith("{")]
+    assert line["status"] == "ok" and line["examples"]["response"] > 0
+    home = project / "var" / "dagster_home"
+    assert (home / "cli-daemon.log").is_file()
+    assert not _processes_naming(str(project / "workspace.yaml"))
+    with instance_at(home) as instance:
+        assert instance.get_daemon_heartbeats() == {}
+        run = instance.get_run_by_id(line["run_id"])
+        assert run.remote_job_origin.location_name == "training_pipeline"
+
+    (tmp_path / "logs").mkdir()
+    served = {**env, "DAGSTER_HOME": str(home), "TRAINING_PIPELINE_DATA": str(project / "var" / "data")}
+    with DagsterServers(home, served, tmp_path / "logs") as servers:
+        assert _finished(servers, line["run_id"])["repositoryOrigin"]["repositoryLocationName"] == (
+            "training_pipeline"
+        )
+        assert _reexecute(servers, line["run_id"], "ALL_STEPS")["status"] == "SUCCESS"
+
+
+@pytest.mark.parametrize("signal_number", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_interrupting_the_cli_cancels_the_run_of_the_daemon_it_started(
+    tmp_path: Path, signal_number: int
+) -> None:
+    """Ctrl-C (or SIGTERM) while a run of the CLI's own daemon is going: nothing else would stop that
+    run, so the CLI cancels it as the UI's Terminate does and returns at once, saying so. The run's
+    step is waiting on task code, so it takes the cancellation when that returns: the run then ends
+    CANCELED by itself, its sandboxes and envs stopped, and nothing the CLI started is left running."""
+    project = tmp_path / "project"
+    tasks = tmp_path / "tasks"
+    for folder in (project, tasks):
+        folder.mkdir()
+    for name in ("dagster.yaml", "workspace.yaml"):
+        shutil.copy(REPO / name, project / name)
+    slow = [{**FAILING_TASK[0]}, {**FAILING_TASK[1], "id": "slow", "script": "slow.py"}]
+    (tasks / "slow.json").write_text(json.dumps(slow))
+    (tasks / "slow.py").write_text("import time\ntime.sleep(20)\n")
+    env = {**pipeline_free_env(), "DAGSTER_DISABLE_TELEMETRY": "1", "TRAINING_PIPELINE_TASKS_DIR": str(tasks)}
+    env.pop("DAGSTER_HOME", None)
+    home = project / "var" / "dagster_home"
+    command = subprocess.Popen(
+        [str(CLI), "task", "run", "slow"],
+        cwd=project,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (runs := _started_runs(home)):
+            assert command.poll() is None and time.monotonic() < deadline, command.communicate()
+            time.sleep(0.5)
+        command.send_signal(signal_number)
+        _, stderr = command.communicate(timeout=60)
+    finally:
+        command.kill()
+    assert command.returncode == 130
+    said = stderr.decode().strip().splitlines()
+    assert said[-1] == "training-pipeline: interrupted"
+    assert said[-2].startswith(f"training-pipeline: run {runs[0]} is cancelling")
+    with instance_at(home) as instance:
+        deadline = time.monotonic() + 90
+        while (status := instance.get_run_by_id(runs[0]).status.value) != "CANCELED":
+            assert status == "CANCELING" and time.monotonic() < deadline, status
+            time.sleep(0.5)
+    deadline = time.monotonic() + 30
+    while left := _processes_naming(str(tmp_path)):
+        assert time.monotonic() < deadline, left
+        time.sleep(0.5)
+
+
+def _started_runs(home: Path) -> list[str]:
+    if not (home / "dagster.yaml").exists():
+        return []
+    with instance_at(home) as instance:
+        return [run.run_id for run in instance.get_runs() if run.status.value == "STARTED"]
+
+
+def test_on_an_instance_not_the_projects_the_cli_starts_no_daemon_and_says_so(tmp_path: Path) -> None:
+    """A deployment's own instance (DAGSTER_HOME elsewhere) with its daemon down: the CLI does not start
+    one there; the run executes in its process and the CLI says the UI cannot re-execute it."""
+    home, env = _deployment(tmp_path)
+    done = cli(env, "materialize", "--start", "2026-11-24", cwd=REPO)
+    assert done.returncode == 0, done.stderr[-3000:]
+    [note] = [text for text in done.stderr.splitlines() if "ran in this process" in text]
+    assert "the CLI starts one only on the project's own instance" in note
+    assert not (home / "cli-daemon.log").exists()

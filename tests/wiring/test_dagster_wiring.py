@@ -19,7 +19,7 @@ from resources.privacy import PrivacySettings
 from resources.sources import DatabaseTrajectorySource, FileTrajectorySource
 from resources.storage import DataStore
 from tests.dagster_servers import instance_at
-from tests.helpers import DATASET_ASSETS, REPO, asset_metadata, cli, layer_resources
+from tests.helpers import DATASET_ASSETS, REPO, asset_metadata, cli, fresh_python, layer_resources
 from tests.planted_secrets import STRIPE_KEY, write_stripe_leak_day
 from training_pipeline.datasets.training_tasks import TASK_FILE_NAMES, TASKS
 from training_pipeline.definitions import defs
@@ -68,6 +68,28 @@ def test_definitions_load_with_the_expected_graph() -> None:
     assert {f"trace_datasets.{c}" for c in names[:3]} <= checks
     job = defs.resolve_job_def("datasets_job")
     assert job.partitions_def.get_partition_keys()[0] == "2026-11-23"  # the bundled sample's first day
+
+
+def test_the_location_a_cli_daemon_loads_has_the_same_jobs_and_nothing_that_starts_runs() -> None:
+    """What a daemon the CLI starts for its run loads (`RUNS_ONLY`): every job and asset of the code
+    location, its executor, and no sensor, schedule or automation condition that could start a run."""
+    from assets.definitions import without_automation
+
+    bare = without_automation(defs)
+    repository, full = bare.get_repository_def(), defs.get_repository_def()
+    assert {job.name for job in repository.get_all_jobs()} == {job.name for job in full.get_all_jobs()}
+    assert repository.asset_graph.get_all_asset_keys() == full.asset_graph.get_all_asset_keys()
+    assert repository.asset_graph.asset_check_keys == full.asset_graph.asset_check_keys
+    assert bare.executor is defs.executor
+    assert not repository.sensor_defs and not repository.schedule_defs
+    graph = repository.asset_graph
+    assert all(graph.get(key).automation_condition is None for key in graph.get_all_asset_keys())
+    assert {sensor.name for sensor in full.sensor_defs} >= {
+        "evaluation_sensor",
+        "nightly_datasets_automation",
+    }
+    code = "from training_pipeline.definitions import defs; print(len(defs.get_repository_def().sensor_defs))"
+    assert fresh_python(code, TRAINING_PIPELINE_RUNS_ONLY="1").strip() == "0"
 
 
 def test_dagster_definitions_validate_accepts_the_code_location(dagster_home: Path) -> None:
