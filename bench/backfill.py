@@ -7,7 +7,7 @@ Each run is a process of its own that loads the code location and opens the inst
 does (`dagster api execute_run`), so a run's fixed cost is in the figure: one process per day for
 "a run per day", one process for all the days in "one run". The core build (`build-datasets`'s pass,
 no Dagster, no Parquet store, no checks) reads the same files in one process. Wall time, and CPU
-time of the processes and their workers (user + system, from the children's resource usage).
+time of the processes and everything under them, pool workers included (user + system).
 
 `--write` puts the table into bench/README.md, between this bench's markers.
 """
@@ -27,6 +27,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 from instances import SETUP_DAY, code_location, instance_homes, instance_of
+from process_tree import adopt_orphans, reap_orphans
 from readme import write_section
 
 from training_pipeline.samples import write_long_sample
@@ -56,11 +57,13 @@ def dagster_child(source: Path, data: Path, first: str, last: str) -> None:
 
 
 def timed(args: list[str], environment: dict[str, str]) -> tuple[float, float]:
-    """Wall and CPU seconds (the child and every process it waited for) of `args` in a child."""
+    """Wall and CPU seconds of `args` in a child: the child and every process under it (its pool's
+    fork server and workers, adopted and reaped here once the child has gone: `adopt_orphans`)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run([sys.executable, __file__, *args], env=environment, capture_output=True, text=True)
     wall = time.perf_counter() - started
+    reap_orphans()
     if done.returncode != 0:
         raise SystemExit(done.stderr[-3000:])
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -118,6 +121,7 @@ def main() -> None:
     parser.add_argument("--per-day", type=int, default=2000)
     parser.add_argument("--write", action="store_true", help="put the table into bench/README.md")
     args = parser.parse_args()
+    adopt_orphans()
     work = Path(tempfile.mkdtemp(prefix="tp-backfill-"))
     results = {}
     try:
