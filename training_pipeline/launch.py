@@ -117,30 +117,30 @@ def _launch(
     fails to start, or the CLI is interrupted, the run is cancelled (nothing else would take or stop
     it)."""
     run_id = str(uuid.uuid4())
-    launch = subprocess.run(
-        [
-            str(Path(sys.executable).parent / "dagster"),
-            "job",
-            "launch",
-            "-w",
-            str(workspace),
-            "-j",
-            job_name,
-            "--tags",
-            json.dumps(dict(tags)),
-            "--config-json",
-            json.dumps(dict(run_config)),
-            "--run-id",
-            run_id,
-        ],
-        capture_output=True,
-        text=True,
-        env=daemon.environment if daemon is not None else None,
-    )
-    if launch.returncode != 0:
-        last = (launch.stderr.strip() or launch.stdout.strip() or "no output").splitlines()[-1]
-        raise LaunchFailed(f"dagster job launch {job_name} failed: {last}")
     try:
+        launch = subprocess.run(
+            [
+                str(Path(sys.executable).parent / "dagster"),
+                "job",
+                "launch",
+                "-w",
+                str(workspace),
+                "-j",
+                job_name,
+                "--tags",
+                json.dumps(dict(tags)),
+                "--config-json",
+                json.dumps(dict(run_config)),
+                "--run-id",
+                run_id,
+            ],
+            capture_output=True,
+            text=True,
+            env=daemon.environment if daemon is not None else None,
+        )
+        if launch.returncode != 0:
+            last = (launch.stderr.strip() or launch.stdout.strip() or "no output").splitlines()[-1]
+            raise LaunchFailed(f"dagster job launch {job_name} failed: {last}")
         if daemon is not None:
             daemon.wait_until_reporting()
         _wait_for(instance, run_id)
@@ -158,10 +158,10 @@ def _launch(
 class RunsOnlyDaemon:
     """Dagster's `dagster-daemon run` on the workspace, for the length of a `with`, loading the code
     location without sensors and automation (`RUNS_ONLY`): it takes the runs queued on the instance and
-    starts nothing of its own. On leaving, the daemon is stopped and, unless another daemon has reported
-    meanwhile, its reports are wiped, so the next command does not take a stopped daemon for a running
-    deployment. Its log goes to `$DAGSTER_HOME/cli-daemon.log` (`logs/` there is Dagster's telemetry
-    queue); its last line is the error when the daemon fails to start."""
+    starts nothing of its own. On leaving, the daemon is stopped (`_stop`) and, unless another daemon
+    has reported meanwhile, its reports are wiped, so the next command does not take a stopped daemon
+    for a running deployment. Its log goes to `$DAGSTER_HOME/cli-daemon.log` (`logs/` there is
+    Dagster's telemetry queue); its last line is the error when the daemon fails to start."""
 
     def __init__(self, instance: Any, workspace: Path) -> None:
         self.instance = instance
@@ -171,7 +171,6 @@ class RunsOnlyDaemon:
         self._process: subprocess.Popen[bytes] | None = None
         self._started = 0.0
         self._ours: set[str] = set()
-        self._cancelled: str | None = None
         self._handlers: dict[int, Any] = {}
 
     def __enter__(self) -> RunsOnlyDaemon:
@@ -189,14 +188,13 @@ class RunsOnlyDaemon:
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                start_new_session=True,  # a group of its own: its code server and run workers (`_stop`)
+                start_new_session=True,  # Ctrl-C in the terminal reaches the CLI, which stops it
             )
         return self
 
     def __exit__(self, *exc: object) -> None:
         try:
-            run = self.instance.get_run_by_id(self._cancelled) if self._cancelled else None
-            self._stop(whole_group=run is None or run.is_finished)
+            self._stop()
             beats = self.instance.get_daemon_heartbeats().values()
             if beats and all(beat.daemon_id in self._ours for beat in beats):
                 self.instance.wipe_daemon_heartbeats()
@@ -207,10 +205,8 @@ class RunsOnlyDaemon:
     def cancel(self, run_id: str) -> bool:
         """Cancels the run as the UI's Terminate does (out of the queue, or its launcher interrupts its
         worker) and waits a while for it to end: whether it has. One that has not (a step waiting on a
-        subprocess takes the interrupt when it returns) is left to end on its own: on leaving, only the
-        daemon is stopped, and its code server, as Dagster's do, stays until the run has ended, so the
-        run's own clean-up (its sandboxes and envs stopped) still happens."""
-        self._cancelled = run_id
+        subprocess takes the interrupt when it returns) ends on its own after the CLI has gone, with
+        its own clean-up (its sandboxes and envs stopped): see `_stop`."""
         run = self.instance.get_run_by_id(run_id)
         if run is None or run.is_finished:
             return True
@@ -242,25 +238,19 @@ class RunsOnlyDaemon:
                 )
             time.sleep(0.5)
 
-    def _stop(self, whole_group: bool = True) -> None:
-        """SIGTERM to the daemon and, with `whole_group`, to what it started (its code server and run
-        workers); SIGKILL to the same after half a minute."""
+    def _stop(self) -> None:
+        """SIGTERM to the daemon alone (SIGKILL after half a minute). Its code server, as Dagster's do,
+        stays until the runs it started have ended, then goes (the daemon's shutdown, or its own
+        heartbeat timeout): a run still going, this command's cancelled one or another the queue held,
+        finishes rather than being killed with a step half done."""
         if self._process is None or self._process.poll() is not None:
             return
-        process = self._process
-
-        def send(signal_number: int) -> None:
-            if whole_group:
-                os.killpg(os.getpgid(process.pid), signal_number)
-            else:
-                process.send_signal(signal_number)
-
-        send(signal.SIGTERM)
+        self._process.terminate()
         try:
-            process.wait(timeout=30)
+            self._process.wait(timeout=30)
         except subprocess.TimeoutExpired:
-            send(signal.SIGKILL)
-            process.wait()
+            self._process.kill()
+            self._process.wait()
 
     def _last_log_line(self) -> str:
         lines = self.log_path.read_text("utf-8", errors="replace").strip().splitlines()

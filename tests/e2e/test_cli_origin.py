@@ -163,7 +163,8 @@ def test_with_no_deployment_up_the_cli_starts_a_daemon_for_its_run_on_the_projec
     assert line["status"] == "ok" and line["examples"]["response"] > 0
     home = project / "var" / "dagster_home"
     assert (home / "cli-daemon.log").is_file()
-    assert not _processes_naming(str(project / "workspace.yaml"))
+    assert not _processes_naming(str(project / "workspace.yaml"))  # the daemon has gone
+    _until_gone(str(project), seconds=30)  # and its code server, once idle
     with instance_at(home) as instance:
         assert instance.get_daemon_heartbeats() == {}
         run = instance.get_run_by_id(line["run_id"])
@@ -223,8 +224,13 @@ def test_interrupting_the_cli_cancels_the_run_of_the_daemon_it_started(
         while (status := instance.get_run_by_id(runs[0]).status.value) != "CANCELED":
             assert status == "CANCELING" and time.monotonic() < deadline, status
             time.sleep(0.5)
-    deadline = time.monotonic() + 30
-    while left := _processes_naming(str(tmp_path)):
+    _until_gone(str(tmp_path), seconds=30)
+
+
+def _until_gone(text: str, seconds: float) -> None:
+    """Until no process of this machine mentions `text` (fails after `seconds`)."""
+    deadline = time.monotonic() + seconds
+    while left := _processes_naming(text):
         assert time.monotonic() < deadline, left
         time.sleep(0.5)
 
