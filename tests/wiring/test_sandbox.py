@@ -177,6 +177,33 @@ def test_a_script_over_its_time_is_stopped_with_everything_it_started(
     assert _processes_with(marker) == []
 
 
+def test_task_code_dies_with_the_worker_that_waits_for_it(tmp_path: Path) -> None:
+    """A run's worker killed while a `run_code` script runs (`kill -9`, the OOM killer, a stopped
+    daemon's group): nothing would stop the script after that, so its sandbox dies with the worker."""
+    marker = f"orphan-{uuid.uuid4().hex}"
+    worker = tmp_path / "worker.py"
+    worker.write_text(
+        "import asyncio\nfrom pathlib import Path\n"
+        "from training_pipeline.sandbox import Sandbox\n"
+        "from training_pipeline.tasks.sandboxes import run_confined\n"
+        f"command = ['python', '-c', 'import time; time.sleep(120)  # {marker}']\n"
+        f"asyncio.run(run_confined(Sandbox(Path({str(tmp_path / 'work')!r})), command, 300))\n"
+    )
+    process = subprocess.Popen([sys.executable, str(worker)])
+    try:
+        deadline = time.monotonic() + 30
+        while not _processes_with(marker):
+            assert process.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+    finally:
+        process.kill()
+        process.wait()
+    deadline = time.monotonic() + 10
+    while left := _processes_with(marker):
+        assert time.monotonic() < deadline, left
+        time.sleep(0.1)
+
+
 def test_a_task_cannot_turn_confinement_off(tmp_path: Path) -> None:
     (tmp_path / "x.py").write_text("print(1)")
     for sneaky in ({"sandbox": "off"}, {"limits": {"sandbox": "off"}}, {"confined": False}):

@@ -108,8 +108,16 @@ class Sandbox:
         """The limits that hold: the step's, under the deployment's ceilings."""
         return self.limits.within(ceilings())
 
-    def command(self, argv: list[str], mode: Mode | None = None, seccomp_fd: int | None = None) -> list[str]:
-        """The full command line: bwrap (unless confinement is off), then the launcher, then `argv`."""
+    def command(
+        self,
+        argv: list[str],
+        mode: Mode | None = None,
+        seccomp_fd: int | None = None,
+        die_with_parent: bool = False,
+    ) -> list[str]:
+        """The full command line: bwrap (unless confinement is off), then the launcher, then `argv`.
+        `die_with_parent`: the sandbox is killed, everything in it, when the process that started it
+        dies (bwrap's `--die-with-parent`), for a process that process waits for."""
         mode = mode or sandbox_mode()
         limits = self.effective
         grouped = cgroups.available() if mode != "off" else frozenset()
@@ -127,7 +135,7 @@ class Sandbox:
         ]
         if mode == "off":
             return launcher
-        return [*self._bwrap(limits, seccomp_fd), *launcher]
+        return [*self._bwrap(limits, seccomp_fd, die_with_parent), *launcher]
 
     def _relay_target(self, mode: Mode) -> Path:
         assert self.relay is not None
@@ -136,7 +144,7 @@ class Sandbox:
     def environment(self) -> dict[str, str]:
         return {**BASE_ENV, "HOME": str(self.workdir), "TMPDIR": str(self.workdir), **self.env}
 
-    def _bwrap(self, limits: Limits, seccomp_fd: int | None) -> list[str]:
+    def _bwrap(self, limits: Limits, seccomp_fd: int | None, die_with_parent: bool) -> list[str]:
         binary = shutil.which("bwrap")
         if binary is None:
             raise SandboxError(
@@ -147,6 +155,8 @@ class Sandbox:
         args = [binary, "--unshare-all", "--unshare-user", "--disable-userns"]
         args += ["--uid", "65534", "--gid", "65534"]
         args += ["--cap-drop", "ALL", "--as-pid-1", "--clearenv", "--hostname", "sandbox"]
+        if die_with_parent:
+            args.append("--die-with-parent")
         if seccomp_fd is not None:
             args += ["--seccomp", str(seccomp_fd)]
         for name, value in self.environment().items():
@@ -163,7 +173,7 @@ class Sandbox:
             args += ["--ro-bind", str(self.relay), str(RELAY_MOUNT / self.relay.name)]
         return [*args, "--remount-ro", "/"]
 
-    def argv(self, command: list[str]) -> list[str]:
+    def argv(self, command: list[str], die_with_parent: bool = False) -> list[str]:
         """What to execute. Unless confinement is off, a shell opens the seccomp program as descriptor
         3 for bubblewrap (`--seccomp 3`) and makes and joins the sandbox's control groups (root only;
         see `cgroups`), then becomes bubblewrap: so it works the same for a caller that starts the
@@ -175,20 +185,32 @@ class Sandbox:
         steps = [f"exec {SECCOMP_FD}< {shlex.quote(str(program_file()))}"]
         steps += cgroups.join_steps(limits.processes, limits.memory_mb)
         script = " && ".join([*steps, 'exec "$@"'])
-        return ["/bin/sh", "-c", script, "sh", *self.command(command, mode, SECCOMP_FD)]
+        # the shell becomes bubblewrap (`exec`): bubblewrap's parent is the caller, as --die-with-parent needs
+        return ["/bin/sh", "-c", script, "sh", *self.command(command, mode, SECCOMP_FD, die_with_parent)]
 
-    def spawn(self, command: list[str], **popen: Any) -> subprocess.Popen[bytes]:
-        """Start the confined process in its own session (so stopping its group ends the sandbox)."""
+    def spawn(
+        self, command: list[str], die_with_parent: bool = False, **popen: Any
+    ) -> subprocess.Popen[bytes]:
+        """Start the confined process in its own session (so stopping its group ends the sandbox);
+        `die_with_parent` (`command`) for a process the caller waits for, not one that outlives it
+        (an env's server serves the steps after the one that deployed it)."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         popen.setdefault("stdin", subprocess.DEVNULL)
         return subprocess.Popen(
-            self.argv(command), env=self.environment(), cwd=self.workdir, start_new_session=True, **popen
+            self.argv(command, die_with_parent),
+            env=self.environment(),
+            cwd=self.workdir,
+            start_new_session=True,
+            **popen,
         )
 
-    async def aspawn(self, command: list[str], **popen: Any) -> asyncio.subprocess.Process:
+    async def aspawn(
+        self, command: list[str], die_with_parent: bool = False, **popen: Any
+    ) -> asyncio.subprocess.Process:
+        """`spawn` for a caller on an event loop; `die_with_parent` (`command`) for a process it awaits."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         return await asyncio.create_subprocess_exec(
-            *self.argv(command),
+            *self.argv(command, die_with_parent),
             env=self.environment(),
             cwd=self.workdir,
             stdin=subprocess.DEVNULL,

@@ -62,9 +62,10 @@ async def bounded_output(process: asyncio.subprocess.Process) -> tuple[bytes, by
 
 async def run_confined(sandbox: Sandbox, command: list[str], timeout_seconds: float) -> Completed:
     """`command` in `sandbox`, stopped with everything it started after `timeout_seconds`, or as soon
-    as the sandbox's folder holds more than its disk limit."""
+    as the sandbox's folder holds more than its disk limit, or when this process dies (killed with its
+    run's worker: nothing would stop it after that)."""
     process = await sandbox.aspawn(
-        argv_of(command), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        argv_of(command), die_with_parent=True, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
     )
     disk_mb = sandbox.effective.disk_mb
     watch = asyncio.create_task(_watch_disk(sandbox.workdir, disk_mb))
