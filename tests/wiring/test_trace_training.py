@@ -140,7 +140,8 @@ def test_tinker_trains_the_tool_calls_in_llama_3_1_form(trace_days) -> None:
         result, record = _train(trace_days, "tool_use", "tinker", backend)
     assert result.success, record.reason
     assert len(fake.batches) == record.dataset_size  # too few to hold a test split out: trained whole,
-    assert fake.samplers == {} and record.details["checkpoint"]  # so no sampler is asked to judge it
+    assert fake.samplers == {} and record.details["checkpoint"]  # so no sampler is asked to judge it,
+    assert len(fake.sessions) == 1  # nor a session opened for judging: only the training one
     tokenizer = load_tokenizer(None)
     trained = {
         tokenizer.decode([t for t, w in zip(d["targets"], d["weights"], strict=True) if w])

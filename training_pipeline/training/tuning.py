@@ -94,6 +94,15 @@ def follow_tinker_run(
     return checkpoint
 
 
+def unjudged(record: RunRecord, policy: PromotionPolicy) -> str | None:
+    """Why the run's tuned model cannot be judged, or None: asked before any model is reached."""
+    if not (record.details.get("holdout") or {}).get("test"):
+        return "no test split was held out (too few examples): the tuned model is not judged"
+    if policy.scorer_for(record.task or "") == "llm_judge":  # its grades would need a third model
+        return "the task is scored by llm_judge: the tuned model is not judged (set another scorer)"
+    return None
+
+
 def judge_tuned(
     record: RunRecord,
     runs: RunStore,
@@ -103,15 +112,12 @@ def judge_tuned(
     log: Callable[[str], None],
 ) -> TunedEvaluation | None:
     """The tuned model against its base on the run's test split, by the promotion gate, written on the
-    record (`details.evaluation`); None when the run held out no test split (too few examples)."""
-    holdout = record.details.get("holdout") or {}
-    if not holdout.get("test"):
-        log("no test split was held out (too few examples): the tuned model is not judged")
+    record (`details.evaluation`); None when it cannot be judged (`unjudged`)."""
+    if reason := unjudged(record, policy):
+        log(reason)
         return None
+    holdout = record.details["holdout"]
     scorer = policy.scorer_for(record.task or "")
-    if scorer == "llm_judge":  # its grades would need a third model; the decision scorers need none
-        log("the task is scored by llm_judge: the tuned model is not judged (set another scorer)")
-        return None
     cases = held_out_cases(Path(holdout["test"]), holdout.get("format", "elizaos"))
     evaluation = evaluate_tuned(cases, scorer, base, tuned, policy, log)
     verdict = evaluation.verdict
@@ -177,6 +183,9 @@ def judge_tinker_model(
 ) -> TunedEvaluation | None:
     """`judge_tuned` through Tinker's sampling clients: the sampler weights the run saved (the record's
     artifact, once `follow_tinker_run` confirmed it) against the base model they were trained from."""
+    if reason := unjudged(record, policy):  # said before a Tinker session is opened for nothing
+        log(reason)
+        return None
     base_model = record.details.get("base_model") or config.base_model
     with sampling_models(config, base_model, record.artifact_path or "") as (base, tuned):
         return judge_tuned(record, runs, base, tuned, policy, log)
