@@ -3,13 +3,16 @@ edge per `depends_on`. Ops are `async def` and run on the async executor by defa
 steps overlap in one process (see README, "Task steps"); any other executor can be chosen per job.
 
 Each op calls the core `run_step`; this module only translates: resources in, outcome to metadata,
-a fatal failure to a failed op, an aborted run to a skipped op.
+a fatal failure to a failed op, an aborted run to a skipped op, a terminated run to a stopped step.
 """
 
+import asyncio
+import contextlib
 from pathlib import Path
 from typing import Any
 
 from dagster import (
+    DagsterRunStatus,
     DependencyDefinition,
     ExecutorDefinition,
     Failure,
@@ -33,9 +36,12 @@ from training_pipeline.privacy.stored import safe_text, safe_value
 from training_pipeline.settings import Settings, load_settings
 from training_pipeline.tasks import EXAMPLE_TASKS
 from training_pipeline.tasks.registry import StepRegistry, build_registry
-from training_pipeline.tasks.runner import StepOutcome, run_step
+from training_pipeline.tasks.runner import StepOutcome, run_step, stop_run
 from training_pipeline.tasks.runtime import Continuation, TaskRun
 from training_pipeline.tasks.task import Task, TaskError, load_task
+
+#: how often a running step looks whether its run is being terminated (one run-storage read)
+_TERMINATION_POLL_SECONDS = 1.0
 
 RESOURCE_KEYS = {
     "training_pipeline_store",
@@ -89,6 +95,23 @@ def _summary(cls: type) -> str:
     return (cls.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
 
 
+async def _unless_terminated(context: OpExecutionContext, run: TaskRun, step_id: str) -> StepOutcome:
+    """The step, cancelled if its run is being terminated (the UI's Terminate, Ctrl-C on the CLI that
+    started it). Dagster's interrupt reaches an async step only when the step yields, and a step waiting
+    on task code yields when that returns; so the step looks at its run's status meanwhile. Cancelled,
+    the step's sandbox is stopped (`run_confined`), then everything the run started (`stop_run`)."""
+    step = asyncio.ensure_future(run_step(run, step_id))
+    while not (await asyncio.wait({step}, timeout=_TERMINATION_POLL_SECONDS))[0]:
+        current = context.instance.get_run_by_id(context.run_id)
+        if current is not None and current.status in (DagsterRunStatus.CANCELING, DagsterRunStatus.CANCELED):
+            step.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await step
+            await stop_run(run)
+            raise Failure(description=f"step {step_id!r} stopped: its run is being terminated")
+    return step.result()
+
+
 def step_op(task: Task, step_id: str, job_name: str) -> OpDefinition:
     step = task.step(step_id)
 
@@ -101,7 +124,8 @@ def step_op(task: Task, step_id: str, job_name: str) -> OpDefinition:
         tags={"training_pipeline/step_type": step.type},
     )
     async def _step(context: OpExecutionContext):
-        outcome = await run_step(task_run(context, task), step_id)
+        run = task_run(context, task)
+        outcome = await _unless_terminated(context, run, step_id)
         metadata = _metadata(outcome)
         if outcome.status == "failed":
             raise Failure(

@@ -184,9 +184,9 @@ def test_interrupting_the_cli_cancels_the_run_of_the_daemon_it_started(
     tmp_path: Path, signal_number: int
 ) -> None:
     """Ctrl-C (or SIGTERM) while a run of the CLI's own daemon is going: nothing else would stop that
-    run, so the CLI cancels it as the UI's Terminate does and returns at once, saying so. The run's
-    step is waiting on task code, so it takes the cancellation when that returns: the run then ends
-    CANCELED by itself, its sandboxes and envs stopped, and nothing the CLI started is left running."""
+    run, so the CLI cancels it as the UI's Terminate does. The step is waiting on task code for two
+    minutes; it sees its run terminated, stops its sandbox and what the run started, and the run ends
+    CANCELED before the CLI returns, with nothing the CLI started left running."""
     project = tmp_path / "project"
     tasks = tmp_path / "tasks"
     for folder in (project, tasks):
@@ -195,7 +195,7 @@ def test_interrupting_the_cli_cancels_the_run_of_the_daemon_it_started(
         shutil.copy(REPO / name, project / name)
     slow = [{**FAILING_TASK[0]}, {**FAILING_TASK[1], "id": "slow", "script": "slow.py"}]
     (tasks / "slow.json").write_text(json.dumps(slow))
-    (tasks / "slow.py").write_text("import time\ntime.sleep(20)\n")
+    (tasks / "slow.py").write_text("import time\ntime.sleep(120)\n")
     env = {**pipeline_free_env(), "DAGSTER_DISABLE_TELEMETRY": "1", "TRAINING_PIPELINE_TASKS_DIR": str(tasks)}
     env.pop("DAGSTER_HOME", None)
     home = project / "var" / "dagster_home"
@@ -218,12 +218,9 @@ def test_interrupting_the_cli_cancels_the_run_of_the_daemon_it_started(
     assert command.returncode == 130
     said = stderr.decode().strip().splitlines()
     assert said[-1] == "training-pipeline: interrupted"
-    assert said[-2].startswith(f"training-pipeline: run {runs[0]} is cancelling")
+    assert not any("is cancelling" in line for line in said)  # it had ended when the CLI returned
     with instance_at(home) as instance:
-        deadline = time.monotonic() + 90
-        while (status := instance.get_run_by_id(runs[0]).status.value) != "CANCELED":
-            assert status == "CANCELING" and time.monotonic() < deadline, status
-            time.sleep(0.5)
+        assert instance.get_run_by_id(runs[0]).status.value == "CANCELED"
     _until_gone(str(tmp_path), seconds=30)
 
 

@@ -318,6 +318,12 @@ async def _rerun(run: TaskRun, owner: str, rerun: set[str]) -> _Failure | None:
     return next((f for f in failures if f is not None), None)
 
 
+async def stop_run(run: TaskRun) -> None:
+    """End the run now, whatever its steps' state (it is being terminated): stop the envs and processes
+    it started, scrub what task code left, save the context. A no-op once the run has ended."""
+    await _finish_run_if_done(run, force=True)
+
+
 async def _finish_run_if_done(run: TaskRun, force: bool) -> dict[str, Any] | None:
     """End the run once every step is done (or it is aborting): stop what it started, save the context."""
     statuses = await _store(run.store.statuses)
