@@ -9,18 +9,16 @@ evaluation sensor running. A daemon the CLI starts for its own run (`training_pi
 
 from __future__ import annotations
 
-import os
-
 from dagster import JobDefinition
 
 from assets.definitions import build_definitions, without_automation
-from training_pipeline.launch import RUNS_ONLY
+from training_pipeline.environment import runs_only
 from training_pipeline.sandbox import warn_if_unconfined
 from training_pipeline.settings import settings
 
 warn_if_unconfined(settings())  # task code unconfined is the deployment's choice, said when it loads
 defs = build_definitions(settings(), own_executor=True, sensors_running=True)
-if os.environ.get(RUNS_ONLY):
+if runs_only():
     defs = without_automation(defs)
 
 

@@ -1,5 +1,6 @@
 """The process's environment where it is not a setting: the values a redaction must hide wherever they
-appear, the folder where compiled Hyperscan gates are kept, the redaction's budget.
+appear, the folder where compiled Hyperscan gates are kept, the redaction's budget, and the mark the
+CLI puts on a daemon it starts for its run.
 
 Apart from `settings.py` because the pool's workers read these and need nothing else of the settings
 (whose model brings pydantic along)."""
@@ -9,6 +10,20 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+
+#: set (to 1) by the CLI in the environment of a daemon it starts for its run (`training_pipeline.launch`):
+#: the code location then loads without sensors and automation, so the daemon only takes queued runs
+RUNS_ONLY = "TRAINING_PIPELINE_RUNS_ONLY"
+
+
+def runs_only() -> bool:
+    """Whether this process is (under) a daemon the CLI started for its run (`RUNS_ONLY`)."""
+    return os.environ.get(RUNS_ONLY) == "1"
+
+
+def runs_only_environment() -> dict[str, str]:
+    """This process's environment marked `RUNS_ONLY`: for the daemon the CLI starts, and its launch."""
+    return {**os.environ, RUNS_ONLY: "1"}
 
 
 def process_environment() -> Mapping[str, str]:

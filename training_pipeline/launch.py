@@ -17,7 +17,6 @@ Either way the CLI waits for the run and reads its results from the instance's e
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import subprocess
@@ -30,8 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from training_pipeline.environment import runs_only_environment
+
 __all__ = [
-    "RUNS_ONLY",
     "Finished",
     "LaunchFailed",
     "RunProgress",
@@ -46,9 +46,6 @@ PROGRESS_TAG = "training_pipeline/cli_progress"
 #: a daemon whose last heartbeat is older than this is taken for stopped
 _HEARTBEAT_SECONDS = 60.0
 
-#: set (to 1) in the environment of a daemon the CLI starts: the code location loads without sensors and
-#: automation conditions (`training_pipeline.definitions`), so the daemon only takes queued runs
-RUNS_ONLY = "TRAINING_PIPELINE_RUNS_ONLY"
 #: how long a daemon the CLI starts may take to report before the CLI gives up on it
 _START_SECONDS = 120.0
 #: how long an interrupted CLI waits for its daemon's run to take the cancellation before stopping it
@@ -166,7 +163,7 @@ class RunsOnlyDaemon:
     def __init__(self, instance: Any, workspace: Path) -> None:
         self.instance = instance
         self.workspace = workspace
-        self.environment = {**os.environ, RUNS_ONLY: "1"}
+        self.environment = runs_only_environment()
         self.log_path = Path(instance.root_directory) / "cli-daemon.log"
         self._process: subprocess.Popen[bytes] | None = None
         self._started = 0.0
