@@ -208,9 +208,10 @@ def test_interrupting_the_cli_cancels_the_run_of_the_daemon_it_started(
     )
     try:
         deadline = time.monotonic() + 120
-        while not (runs := _started_runs(home)):
+        while not _processes_naming(str(tasks / "slow.py")):  # the script is running, in its sandbox
             assert command.poll() is None and time.monotonic() < deadline, command.communicate()
             time.sleep(0.5)
+        runs = _started_runs(home)
         command.send_signal(signal_number)
         _, stderr = command.communicate(timeout=60)
     finally:
