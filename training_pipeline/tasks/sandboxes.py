@@ -63,7 +63,8 @@ async def bounded_output(process: asyncio.subprocess.Process) -> tuple[bytes, by
 async def run_confined(sandbox: Sandbox, command: list[str], timeout_seconds: float) -> Completed:
     """`command` in `sandbox`, stopped with everything it started after `timeout_seconds`, or as soon
     as the sandbox's folder holds more than its disk limit, or when this process dies (killed with its
-    run's worker: nothing would stop it after that)."""
+    run's worker: nothing would stop it after that). Bubblewrap ties itself to this process as it
+    starts; a death in the few milliseconds before that leaves the sandbox to its time limit."""
     process = await sandbox.aspawn(
         argv_of(command), die_with_parent=True, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
     )
