@@ -726,11 +726,13 @@ def main(argv: list[str] | None = None) -> int:
     global _verbose, _project
     given = list(sys.argv[1:] if argv is None else argv)
     _verbose = "--verbose" in given  # anywhere on the line, not only before the command
+    # before parsing: an argument's type may read the settings (a task's name, `_task_file`), which
+    # are read once, so the project's defaults must be in the environment by then
+    _project = find_project(Path.cwd())
+    project_defaults(_project)
     args = parser().parse_args(
         [*(["--verbose"] if _verbose else []), *(a for a in given if a != "--verbose")]
     )
-    _project = find_project(Path.cwd())
-    project_defaults(_project)
     from training_pipeline.launch import LaunchFailed
 
     try:

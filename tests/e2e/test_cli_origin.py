@@ -79,37 +79,6 @@ def _reexecute(servers: DagsterServers, run_id: str, strategy: str) -> dict:
     return _finished(servers, answer["run"]["runId"])
 
 
-def test_cli_runs_launched_through_the_deployment_re_execute_from_the_ui(tmp_path: Path) -> None:
-    tasks = tmp_path / "tasks"
-    tasks.mkdir()
-    (tasks / "failing.json").write_text(json.dumps(FAILING_TASK))
-    (tasks / "fail.py").write_text("import sys\nsys.exit(3)\n")
-    home, env = _deployment(tmp_path, TRAINING_PIPELINE_TASKS_DIR=str(tasks))
-    with DagsterServers(home, env, tmp_path / "logs") as servers:
-        _wait_for_daemon(home)
-
-        # from the project's folder, as a user runs it
-        day = cli(env, "materialize", "--start", "2026-11-24", cwd=REPO)
-        assert day.returncode == 0, day.stderr[-3000:]
-        assert "ran in this process" not in day.stderr
-        [line] = [json.loads(text) for text in day.stdout.splitlines() if text.startswith("{")]
-        assert line["status"] == "ok" and line["examples"]["response"] > 0
-        run = _finished(servers, line["run_id"])
-        assert run["repositoryOrigin"]["repositoryLocationName"] == "training_pipeline"
-        again = _reexecute(servers, line["run_id"], "ALL_STEPS")
-        assert again["status"] == "SUCCESS"
-
-        failed = cli(env, "task", "run", "failing", cwd=REPO)
-        assert failed.returncode == 1, failed.stderr[-3000:]
-        summary = json.loads(failed.stdout[failed.stdout.index("{") :])
-        assert summary["status"] == "failed" and summary["failed_steps"][0]["step_id"] == "bad"
-        assert _finished(servers, summary["run_id"])["repositoryOrigin"] is not None
-        retry = _reexecute(servers, summary["run_id"], "FROM_FAILURE")
-        tags = {tag["key"]: tag["value"] for tag in retry["tags"]}
-        assert tags["dagster/parent_run_id"] == summary["run_id"]
-        assert retry["stepKeysToExecute"] == ["bad"]  # only what failed, on the envs the first run left
-
-
 def test_a_run_left_queued_by_a_daemon_that_stopped_is_one_error_line(tmp_path: Path) -> None:
     """The daemon reported a moment ago, so the CLI launches through the deployment; but it has stopped,
     and nothing will start the queued run: once its last report is a minute old the CLI says so and
@@ -142,41 +111,58 @@ def _processes_naming(text: str) -> list[str]:
     return found
 
 
-def test_with_no_deployment_up_the_cli_starts_a_daemon_for_its_run_on_the_projects_own_instance(
-    tmp_path: Path,
-) -> None:
-    """`make demo` and the CLI in the project's folder with no `make ui` up: the run still goes through
-    a daemon (one the CLI starts, then stops), so the UI shows it under the code location and
-    re-executes it; the daemon leaves no process and no report behind that would make the next command
-    take it for a running deployment."""
-    project = tmp_path / "project"
-    project.mkdir()
+def test_cli_runs_re_execute_from_the_ui_with_or_without_a_deployment_up(tmp_path: Path) -> None:
+    """From the project's folder, as a user runs it. With no `make ui` up (as `make demo` runs), the
+    run goes through a daemon the CLI starts and stops, leaving no process and no report that would
+    make the next command take it for a deployment. With the servers up, runs go through their daemon.
+    Either way they carry the code location's origin: the webserver lists them under it and
+    re-executes them, all steps and from failure."""
+    project, tasks = tmp_path / "project", tmp_path / "tasks"
+    for folder in (project, tasks):
+        folder.mkdir()
     for name in ("dagster.yaml", "workspace.yaml"):
         shutil.copy(REPO / name, project / name)
-    env = {**pipeline_free_env(), "DAGSTER_DISABLE_TELEMETRY": "1"}
+    (tasks / "failing.json").write_text(json.dumps(FAILING_TASK))
+    (tasks / "fail.py").write_text("import sys\nsys.exit(3)\n")
+    env = {**pipeline_free_env(), "DAGSTER_DISABLE_TELEMETRY": "1", "TRAINING_PIPELINE_TASKS_DIR": str(tasks)}
     env.pop("DAGSTER_HOME", None)  # the project's own instance: var/dagster_home, as `make demo` uses
-
-    day = cli(env, "materialize", "--start", "2026-11-24", cwd=project)
-    assert day.returncode == 0, day.stderr[-3000:]
-    assert "ran in this process" not in day.stderr
-    [line] = [json.loads(text) for text in day.stdout.splitlines() if text.startswith("{")]
-    assert line["status"] == "ok" and line["examples"]["response"] > 0
     home = project / "var" / "dagster_home"
+
+    alone = cli(env, "materialize", "--start", "2026-11-24", cwd=project)
+    assert alone.returncode == 0, alone.stderr[-3000:]
+    assert "ran in this process" not in alone.stderr
+    [first] = [json.loads(text) for text in alone.stdout.splitlines() if text.startswith("{")]
+    assert first["status"] == "ok" and first["examples"]["response"] > 0
     assert (home / "cli-daemon.log").is_file()
     assert not _processes_naming(str(project / "workspace.yaml"))  # the daemon has gone
     _until_gone(str(project), seconds=30)  # and its code server, once idle
     with instance_at(home) as instance:
         assert instance.get_daemon_heartbeats() == {}
-        run = instance.get_run_by_id(line["run_id"])
-        assert run.remote_job_origin.location_name == "training_pipeline"
 
     (tmp_path / "logs").mkdir()
     served = {**env, "DAGSTER_HOME": str(home), "TRAINING_PIPELINE_DATA": str(project / "var" / "data")}
     with DagsterServers(home, served, tmp_path / "logs") as servers:
-        assert _finished(servers, line["run_id"])["repositoryOrigin"]["repositoryLocationName"] == (
-            "training_pipeline"
-        )
-        assert _reexecute(servers, line["run_id"], "ALL_STEPS")["status"] == "SUCCESS"
+        _wait_for_daemon(home)
+        run = _finished(servers, first["run_id"])
+        assert run["repositoryOrigin"]["repositoryLocationName"] == "training_pipeline"
+        assert _reexecute(servers, first["run_id"], "ALL_STEPS")["status"] == "SUCCESS"
+
+        day = cli(env, "materialize", "--start", "2026-11-25", cwd=project)
+        assert day.returncode == 0, day.stderr[-3000:]
+        assert "ran in this process" not in day.stderr
+        [line] = [json.loads(text) for text in day.stdout.splitlines() if text.startswith("{")]
+        assert line["status"] == "ok" and line["examples"]["response"] > 0
+        assert _finished(servers, line["run_id"])["repositoryOrigin"] is not None
+
+        failed = cli(env, "task", "run", "failing", cwd=project)
+        assert failed.returncode == 1, failed.stderr[-3000:]
+        summary = json.loads(failed.stdout[failed.stdout.index("{") :])
+        assert summary["status"] == "failed" and summary["failed_steps"][0]["step_id"] == "bad"
+        assert _finished(servers, summary["run_id"])["repositoryOrigin"] is not None
+        retry = _reexecute(servers, summary["run_id"], "FROM_FAILURE")
+        tags = {tag["key"]: tag["value"] for tag in retry["tags"]}
+        assert tags["dagster/parent_run_id"] == summary["run_id"]
+        assert retry["stepKeysToExecute"] == ["bad"]  # only what failed, on the envs the first run left
 
 
 @pytest.mark.parametrize("signal_number", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
