@@ -183,7 +183,7 @@ def judge_tinker_model(
 ) -> TunedEvaluation | None:
     """`judge_tuned` through Tinker's sampling clients: the sampler weights the run saved (the record's
     artifact, once `follow_tinker_run` confirmed it) against the base model they were trained from."""
-    if reason := unjudged(record, policy):  # said before a Tinker session is opened for nothing
+    if reason := unjudged(record, policy):  # said before the tokenizer is loaded and a client made
         log(reason)
         return None
     base_model = record.details.get("base_model") or config.base_model
