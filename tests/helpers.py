@@ -172,3 +172,24 @@ def write_task(folder: Path, steps: list[dict[str, Any]], name: str = "t") -> Pa
 def task_context(data: Path, run_id: str) -> dict[str, Any]:
     """The context a finished task run saved (`context.json`)."""
     return json.loads((data / "task_runs" / run_id / "context.json").read_text())
+
+
+def command_lines(text: str) -> dict[int, list[str]]:
+    """This machine's processes whose command line mentions `text`: pid → arguments."""
+    found = {}
+    for entry in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            raw = entry.read_bytes()
+        except OSError:
+            continue
+        if text.encode() in raw:
+            found[int(entry.parent.name)] = raw.decode(errors="replace").rstrip("\0").split("\0")
+    return found
+
+
+def until_gone(text: str, seconds: float) -> None:
+    """Until no process mentions `text` (`command_lines`); fails, naming them, after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while left := command_lines(text):
+        assert time.monotonic() < deadline, left
+        time.sleep(0.1)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.dagster_servers import DagsterServers, instance_at, pipeline_free_env
-from tests.helpers import CLI, REPO, cli
+from tests.helpers import CLI, REPO, cli, command_lines, until_gone
 
 RUN = """
 query($id: ID!) { runOrError(runId: $id) { ... on Run {
@@ -98,17 +98,24 @@ def test_a_run_left_queued_by_a_daemon_that_stopped_is_one_error_line(tmp_path: 
     assert "is queued and no daemon of this instance is up to start it" in line
 
 
-def _processes_naming(text: str) -> list[str]:
-    """The command lines of this machine's processes that mention `text`."""
-    found = []
-    for status in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            line = status.read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if text in line:
-            found.append(line)
-    return found
+def _project(tmp_path: Path, tasks: dict[str, str]) -> tuple[Path, Path, dict[str, str]]:
+    """A project folder with this repository's `dagster.yaml` and `workspace.yaml` and nothing exported
+    (its own instance: `var/dagster_home`, as `make demo` uses), and a tasks folder holding `tasks`
+    (file name → text): (project, its Dagster home, the CLI's environment)."""
+    project, folder = tmp_path / "project", tmp_path / "tasks"
+    for made in (project, folder):
+        made.mkdir()
+    for name in ("dagster.yaml", "workspace.yaml"):
+        shutil.copy(REPO / name, project / name)
+    for name, text in tasks.items():
+        (folder / name).write_text(text)
+    env = {
+        **pipeline_free_env(),
+        "DAGSTER_DISABLE_TELEMETRY": "1",
+        "TRAINING_PIPELINE_TASKS_DIR": str(folder),
+    }
+    env.pop("DAGSTER_HOME", None)
+    return project, project / "var" / "dagster_home", env
 
 
 def test_cli_runs_re_execute_from_the_ui_with_or_without_a_deployment_up(tmp_path: Path) -> None:
@@ -117,16 +124,8 @@ def test_cli_runs_re_execute_from_the_ui_with_or_without_a_deployment_up(tmp_pat
     make the next command take it for a deployment. With the servers up, runs go through their daemon.
     Either way they carry the code location's origin: the webserver lists them under it and
     re-executes them, all steps and from failure."""
-    project, tasks = tmp_path / "project", tmp_path / "tasks"
-    for folder in (project, tasks):
-        folder.mkdir()
-    for name in ("dagster.yaml", "workspace.yaml"):
-        shutil.copy(REPO / name, project / name)
-    (tasks / "failing.json").write_text(json.dumps(FAILING_TASK))
-    (tasks / "fail.py").write_text("import sys\nsys.exit(3)\n")
-    env = {**pipeline_free_env(), "DAGSTER_DISABLE_TELEMETRY": "1", "TRAINING_PIPELINE_TASKS_DIR": str(tasks)}
-    env.pop("DAGSTER_HOME", None)  # the project's own instance: var/dagster_home, as `make demo` uses
-    home = project / "var" / "dagster_home"
+    failing = {"failing.json": json.dumps(FAILING_TASK), "fail.py": "import sys\nsys.exit(3)\n"}
+    project, home, env = _project(tmp_path, failing)
 
     alone = cli(env, "materialize", "--start", "2026-11-24", cwd=project)
     assert alone.returncode == 0, alone.stderr[-3000:]
@@ -134,8 +133,8 @@ def test_cli_runs_re_execute_from_the_ui_with_or_without_a_deployment_up(tmp_pat
     [first] = [json.loads(text) for text in alone.stdout.splitlines() if text.startswith("{")]
     assert first["status"] == "ok" and first["examples"]["response"] > 0
     assert (home / "cli-daemon.log").is_file()
-    assert not _processes_naming(str(project / "workspace.yaml"))  # the daemon has gone
-    _until_gone(str(project), seconds=30)  # and its code server, once idle
+    assert not command_lines(str(project / "workspace.yaml"))  # the daemon has gone
+    until_gone(str(project), seconds=30)  # and its code server, once idle
     with instance_at(home) as instance:
         assert instance.get_daemon_heartbeats() == {}
 
@@ -173,18 +172,11 @@ def test_interrupting_the_cli_cancels_the_run_of_the_daemon_it_started(
     run, so the CLI cancels it as the UI's Terminate does. The step is waiting on task code for two
     minutes; it sees its run terminated, stops its sandbox and what the run started, and the run ends
     CANCELED before the CLI returns, with nothing the CLI started left running."""
-    project = tmp_path / "project"
-    tasks = tmp_path / "tasks"
-    for folder in (project, tasks):
-        folder.mkdir()
-    for name in ("dagster.yaml", "workspace.yaml"):
-        shutil.copy(REPO / name, project / name)
     slow = [{**FAILING_TASK[0]}, {**FAILING_TASK[1], "id": "slow", "script": "slow.py"}]
-    (tasks / "slow.json").write_text(json.dumps(slow))
-    (tasks / "slow.py").write_text("import time\ntime.sleep(120)\n")
-    env = {**pipeline_free_env(), "DAGSTER_DISABLE_TELEMETRY": "1", "TRAINING_PIPELINE_TASKS_DIR": str(tasks)}
-    env.pop("DAGSTER_HOME", None)
-    home = project / "var" / "dagster_home"
+    script = tmp_path / "tasks" / "slow.py"
+    project, home, env = _project(
+        tmp_path, {"slow.json": json.dumps(slow), script.name: "import time\ntime.sleep(120)\n"}
+    )
     command = subprocess.Popen(
         [str(CLI), "task", "run", "slow"],
         cwd=project,
@@ -194,7 +186,7 @@ def test_interrupting_the_cli_cancels_the_run_of_the_daemon_it_started(
     )
     try:
         deadline = time.monotonic() + 120
-        while not _processes_naming(str(tasks / "slow.py")):  # the script is running, in its sandbox
+        while not command_lines(str(script)):  # the script is running, in its sandbox
             assert command.poll() is None and time.monotonic() < deadline, command.communicate()
             time.sleep(0.5)
         runs = _started_runs(home)
@@ -208,15 +200,7 @@ def test_interrupting_the_cli_cancels_the_run_of_the_daemon_it_started(
     assert not any("is cancelling" in line for line in said)  # it had ended when the CLI returned
     with instance_at(home) as instance:
         assert instance.get_run_by_id(runs[0]).status.value == "CANCELED"
-    _until_gone(str(tmp_path), seconds=30)
-
-
-def _until_gone(text: str, seconds: float) -> None:
-    """Until no process of this machine mentions `text` (fails after `seconds`)."""
-    deadline = time.monotonic() + seconds
-    while left := _processes_naming(text):
-        assert time.monotonic() < deadline, left
-        time.sleep(0.5)
+    until_gone(str(tmp_path), seconds=30)
 
 
 def _started_runs(home: Path) -> list[str]:

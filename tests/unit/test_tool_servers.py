@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import command_lines
 from training_pipeline.sandbox import Sandbox
 from training_pipeline.tasks.toolservers import ToolServer, ToolServerError
 
@@ -28,21 +29,9 @@ def test_a_server_that_exits_is_reported_at_once_with_its_stderr_file(tmp_path: 
     assert "no such tool" in (tmp_path / "err.log").read_text()
 
 
-def _running(marker: str) -> list[str]:
-    found = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            text = cmdline.read_bytes().decode(errors="replace")
-        except OSError:
-            continue
-        if marker in text:
-            found.append(text)
-    return found
-
-
 def test_a_server_that_never_answers_names_the_timeout_to_raise_and_is_stopped(tmp_path: Path) -> None:
     marker = f"hang-{tmp_path.name}"
     with pytest.raises(ToolServerError, match=r"within 1 s.*timeout_seconds") as raised:
         _server(tmp_path, f"import time; time.sleep(60)  # {marker}", 1).__enter__()
     assert str(tmp_path / "err.log") in str(raised.value)
-    assert _running(marker) == []
+    assert command_lines(marker) == {}

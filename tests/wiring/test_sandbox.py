@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import run_task_file
+from tests.helpers import command_lines, run_task_file, until_gone
 from tests.planted_secrets import IN_ENVIRONMENT
 from training_pipeline.sandbox import Limits, Sandbox, cgroups
 from training_pipeline.sandbox.confine import ended
@@ -61,15 +61,7 @@ print(json.dumps({"tried": tried, "environ": sorted(os.environ), "interfaces": s
 def _processes_with(marker: str, inside: bool = False) -> list[int]:
     """Processes whose command line holds `marker`; `inside`: only those run by Python (the sandbox's
     launcher and what it runs), not the shell or bubblewrap that start them."""
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            line = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            continue
-        if marker.encode() in line and (not inside or b"python" in line.split(b"\0")[0]):
-            found.append(int(pid))
-    return found
+    return [pid for pid, argv in command_lines(marker).items() if not inside or "python" in argv[0]]
 
 
 def test_a_run_code_script_cannot_escape_its_sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -203,10 +195,7 @@ def test_task_code_dies_with_the_worker_that_waits_for_it(tmp_path: Path) -> Non
     finally:
         process.kill()
         process.wait()
-    deadline = time.monotonic() + 10
-    while left := _processes_with(marker):
-        assert time.monotonic() < deadline, left
-        time.sleep(0.1)
+    until_gone(marker, seconds=10)
 
 
 def test_a_task_cannot_turn_confinement_off(tmp_path: Path) -> None:
