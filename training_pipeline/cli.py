@@ -221,7 +221,7 @@ def _own_instance() -> bool:
     if _project is None:
         return False
     home = Path(os.environ.get("DAGSTER_HOME", "")).resolve()
-    return home == (_project / "var" / "dagster_home").resolve()
+    return home == project_home(_project).resolve()
 
 
 def _materialize_days(days: list[str]) -> bool:
@@ -706,6 +706,11 @@ def find_project(cwd: Path, prefix: Path | None = None) -> Path | None:
     return None
 
 
+def project_home(project: Path) -> Path:
+    """The project's own Dagster instance, where `make demo` puts its runs."""
+    return project / "var" / "dagster_home"
+
+
 def project_defaults(project: Path | None) -> None:
     """Run from this project's folder or anywhere once it is set up (`find_project`), every command
     finds the instance and data `make demo` made (`var/dagster_home`, `var/data`) without exports.
@@ -713,7 +718,7 @@ def project_defaults(project: Path | None) -> None:
     if project is None:
         return
     if not os.environ.get("DAGSTER_HOME"):
-        home = project / "var" / "dagster_home"
+        home = project_home(project)
         home.mkdir(parents=True, exist_ok=True)
         if not (home / "dagster.yaml").exists():
             (home / "dagster.yaml").symlink_to(project / "dagster.yaml")
