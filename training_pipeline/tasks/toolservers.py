@@ -51,20 +51,25 @@ class ToolServer:
         self._stop: asyncio.Event | None = None
         self._done: Future[None] | None = None
         self._tools: list[dict[str, Any]] = []
+        #: how far the start got, for the error that says it did not finish
+        self._reached = "its event loop was not started"
 
     def __enter__(self) -> ToolServer:
         self._thread.start()
         ready: Future[None] = Future()
         self._done = asyncio.run_coroutine_threadsafe(self._serve(ready), self._loop)
+        # the initialize's timeout is the coroutine's (so the MCP client's shielded clean-up stops the
+        # process); this wait only needs to outlast it and that clean-up
+        waited = self.timeout_seconds + 30
         try:
-            # the timeout is the coroutine's (so the MCP client's shielded clean-up stops the process);
-            # this wait only needs to outlast it and that clean-up
-            ready.result(timeout=self.timeout_seconds + 30)
+            ready.result(timeout=waited)
         except TimeoutError as err:
+            reached = self._reached  # before `close`, which ends the start wherever it was
             self.close()
             raise ToolServerError(
-                f"tool server {self.name!r} did not answer MCP's initialize within {self.timeout_seconds:g} s"
-                f" (a slow start: raise the step's timeout_seconds); its stderr is in {self.errlog}"
+                f"tool server {self.name!r} did not start within "
+                f"{self.timeout_seconds if ready.done() else waited:g} s ({reached}; a slow start: raise "
+                f"the step's timeout_seconds); its stderr is in {self.errlog}"
             ) from err
         except Exception as err:
             self.close()
@@ -79,10 +84,12 @@ class ToolServer:
     async def _serve(self, ready: Future[None]) -> None:
         # here, not at the top: the `mcp` package costs every process that loads the code location
         # (each run's among them) most of a second, and only a task with a tool server needs it
+        self._reached = "importing the MCP client"
         import anyio
         from mcp import ClientSession, StdioServerParameters
         from mcp.client.stdio import stdio_client
 
+        self._reached = "preparing its sandbox"
         self.sandbox.workdir.mkdir(parents=True, exist_ok=True)
         argv = self.sandbox.argv(argv_of(self.command))
         parameters = StdioServerParameters(
@@ -96,6 +103,7 @@ class ToolServer:
                 stdio_client(parameters, errlog=errlog) as (read, write),
                 ClientSession(read, write) as session,
             ):
+                self._reached = "started, waiting for its answer to MCP's initialize"
                 with anyio.fail_after(self.timeout_seconds):
                     await session.initialize()
                     listed = await session.list_tools()
