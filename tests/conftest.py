@@ -1,4 +1,8 @@
-"""Shared fixtures: bundled sample data, a real PostgreSQL server, resources pointed at tmp_path."""
+"""Shared fixtures: bundled sample data, a real PostgreSQL server, resources pointed at tmp_path.
+
+The suite runs on pytest-xdist's workers (`addopts`): a session fixture (the PostgreSQL server, the
+traced agent's runs) is made once per worker, and every test keeps to its own `tmp_path`, free ports and
+process markers, so tests on two workers never meet."""
 
 from __future__ import annotations
 

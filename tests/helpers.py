@@ -3,10 +3,12 @@ process, a task file run as a Dagster job, and a materialisation's metadata as p
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -110,12 +112,27 @@ CLI = Path(sys.executable).parent / "training-pipeline"
 
 
 def build_wheel(dist: Path) -> Path:
-    """This repository built into a wheel in `dist`, as `pip install .` would build it."""
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(dist), str(REPO)],
-        check=True,
-        capture_output=True,
-    )
+    """This repository built into a wheel in `dist`, as `pip install .` would build it. One build at a
+    time: setuptools writes its `build/` and `*.egg-info` folders into the repository, and two pytest
+    workers building at once trip over each other's."""
+    lock = Path(tempfile.gettempdir()) / f"training-pipeline-wheel-{os.getuid()}.lock"
+    with lock.open("w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "wheel",
+                "--quiet",
+                "--no-deps",
+                "--wheel-dir",
+                str(dist),
+                str(REPO),
+            ],
+            check=True,
+            capture_output=True,
+        )
     return next(dist.glob("*.whl"))
 
 
