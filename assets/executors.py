@@ -14,6 +14,8 @@ from dagster_async_executor import async_executor
 from training_pipeline.settings import Settings
 
 EXECUTOR_NAMES = ("async", "in_process", "multiprocess", "celery")
+#: the executors that run every step of a run in the run's own process
+ONE_PROCESS_EXECUTORS = frozenset({async_executor.name, in_process_executor.name})
 
 
 def executor_for(name: str, settings: Settings) -> ExecutorDefinition:

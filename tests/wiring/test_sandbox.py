@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import command_lines, run_task_file, until_gone
+from tests.dagster_servers import pipeline_free_env
+from tests.helpers import CLI, REPO, command_lines, run_task_file, until_gone, write_task
 from tests.planted_secrets import IN_ENVIRONMENT
 from training_pipeline.sandbox import Limits, Sandbox, cgroups
 from training_pipeline.sandbox.confine import ended
@@ -172,9 +173,11 @@ def test_a_script_over_its_time_is_stopped_with_everything_it_started(
     assert _processes_with(marker) == []
 
 
-def test_task_code_dies_with_the_worker_that_waits_for_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("when", ["starting", "running"])
+def test_task_code_dies_with_the_worker_that_waits_for_it(tmp_path: Path, when: str) -> None:
     """A run's worker killed while a `run_code` script runs (`kill -9`, the OOM killer, a stopped
-    daemon's group): nothing would stop the script after that, so its sandbox dies with the worker."""
+    daemon's group): nothing would stop the script after that, so its sandbox dies with the worker;
+    killed as the sandbox starts (its shell up, bubblewrap not yet), the sandbox still ends."""
     marker = f"orphan-{uuid.uuid4().hex}"
     worker = tmp_path / "worker.py"
     worker.write_text(
@@ -187,15 +190,59 @@ def test_task_code_dies_with_the_worker_that_waits_for_it(tmp_path: Path) -> Non
     process = subprocess.Popen([sys.executable, str(worker)])
     try:
         deadline = time.monotonic() + 30
-        # the script inside, not the shell that becomes bubblewrap: bubblewrap ties itself to its
-        # parent as it starts, so a worker killed in those milliseconds is a window this test leaves
-        while not _processes_with(marker, inside=True):
+        while not _processes_with(marker, inside=when == "running"):
             assert process.poll() is None and time.monotonic() < deadline
-            time.sleep(0.1)
+            time.sleep(0.001 if when == "starting" else 0.1)
     finally:
         process.kill()
         process.wait()
     until_gone(marker, seconds=10)
+
+
+def test_a_runs_env_and_script_die_with_the_process_its_steps_run_in(tmp_path: Path) -> None:
+    """`kill -9` of the process a task run's steps all run in (the async executor, task jobs' default:
+    here the CLI's own, on an instance with no daemon): the run's clean-up, which stops its envs, never
+    comes, so its env server and its running script end with that process."""
+    scripts = tmp_path / "task"
+    task = write_task(
+        scripts,
+        [
+            {"id": "email", "type": "deploy_env", "env_type": "email", "env_name": "email"},
+            {
+                "id": "wait",
+                "type": "run_code",
+                "env_name": "email",
+                "script": "wait.py",
+                "depends_on": [{"task_step_id": "email"}],
+            },
+        ],
+    )
+    (scripts / "wait.py").write_text("import time\ntime.sleep(120)\n")
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "dagster.yaml").symlink_to(REPO / "dagster.yaml")
+    data = tmp_path / "data"
+    env = {**pipeline_free_env(), "DAGSTER_HOME": str(home), "TRAINING_PIPELINE_DATA": str(data)}
+    process = subprocess.Popen([str(CLI), "task", "run", str(task)], env=env, stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        # bubblewrap's command line names the folders it binds, which are the run's; each sandbox is
+        # alive exactly as long as its bubblewrap
+        while not {"env", "wait"} <= {_sandbox_of(argv) for argv in command_lines(str(data)).values()}:
+            assert process.poll() is None and time.monotonic() < deadline, command_lines(str(data))
+            time.sleep(0.2)
+    finally:
+        process.kill()
+        process.wait()
+    until_gone(str(data), seconds=10)
+
+
+def _sandbox_of(argv: list[str]) -> str:
+    """Which of the test's sandboxes a bubblewrap command line starts: the env's server, the `wait`
+    step's script, else ''."""
+    if "bwrap" not in argv[0]:
+        return ""
+    return "env" if "env.sqlite" in argv else "wait" if argv[-1].endswith("wait.py") else ""
 
 
 def test_a_task_cannot_turn_confinement_off(tmp_path: Path) -> None:

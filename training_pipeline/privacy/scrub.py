@@ -383,7 +383,7 @@ def scrub_confined(
     try:
         process = sandbox.spawn(
             [sys.executable, "-I", "-m", "training_pipeline.privacy.scrub", *folders],
-            die_with_parent=True,
+            lifeline=True,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

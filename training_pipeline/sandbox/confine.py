@@ -13,7 +13,11 @@ the containment model asks for in one command line:
 - an environment of exactly the variables the step is given (`--clearenv`);
 - `inside.py` as PID 1: it sets the CPU, memory, file-size and process-count limits, relays one loopback
   port to the step's env socket when asked, and its exit takes every process of the namespace with it,
-  `setsid` grandchildren included.
+  `setsid` grandchildren included;
+- a lifeline (`spawn(lifeline=True)`): a pipe whose writing end only the starting process holds, so
+  the sandbox ends when that process does however it died (`kill -9`, the OOM killer), from the first
+  instant (the kernel closes the end; `inside.py` reads end of file and exits), or when `ended` is
+  called for it.
 
 Every limit is the step's under the deployment's ceiling (`ceilings`). Where the host lets the
 pipeline make control groups (`cgroups.py`: root, cgroup v1 or a delegated v2), the process count and
@@ -27,6 +31,8 @@ step field reaches it, and the code location logs a warning when it loads that w
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
 import functools
 import logging
 import os
@@ -34,9 +40,11 @@ import shlex
 import shutil
 import subprocess
 import sys
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -48,6 +56,8 @@ Mode = Literal["bwrap", "off"]
 INSIDE = Path(__file__).with_name("inside.py")
 #: the descriptor bubblewrap reads the seccomp program from
 SECCOMP_FD = 3
+#: a lifeline's reading end is moved at or above this, clear of the seccomp program's descriptor
+_LIFELINE_FLOOR = 10
 #: Where a relayed env's socket appears inside a sandbox (a short path: sockets allow 108 bytes).
 RELAY_MOUNT = Path("/env")
 #: The variables every sandboxed process gets besides the step's own.
@@ -113,11 +123,10 @@ class Sandbox:
         argv: list[str],
         mode: Mode | None = None,
         seccomp_fd: int | None = None,
-        die_with_parent: bool = False,
+        lifeline: int | None = None,
     ) -> list[str]:
         """The full command line: bwrap (unless confinement is off), then the launcher, then `argv`.
-        `die_with_parent`: the sandbox is killed, everything in it, when the process that started it
-        dies (bwrap's `--die-with-parent`), for a process that process waits for."""
+        `lifeline`: the descriptor of a lifeline's reading end, passed to the process (`spawn`)."""
         mode = mode or sandbox_mode()
         limits = self.effective
         grouped = cgroups.available() if mode != "off" else frozenset()
@@ -130,12 +139,13 @@ class Sandbox:
             f"--file-size-mb={limits.file_size_mb}",
             f"--processes={0 if 'pids' in grouped else limits.processes}",
             *([f"--relay={self._relay_target(mode)}"] if self.relay else []),
+            *([f"--lifeline={lifeline}"] if lifeline is not None else []),
             "--",
             *argv,
         ]
         if mode == "off":
             return launcher
-        return [*self._bwrap(limits, seccomp_fd, die_with_parent), *launcher]
+        return [*self._bwrap(limits, seccomp_fd), *launcher]
 
     def _relay_target(self, mode: Mode) -> Path:
         assert self.relay is not None
@@ -144,7 +154,7 @@ class Sandbox:
     def environment(self) -> dict[str, str]:
         return {**BASE_ENV, "HOME": str(self.workdir), "TMPDIR": str(self.workdir), **self.env}
 
-    def _bwrap(self, limits: Limits, seccomp_fd: int | None, die_with_parent: bool) -> list[str]:
+    def _bwrap(self, limits: Limits, seccomp_fd: int | None) -> list[str]:
         binary = shutil.which("bwrap")
         if binary is None:
             raise SandboxError(
@@ -155,8 +165,6 @@ class Sandbox:
         args = [binary, "--unshare-all", "--unshare-user", "--disable-userns"]
         args += ["--uid", "65534", "--gid", "65534"]
         args += ["--cap-drop", "ALL", "--as-pid-1", "--clearenv", "--hostname", "sandbox"]
-        if die_with_parent:
-            args.append("--die-with-parent")
         if seccomp_fd is not None:
             args += ["--seccomp", str(seccomp_fd)]
         for name, value in self.environment().items():
@@ -173,54 +181,99 @@ class Sandbox:
             args += ["--ro-bind", str(self.relay), str(RELAY_MOUNT / self.relay.name)]
         return [*args, "--remount-ro", "/"]
 
-    def argv(self, command: list[str], die_with_parent: bool = False) -> list[str]:
+    def argv(self, command: list[str], lifeline: int | None = None) -> list[str]:
         """What to execute. Unless confinement is off, a shell opens the seccomp program as descriptor
         3 for bubblewrap (`--seccomp 3`) and makes and joins the sandbox's control groups (root only;
         see `cgroups`), then becomes bubblewrap: so it works the same for a caller that starts the
-        process itself (the MCP client of a tool server)."""
+        process itself (the MCP client of a tool server). `lifeline`: as `command`."""
         mode = sandbox_mode()
         if mode == "off":
-            return self.command(command, mode)
+            return self.command(command, mode, lifeline=lifeline)
         limits = self.effective
         steps = [f"exec {SECCOMP_FD}< {shlex.quote(str(program_file()))}"]
         steps += cgroups.join_steps(limits.processes, limits.memory_mb)
         script = " && ".join([*steps, 'exec "$@"'])
-        # the shell becomes bubblewrap (`exec`): bubblewrap's parent is the caller, as --die-with-parent needs
-        return ["/bin/sh", "-c", script, "sh", *self.command(command, mode, SECCOMP_FD, die_with_parent)]
+        # the shell becomes bubblewrap (`exec`), which passes the lifeline's descriptor on as it is
+        return ["/bin/sh", "-c", script, "sh", *self.command(command, mode, SECCOMP_FD, lifeline)]
 
-    def spawn(
-        self, command: list[str], die_with_parent: bool = False, **popen: Any
-    ) -> subprocess.Popen[bytes]:
-        """Start the confined process in its own session (so stopping its group ends the sandbox);
-        `die_with_parent` (`command`) for a process the caller waits for, not one that outlives it
-        (an env's server serves the steps after the one that deployed it)."""
+    def spawn(self, command: list[str], lifeline: bool = False, **popen: Any) -> subprocess.Popen[bytes]:
+        """Start the confined process in its own session (so stopping its group ends the sandbox).
+        `lifeline`: the sandbox ends when this process does, or at `ended(pid)` (see the module's
+        docstring): for a process this one waits for, and for one that serves a run whose steps all
+        run in this process."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         popen.setdefault("stdin", subprocess.DEVNULL)
-        return subprocess.Popen(
-            self.argv(command, die_with_parent),
-            env=self.environment(),
-            cwd=self.workdir,
-            start_new_session=True,
-            **popen,
-        )
+        with _lifeline(lifeline, popen) as (reading, hold):
+            return hold(
+                subprocess.Popen(
+                    self.argv(command, reading),
+                    env=self.environment(),
+                    cwd=self.workdir,
+                    start_new_session=True,
+                    **popen,
+                )
+            )
 
     async def aspawn(
-        self, command: list[str], die_with_parent: bool = False, **popen: Any
+        self, command: list[str], lifeline: bool = False, **popen: Any
     ) -> asyncio.subprocess.Process:
-        """`spawn` for a caller on an event loop; `die_with_parent` (`command`) for a process it awaits."""
+        """`spawn` for a caller on an event loop."""
         self.workdir.mkdir(parents=True, exist_ok=True)
-        return await asyncio.create_subprocess_exec(
-            *self.argv(command, die_with_parent),
-            env=self.environment(),
-            cwd=self.workdir,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-            **popen,
-        )
+        with _lifeline(lifeline, popen) as (reading, hold):
+            return hold(
+                await asyncio.create_subprocess_exec(
+                    *self.argv(command, reading),
+                    env=self.environment(),
+                    cwd=self.workdir,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                    **popen,
+                )
+            )
+
+
+#: sandbox's first process -> the writing end of its lifeline, held by this process until `ended`
+_LIFELINES: dict[int, int] = {}
+_LIFELINES_LOCK = threading.Lock()
+_Process = TypeVar("_Process", subprocess.Popen[bytes], asyncio.subprocess.Process)
+
+
+@contextlib.contextmanager
+def _lifeline(
+    wanted: bool, popen: dict[str, Any]
+) -> Iterator[tuple[int | None, Callable[[_Process], _Process]]]:
+    """(the reading end's descriptor for the command line, a function that keeps the writing end for
+    the process it is given); (None, the identity) when no lifeline is wanted. Both ends are closed
+    here when the process did not start; the reading end always is, once the child has it."""
+    if not wanted:
+        yield None, lambda process: process
+        return
+    reading, writing = os.pipe()  # neither inherited by other children (close-on-exec)
+    moved = fcntl.fcntl(reading, fcntl.F_DUPFD_CLOEXEC, _LIFELINE_FLOOR)
+    os.close(reading)
+    popen["pass_fds"] = (*popen.get("pass_fds", ()), moved)
+
+    def hold(process: _Process) -> _Process:
+        with _LIFELINES_LOCK:
+            _LIFELINES[process.pid] = writing
+        return process
+
+    try:
+        yield moved, hold
+    except BaseException:
+        os.close(writing)
+        raise
+    finally:
+        os.close(moved)
 
 
 def ended(pid: int) -> None:
-    """The sandbox whose first process was `pid` has ended: its control groups go."""
+    """The sandbox whose first process was `pid` has ended, or is to end now: its lifeline (if it has
+    one) is cut and its control groups go."""
+    with _LIFELINES_LOCK:
+        writing = _LIFELINES.pop(pid, None)
+    if writing is not None:
+        os.close(writing)
     cgroups.release(pid)
 
 

@@ -3,7 +3,8 @@ loopback port to its env's Unix socket, runs the command, and exits with its exi
 
 Standard library only, and run as a file (`python -I inside.py ...`): the sandbox holds no copy of the
 pipeline. As the namespace's PID 1 its exit ends every process left inside, `setsid` ones included,
-and SIGTERM (the run stopping its envs) makes it exit at once.
+and SIGTERM (the run stopping its envs) makes it exit at once; so does the end of its lifeline, when it
+has one (`--lifeline`: the process that started the sandbox has died, or let it go).
 """
 
 from __future__ import annotations
@@ -62,6 +63,18 @@ def _relay(listener: socket.socket, target: str) -> None:
             threading.Thread(target=_pump, args=(a, b), daemon=True).start()
 
 
+def _end_with_owner(lifeline: int) -> None:
+    """Wait for the lifeline's end of file (its writing end is the owner's alone, never written to),
+    then end the sandbox: every process of its group, then this one (as PID 1, the namespace with it;
+    unconfined, the group is the sandbox's session)."""
+    with contextlib.suppress(OSError):
+        while os.read(lifeline, 1):
+            pass
+    with contextlib.suppress(OSError):
+        os.killpg(0, signal.SIGKILL)
+    os._exit(137)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--cpu-seconds", type=int, default=0)
@@ -69,10 +82,13 @@ def main() -> int:
     parser.add_argument("--processes", type=int, default=0)
     parser.add_argument("--file-size-mb", type=int, default=0)
     parser.add_argument("--relay", help="a Unix socket to reach as http://127.0.0.1:PORT ($ENV_URL)")
+    parser.add_argument("--lifeline", type=int, help="a descriptor whose end of file ends the sandbox")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     signal.signal(signal.SIGTERM, lambda *_: os._exit(143))
+    if args.lifeline is not None:
+        threading.Thread(target=_end_with_owner, args=(args.lifeline,), daemon=True).start()
     environ = dict(os.environ)
     if args.relay:
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

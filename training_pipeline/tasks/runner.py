@@ -126,7 +126,9 @@ async def _revive(run: TaskRun, env: dict[str, Any]) -> None:
     options = getattr(effective_step(run, env["step_id"]), "options", {})
     workdir = run.env_dir(env["name"], env["instance_id"])
     limits = getattr(effective_step(run, env["step_id"]), "limits", None)
-    started = await asyncio.to_thread(start_env, env["env_type"], workdir, options, limits)
+    started = await asyncio.to_thread(
+        start_env, env["env_type"], workdir, options, limits, lifeline=run.one_process
+    )
     revived = {**env, "url": started.url, "pid": started.pid, "started_at": time.time()}
     attempt = await _store(run.store.attempts, env["step_id"])
     await _store(

@@ -62,6 +62,9 @@ class TaskRun:
     overrides: dict[str, Any] = field(default_factory=dict)
     step_params: dict[str, dict[str, Any]] = field(default_factory=dict)
     continues: Continuation | None = None
+    #: every step of the run runs in this process (Dagster's async and in-process executors): what the
+    #: run starts to outlive a step (its envs) may then end with the process, killed or not
+    one_process: bool = False
 
     def __post_init__(self) -> None:
         self.store = ContextStore(self.run_dir / STORE_FILE_NAME)

@@ -63,10 +63,9 @@ async def bounded_output(process: asyncio.subprocess.Process) -> tuple[bytes, by
 async def run_confined(sandbox: Sandbox, command: list[str], timeout_seconds: float) -> Completed:
     """`command` in `sandbox`, stopped with everything it started after `timeout_seconds`, or as soon
     as the sandbox's folder holds more than its disk limit, or when this process dies (killed with its
-    run's worker: nothing would stop it after that). Bubblewrap ties itself to this process as it
-    starts; a death in the few milliseconds before that leaves the sandbox to its time limit."""
+    run's worker: nothing would stop it after that), from the moment it is spawned (its lifeline)."""
     process = await sandbox.aspawn(
-        argv_of(command), die_with_parent=True, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        argv_of(command), lifeline=True, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
     )
     disk_mb = sandbox.effective.disk_mb
     watch = asyncio.create_task(_watch_disk(sandbox.workdir, disk_mb))

@@ -93,10 +93,16 @@ ENV_LIMITS = Limits(cpu_seconds=3600)
 
 
 def start_env(
-    kind: str, workdir: Path, options: dict[str, str], limits: Limits | None = None, timeout: float = 30.0
+    kind: str,
+    workdir: Path,
+    options: dict[str, str],
+    limits: Limits | None = None,
+    timeout: float = 30.0,
+    lifeline: bool = False,
 ) -> StartedEnv:
     """Start an env server in its own sandbox and session (the run stops its whole group), and wait
-    until it listens on its socket."""
+    until it listens on its socket. `lifeline`: the server also ends with this process (`Sandbox.spawn`),
+    for a run whose steps all run here; a run with a process per step leaves it to the run's end."""
     spec = importlib.util.find_spec(ENV_KINDS[kind].module)
     assert spec is not None and spec.origin is not None
     server = Path(spec.origin)
@@ -106,7 +112,7 @@ def start_env(
     sandbox = Sandbox(workdir, limits or ENV_LIMITS, readonly=(server.parent,))
     workdir.mkdir(parents=True, exist_ok=True)
     with (workdir / "env.log").open("ab") as log:
-        process = sandbox.spawn(command, stdout=subprocess.PIPE, stderr=log)
+        process = sandbox.spawn(command, lifeline=lifeline, stdout=subprocess.PIPE, stderr=log)
     assert process.stdout is not None
     line = process.stdout.readline()  # the server prints its socket once it listens
     process.stdout.close()

@@ -46,7 +46,9 @@ class DeployEnvStep(TaskStep):
         runtime = context.runtime
         instance = uuid.uuid4().hex[:12]
         workdir = runtime.env_dir(self.env_name, instance)
-        started = await asyncio.to_thread(start_env, self.env_type, workdir, self.options, self.limits)
+        started = await asyncio.to_thread(
+            start_env, self.env_type, workdir, self.options, self.limits, lifeline=runtime.run.one_process
+        )
         context.deployed_envs = [e for e in context.deployed_envs if e.name != self.env_name] + [
             DeployedEnv(
                 name=self.env_name,
