@@ -7,10 +7,13 @@ what comes back, determinism at temperature 0 and that the pipeline runs, never 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from tests.helpers import REPO, command_lines, until_gone
 from training_pipeline.backends.base import DispatchRequest
 from training_pipeline.datasets.training_tasks import ids_path
 from training_pipeline.llm.answer_form import AnswerForm
@@ -23,6 +26,27 @@ from training_pipeline.optimizers.scoring import respond_decision
 pytestmark = pytest.mark.skipif(
     not local_model_available(), reason="local model not installed (make local-llm)"
 )
+
+
+def test_the_local_model_ends_with_the_process_that_started_it() -> None:
+    """A run's process killed (`kill -9`) while the local model serves it: nothing would stop the
+    server after that (its memory and a thread per core), so it ends with that process."""
+    code = (
+        "import time\nfrom training_pipeline.llm.local import LocalModelServer\n"
+        "server = LocalModelServer(context_size=512).start()\n"
+        "print(server.port, flush=True)\ntime.sleep(300)\n"
+    )
+    starter = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, cwd=REPO)
+    try:
+        assert starter.stdout is not None
+        port = starter.stdout.readline().strip()
+        assert port, "the local model did not start"
+        serving = f"--port\0{port}\0"  # the server's own command line, and its launcher's
+        assert command_lines(serving)
+    finally:
+        starter.kill()
+        starter.wait()
+    until_gone(serving, seconds=10)
 
 
 @pytest.fixture(scope="module")

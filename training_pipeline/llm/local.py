@@ -15,10 +15,11 @@ import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
-from typing import IO
+from typing import IO, Any
 
 from training_pipeline.environment import local_model_threads
-from training_pipeline.processes import stop_process_group
+from training_pipeline.processes import lifeline_for, stop_process_group
+from training_pipeline.sandbox.confine import launched_with_lifeline
 
 
 def smollm2_gguf() -> Path | None:
@@ -82,7 +83,9 @@ class LocalModelServer:
     def model_name(self) -> str:
         return self.model.name if self.model else "local"
 
-    def start(self, timeout: float = 120.0) -> LocalModelServer:
+    def start(self, timeout: float = 120.0, lifeline: bool = True) -> LocalModelServer:
+        """Start the server and wait until it answers. `lifeline`: it also ends when this process does
+        (`processes.lifeline_for`), as it should unless other processes of a run use it after this one."""
         command = [
             sys.executable,
             "-m",
@@ -102,9 +105,14 @@ class LocalModelServer:
         ]
         # llama.cpp logs hundreds of KB while loading: to a file, never a pipe nobody reads (it would block)
         self._log = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the server; stop() closes it
-        self._process = subprocess.Popen(
-            command, stdout=subprocess.DEVNULL, stderr=self._log, start_new_session=True
-        )
+        popen: dict[str, Any] = {}
+        with lifeline_for(lifeline, popen) as (reading, hold):
+            argv = command if reading is None else launched_with_lifeline(command, reading)
+            self._process = hold(
+                subprocess.Popen(
+                    argv, stdout=subprocess.DEVNULL, stderr=self._log, start_new_session=True, **popen
+                )
+            )
         import httpx  # here, not at import: every process that loads the code location imports this module
 
         deadline = time.monotonic() + timeout

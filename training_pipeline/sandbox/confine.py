@@ -14,10 +14,9 @@ the containment model asks for in one command line:
 - `inside.py` as PID 1: it sets the CPU, memory, file-size and process-count limits, relays one loopback
   port to the step's env socket when asked, and its exit takes every process of the namespace with it,
   `setsid` grandchildren included;
-- a lifeline (`spawn(lifeline=True)`): a pipe whose writing end only the starting process holds, so
-  the sandbox ends when that process does however it died (`kill -9`, the OOM killer), from the first
-  instant (the kernel closes the end; `inside.py` reads end of file and exits), or when `ended` is
-  called for it.
+- a lifeline (`spawn(lifeline=True)`, `processes.lifeline`): the sandbox ends when the process that
+  started it does, however it died (`kill -9`, the OOM killer), from the first instant, or when
+  `ended` is called for it.
 
 Every limit is the step's under the deployment's ceiling (`ceilings`). Where the host lets the
 pipeline make control groups (`cgroups.py`: root, cgroup v1 or a delegated v2), the process count and
@@ -31,8 +30,6 @@ step field reaches it, and the code location logs a warning when it loads that w
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import fcntl
 import functools
 import logging
 import os
@@ -40,14 +37,13 @@ import shlex
 import shutil
 import subprocess
 import sys
-import threading
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from training_pipeline.processes import cut_lifeline, lifeline_for
 from training_pipeline.sandbox import cgroups
 from training_pipeline.sandbox.seccomp import program_file
 from training_pipeline.settings import Settings, settings
@@ -56,8 +52,6 @@ Mode = Literal["bwrap", "off"]
 INSIDE = Path(__file__).with_name("inside.py")
 #: the descriptor bubblewrap reads the seccomp program from
 SECCOMP_FD = 3
-#: a lifeline's reading end is moved at or above this, clear of the seccomp program's descriptor
-_LIFELINE_FLOOR = 10
 #: Where a relayed env's socket appears inside a sandbox (a short path: sockets allow 108 bytes).
 RELAY_MOUNT = Path("/env")
 #: The variables every sandboxed process gets besides the step's own.
@@ -203,7 +197,7 @@ class Sandbox:
         run in this process."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         popen.setdefault("stdin", subprocess.DEVNULL)
-        with _lifeline(lifeline, popen) as (reading, hold):
+        with lifeline_for(lifeline, popen) as (reading, hold):
             return hold(
                 subprocess.Popen(
                     self.argv(command, reading),
@@ -219,7 +213,7 @@ class Sandbox:
     ) -> asyncio.subprocess.Process:
         """`spawn` for a caller on an event loop."""
         self.workdir.mkdir(parents=True, exist_ok=True)
-        with _lifeline(lifeline, popen) as (reading, hold):
+        with lifeline_for(lifeline, popen) as (reading, hold):
             return hold(
                 await asyncio.create_subprocess_exec(
                     *self.argv(command, reading),
@@ -232,48 +226,16 @@ class Sandbox:
             )
 
 
-#: sandbox's first process -> the writing end of its lifeline, held by this process until `ended`
-_LIFELINES: dict[int, int] = {}
-_LIFELINES_LOCK = threading.Lock()
-_Process = TypeVar("_Process", subprocess.Popen[bytes], asyncio.subprocess.Process)
-
-
-@contextlib.contextmanager
-def _lifeline(
-    wanted: bool, popen: dict[str, Any]
-) -> Iterator[tuple[int | None, Callable[[_Process], _Process]]]:
-    """(the reading end's descriptor for the command line, a function that keeps the writing end for
-    the process it is given); (None, the identity) when no lifeline is wanted. Both ends are closed
-    here when the process did not start; the reading end always is, once the child has it."""
-    if not wanted:
-        yield None, lambda process: process
-        return
-    reading, writing = os.pipe()  # neither inherited by other children (close-on-exec)
-    moved = fcntl.fcntl(reading, fcntl.F_DUPFD_CLOEXEC, _LIFELINE_FLOOR)
-    os.close(reading)
-    popen["pass_fds"] = (*popen.get("pass_fds", ()), moved)
-
-    def hold(process: _Process) -> _Process:
-        with _LIFELINES_LOCK:
-            _LIFELINES[process.pid] = writing
-        return process
-
-    try:
-        yield moved, hold
-    except BaseException:
-        os.close(writing)
-        raise
-    finally:
-        os.close(moved)
+def launched_with_lifeline(argv: list[str], lifeline: int) -> list[str]:
+    """`argv` under the sandbox's launcher with no confinement and no limits: for a trusted server that
+    must end with the process that starts it (the local model), the launcher watching `lifeline`."""
+    return [sys.executable, "-I", str(INSIDE), f"--lifeline={lifeline}", "--", *argv]
 
 
 def ended(pid: int) -> None:
     """The sandbox whose first process was `pid` has ended, or is to end now: its lifeline (if it has
     one) is cut and its control groups go."""
-    with _LIFELINES_LOCK:
-        writing = _LIFELINES.pop(pid, None)
-    if writing is not None:
-        os.close(writing)
+    cut_lifeline(pid)
     cgroups.release(pid)
 
 

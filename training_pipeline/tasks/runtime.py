@@ -99,7 +99,8 @@ class TaskRun:
         store = self.store
         if store.take_flag("local_llm", "starting"):
             try:
-                server = LocalModelServer(context_size=context_tokens).start()
+                # with a process per step, later steps' processes use it: the run's end stops it
+                server = LocalModelServer(context_size=context_tokens).start(lifeline=self.one_process)
             except Exception:
                 store.drop_flag("local_llm")
                 raise
