@@ -1,15 +1,17 @@
 """A tool server that cannot start says why and where its stderr went, at once when it dies and after
-the step's timeout when it hangs."""
+the step's timeout when it hangs; and it never outlives the process that started it."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import command_lines
+from tests.helpers import REPO, command_lines, until_gone
 from training_pipeline.sandbox import Sandbox
 from training_pipeline.tasks.toolservers import ToolServer, ToolServerError
 
@@ -35,3 +37,27 @@ def test_a_server_that_never_answers_names_the_timeout_to_raise_and_is_stopped(t
         _server(tmp_path, f"import time; time.sleep(60)  # {marker}", 1).__enter__()
     assert str(tmp_path / "err.log") in str(raised.value)
     assert command_lines(marker) == {}
+
+
+def test_a_server_that_ignores_its_input_ends_with_the_process_that_started_it(tmp_path: Path) -> None:
+    """Its starter killed (`kill -9`, the OOM killer) while the server runs: an MCP server ends when its
+    input does, but task code need not; the sandbox ends all the same."""
+    marker = f"deaf-{uuid.uuid4().hex}"
+    deaf = f"import time; time.sleep(120)  # {marker}"  # never reads its input, never answers
+    starter = tmp_path / "starter.py"  # a file: the marker is then on the server's command line alone
+    starter.write_text(
+        "import sys\nfrom pathlib import Path\nfrom training_pipeline.sandbox import Sandbox\n"
+        "from training_pipeline.tasks.toolservers import ToolServer\n"
+        f"ToolServer('deaf', Sandbox(Path({str(tmp_path / 'work')!r})), [sys.executable, '-c', {deaf!r}],"
+        f" Path({str(tmp_path / 'err.log')!r}), 60).__enter__()\n"
+    )
+    process = subprocess.Popen([sys.executable, str(starter)], cwd=REPO)
+    try:
+        deadline = time.monotonic() + 30
+        while not [argv for argv in command_lines(marker).values() if "python" in argv[0]]:
+            assert process.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+    finally:
+        process.kill()
+        process.wait()
+    until_gone(marker, seconds=10)

@@ -13,6 +13,7 @@ import argparse
 import contextlib
 import os
 import resource
+import select
 import signal
 import socket
 import subprocess
@@ -64,11 +65,14 @@ def _relay(listener: socket.socket, target: str) -> None:
 
 
 def _end_with_owner(lifeline: int) -> None:
-    """Wait for the lifeline's end of file (its writing end is the owner's alone, never written to),
-    then end the sandbox: every process of its group, then this one (as PID 1, the namespace with it;
-    unconfined, the group is the sandbox's session)."""
+    """Wait until the lifeline hangs up (the reading end of a pipe whose writing end is the owner's
+    alone: its own never-written pipe, or a tool server's stdin, which only its MCP client writes),
+    without reading from it, then end the sandbox: every process of its group, then this one (as PID 1,
+    the namespace with it; unconfined, the group is the sandbox's session)."""
+    watch = select.poll()
+    watch.register(lifeline, 0)  # no event asked for: only a hang-up or an error is reported
     with contextlib.suppress(OSError):
-        while os.read(lifeline, 1):
+        while not watch.poll():
             pass
     with contextlib.suppress(OSError):
         os.killpg(0, signal.SIGKILL)

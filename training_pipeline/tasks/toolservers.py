@@ -91,7 +91,9 @@ class ToolServer:
 
         self._reached = "preparing its sandbox"
         self.sandbox.workdir.mkdir(parents=True, exist_ok=True)
-        argv = self.sandbox.argv(argv_of(self.command))
+        # its lifeline is its stdin, the MCP client's pipe, which only this process writes: the server ends
+        # when this process does, however it died, whether or not it reads its input to the end
+        argv = self.sandbox.argv(argv_of(self.command), lifeline=0)
         parameters = StdioServerParameters(
             command=argv[0], args=argv[1:], env=self.sandbox.environment(), cwd=str(self.sandbox.workdir)
         )
