@@ -3,7 +3,7 @@ loopback port to its env's Unix socket, runs the command, and exits with its exi
 
 Standard library only, and run as a file (`python -I inside.py ...`): the sandbox holds no copy of the
 pipeline. As the namespace's PID 1 its exit ends every process left inside, `setsid` ones included,
-and SIGTERM (the run stopping its envs) makes it exit at once; so does the end of its lifeline, when it
+and SIGTERM (the run stopping its envs) makes it exit at once; so does its lifeline's hang-up, when it
 has one (`--lifeline`: the process that started the sandbox has died, or let it go).
 """
 
@@ -86,7 +86,7 @@ def main() -> int:
     parser.add_argument("--processes", type=int, default=0)
     parser.add_argument("--file-size-mb", type=int, default=0)
     parser.add_argument("--relay", help="a Unix socket to reach as http://127.0.0.1:PORT ($ENV_URL)")
-    parser.add_argument("--lifeline", type=int, help="a descriptor whose end of file ends the sandbox")
+    parser.add_argument("--lifeline", type=int, help="a pipe's reading end: its hang-up ends the sandbox")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
