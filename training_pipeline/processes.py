@@ -93,12 +93,18 @@ def stop_process_group(pid: int, grace_seconds: float = 5.0) -> bool:
 
 
 def _wait_for_group(pid: int, grace_seconds: float) -> None:
+    """Until every process of the group has gone (its leader reaped when it is this process's child),
+    then SIGKILL what is left after the grace period. The whole group, not only its leader: a
+    launcher that leads it (`sandbox/inside.py`) exits at SIGTERM at once, before what it runs."""
     deadline = time.monotonic() + grace_seconds
+    reaped = False
     while time.monotonic() < deadline:
-        try:
-            if os.waitpid(pid, os.WNOHANG)[0] == pid:
-                return
-        except ChildProcessError:  # started by another process of the run: poll the group instead
+        if not reaped:
+            try:
+                reaped = os.waitpid(pid, os.WNOHANG)[0] == pid
+            except ChildProcessError:  # started by another process of the run: only the group is seen
+                reaped = True
+        if reaped:
             try:
                 os.killpg(pid, 0)
             except ProcessLookupError:
@@ -106,8 +112,9 @@ def _wait_for_group(pid: int, grace_seconds: float) -> None:
         time.sleep(0.02)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGKILL)
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, 0)
+    if not reaped:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
 
 
 async def astop_process_group(pid: int) -> bool:
