@@ -4,7 +4,7 @@ lifelines that end them with the process that started them.
 A lifeline is a pipe whose writing end only the starting process holds (close-on-exec, so no other
 child inherits it) and whose reading end the started process's launcher watches (`sandbox/inside.py`):
 when the starter dies, however (`kill -9`, the OOM killer), the kernel closes the writing end, the
-launcher reads end of file and ends its process group. Stopping the process cuts it too.
+launcher sees the pipe hang up and ends its process group. Stopping the process cuts it too.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ import time
 import uuid
 from pathlib import Path
 
-from tests.helpers import command_lines
+from tests.helpers import until_gone
 from training_pipeline.processes import stop_process_group
 
 
@@ -41,7 +41,4 @@ def test_stopping_a_group_ends_a_member_that_outlives_its_leader(tmp_path: Path)
     assert stop_process_group(leader.pid, grace_seconds=1)
     assert time.monotonic() - started < 10
     assert leader.poll() is not None
-    deadline = time.monotonic() + 5
-    while command_lines(marker):  # SIGKILLed: gone once the kernel has torn it down
-        assert time.monotonic() < deadline, command_lines(marker)
-        time.sleep(0.05)
+    until_gone(marker, seconds=5)  # SIGKILLed: gone once the kernel has torn it down
