@@ -11,11 +11,22 @@
 from dagster import ExecutorDefinition, in_process_executor, multiprocess_executor
 from dagster_async_executor import async_executor
 
+from training_pipeline.processes import Owner
 from training_pipeline.settings import Settings
 
 EXECUTOR_NAMES = ("async", "in_process", "multiprocess", "celery")
 #: the executors that run every step of a run in the run's own process
 ONE_PROCESS_EXECUTORS = frozenset({async_executor.name, in_process_executor.name})
+#: the executors that run each step in a process of its own, a child of the run's process
+CHILD_PROCESS_EXECUTORS = frozenset({multiprocess_executor.name})
+
+
+def lifeline_owner(executor: str) -> Owner | None:
+    """Who, seen from a step's process, holds a run on `executor` (`TaskRun.lifeline`): that process
+    itself, its parent (the run's process), or neither (a Celery worker serves many runs)."""
+    if executor in ONE_PROCESS_EXECUTORS:
+        return "starter"
+    return "parent" if executor in CHILD_PROCESS_EXECUTORS else None
 
 
 def executor_for(name: str, settings: Settings) -> ExecutorDefinition:

@@ -29,7 +29,7 @@ from dagster import (
     op,
 )
 
-from assets.executors import ONE_PROCESS_EXECUTORS, executor_for
+from assets.executors import executor_for, lifeline_owner
 from assets.keys import UNPREFIXED, Keys
 from assets.partitions import TASK_FILE_TAG
 from training_pipeline.privacy.stored import safe_text, safe_value
@@ -65,7 +65,7 @@ def task_run(context: OpExecutionContext, task: Task) -> TaskRun:
         overrides=dict(overrides.values),
         step_params={k: dict(v) for k, v in overrides.step_params.items()},
         continues=_continuation(context, runs),
-        one_process=context.job_def.executor_def.name in ONE_PROCESS_EXECUTORS,
+        lifeline=lifeline_owner(context.job_def.executor_def.name),
     )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -28,24 +29,32 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def test_the_local_model_ends_with_the_process_that_started_it() -> None:
+@pytest.mark.parametrize("owner", ["starter", "parent"])
+def test_the_local_model_ends_with_the_process_of_the_run_it_serves(owner: str) -> None:
     """A run's process killed (`kill -9`) while the local model serves it: nothing would stop the
-    server after that (its memory and a thread per core), so it ends with that process."""
-    code = (
-        "import time\nfrom training_pipeline.llm.local import LocalModelServer\n"
-        "server = LocalModelServer(context_size=512).start()\n"
-        "print(server.port, flush=True)\ntime.sleep(300)\n"
+    server after that (its memory and a thread per core), so it ends with that process: the one that
+    started it, or (a step's process of the multiprocess executor, gone since) that one's parent."""
+    start = (
+        "from training_pipeline.llm.local import LocalModelServer\n"
+        f"server = LocalModelServer(context_size=512).start(lifeline={owner!r})\n"
+        "print(server.port, flush=True)\n"
     )
-    starter = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, cwd=REPO)
+    code = (
+        f"exec({start!r})\n"
+        if owner == "starter"
+        else f"import subprocess, sys\nsubprocess.run([sys.executable, '-c', {start!r}], check=True)\n"
+    ) + "import time\ntime.sleep(300)\n"
+    run = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, cwd=REPO)
     try:
-        assert starter.stdout is not None
-        port = starter.stdout.readline().strip()
+        assert run.stdout is not None
+        port = run.stdout.readline().strip()
         assert port, "the local model did not start"
         serving = f"--port\0{port}\0"  # the server's own command line, and its launcher's
+        time.sleep(1)  # a step's process that started it has exited by now
         assert command_lines(serving)
     finally:
-        starter.kill()
-        starter.wait()
+        run.kill()
+        run.wait()
     until_gone(serving, seconds=10)
 
 

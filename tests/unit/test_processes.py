@@ -8,7 +8,7 @@ import time
 import uuid
 from pathlib import Path
 
-from tests.helpers import until_gone
+from tests.helpers import command_lines, until_gone
 from training_pipeline.processes import stop_process_group
 
 
@@ -42,3 +42,35 @@ def test_stopping_a_group_ends_a_member_that_outlives_its_leader(tmp_path: Path)
     assert time.monotonic() - started < 10
     assert leader.poll() is not None
     until_gone(marker, seconds=5)  # SIGKILLed: gone once the kernel has torn it down
+
+
+def test_a_sandbox_owned_by_the_run_outlives_the_step_that_started_it_and_ends_with_the_run(
+    tmp_path: Path,
+) -> None:
+    """A step process of the multiprocess executor starts an env for later steps (`lifeline="parent"`)
+    and exits: the env serves on while the run's process lives, and ends when that is killed."""
+    marker = f"env-of-the-run-{uuid.uuid4().hex}"
+    (tmp_path / "step.py").write_text(
+        "import subprocess, sys\nfrom pathlib import Path\nfrom training_pipeline.sandbox import Sandbox\n"
+        f"env = Sandbox(Path({str(tmp_path / 'env')!r})).spawn([sys.executable, '-c', "
+        f"'import time; print(1, flush=True); time.sleep(120)  # {marker}'], lifeline='parent', "
+        "stdout=subprocess.PIPE)\n"
+        "env.stdout.readline()  # it serves, as `start_env` waits for\n"
+    )
+    (tmp_path / "run.py").write_text(
+        "import subprocess, sys, time\n"
+        f"subprocess.run([sys.executable, {str(tmp_path / 'step.py')!r}], check=True)\n"
+        f"open({str(tmp_path / 'step-done')!r}, 'w').close()\ntime.sleep(120)\n"
+    )
+    run = subprocess.Popen([sys.executable, str(tmp_path / "run.py")])
+    try:
+        deadline = time.monotonic() + 30
+        while not (tmp_path / "step-done").exists() or not command_lines(marker):
+            assert run.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+        time.sleep(1)  # the step's process is gone: the env is not
+        assert command_lines(marker)
+    finally:
+        run.kill()
+        run.wait()
+    until_gone(marker, seconds=10)

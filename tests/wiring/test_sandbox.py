@@ -237,6 +237,53 @@ def test_a_runs_env_and_script_die_with_the_process_its_steps_run_in(tmp_path: P
     until_gone(str(data), seconds=10)
 
 
+def test_a_runs_env_ends_with_the_run_process_whose_step_processes_started_it(tmp_path: Path) -> None:
+    """The same under the multiprocess executor: the env was started by a step's process, which has
+    exited, for later steps' processes; `kill -9` of the run's process (the CLI's) ends it too. The
+    orphaned step process finishes its short script on its own, as Dagster leaves it to."""
+    scripts = tmp_path / "task"
+    task = write_task(
+        scripts,
+        [
+            {"id": "email", "type": "deploy_env", "env_type": "email", "env_name": "email"},
+            {
+                "id": "wait",
+                "type": "run_code",
+                "env_name": "email",
+                "script": "wait.py",
+                "depends_on": [{"task_step_id": "email"}],
+            },
+            # a step left to run after it: the run's end (which stops its envs) is not the orphan's
+            {
+                "id": "later",
+                "type": "run_code",
+                "env_name": "email",
+                "script": "wait.py",
+                "depends_on": [{"task_step_id": "wait"}],
+            },
+        ],
+    )
+    (scripts / "wait.py").write_text("import time\ntime.sleep(3)\n")
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "dagster.yaml").symlink_to(REPO / "dagster.yaml")
+    data = tmp_path / "data"
+    env = {**pipeline_free_env(), "DAGSTER_HOME": str(home), "TRAINING_PIPELINE_DATA": str(data)}
+    process = subprocess.Popen(
+        [str(CLI), "task", "run", str(task), "--executor", "multiprocess"], env=env, stdout=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while "wait" not in {_sandbox_of(argv) for argv in command_lines(str(data)).values()}:
+            assert process.poll() is None and time.monotonic() < deadline, command_lines(str(data))
+            time.sleep(0.2)
+        assert "env" in {_sandbox_of(argv) for argv in command_lines(str(data)).values()}
+    finally:
+        process.kill()
+        process.wait()
+    until_gone(str(data), seconds=15)
+
+
 def _sandbox_of(argv: list[str]) -> str:
     """Which of the test's sandboxes a bubblewrap command line starts: the env's server, the `wait`
     step's script, else ''."""
@@ -376,7 +423,9 @@ def test_the_sandbox_refuses_namespaces_mounts_keyrings_and_ptrace_but_threads_w
     }
 
 
-def test_a_sandboxs_control_groups_are_removed_when_it_ends(tmp_path: Path) -> None:
+def test_a_sandboxs_control_groups_are_removed_when_it_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import asyncio
 
     from training_pipeline.tasks.sandboxes import run_confined
@@ -384,11 +433,12 @@ def test_a_sandboxs_control_groups_are_removed_when_it_ends(tmp_path: Path) -> N
     if not cgroups.available():
         pytest.skip("no control group can be made here")
     roots = {Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup/memory")}
-
-    def groups() -> set[Path]:
-        return {group for root in roots for group in root.glob(f"{cgroups.PREFIX}*")}
-
-    before = groups()
+    # this test's sandboxes' groups, told by their first processes (other tests may run sandboxes now)
+    sandboxes: list[int] = []
+    release = cgroups.release
+    monkeypatch.setattr(cgroups, "release", lambda pid: (sandboxes.append(pid), release(pid)))
     for _ in range(3):
         asyncio.run(run_confined(Sandbox(tmp_path / "work"), ["python", "-c", "print(1)"], 60))
-    assert groups() - before == set()
+    assert len(sandboxes) == 3
+    made = {root / f"{cgroups.PREFIX}{pid}" for root in roots for pid in sandboxes}
+    assert not {group for group in made if group.exists()}

@@ -18,7 +18,7 @@ from types import TracebackType
 from typing import IO, Any
 
 from training_pipeline.environment import local_model_threads
-from training_pipeline.processes import lifeline_for, stop_process_group
+from training_pipeline.processes import Owner, lifeline_for, stop_process_group
 from training_pipeline.sandbox.confine import launched_with_lifeline
 
 
@@ -83,9 +83,10 @@ class LocalModelServer:
     def model_name(self) -> str:
         return self.model.name if self.model else "local"
 
-    def start(self, timeout: float = 120.0, lifeline: bool = True) -> LocalModelServer:
-        """Start the server and wait until it answers. `lifeline`: it also ends when this process does
-        (`processes.lifeline_for`), as it should unless other processes of a run use it after this one."""
+    def start(self, timeout: float = 120.0, lifeline: Owner | None = "starter") -> LocalModelServer:
+        """Start the server and wait until it answers. `lifeline`: it also ends with its owner
+        (`processes.lifeline_for`): this process, unless other processes of a run use it after this one
+        (then the run's process, or None: only the run's end stops it)."""
         command = [
             sys.executable,
             "-m",
@@ -106,8 +107,8 @@ class LocalModelServer:
         # llama.cpp logs hundreds of KB while loading: to a file, never a pipe nobody reads (it would block)
         self._log = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the server; stop() closes it
         popen: dict[str, Any] = {}
-        with lifeline_for(lifeline, popen) as (reading, hold):
-            argv = command if reading is None else launched_with_lifeline(command, reading)
+        with lifeline_for(lifeline, popen) as (descriptor, hold):
+            argv = command if descriptor is None else launched_with_lifeline(command, descriptor)
             self._process = hold(
                 subprocess.Popen(
                     argv, stdout=subprocess.DEVNULL, stderr=self._log, start_new_session=True, **popen

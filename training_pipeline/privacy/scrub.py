@@ -383,7 +383,7 @@ def scrub_confined(
     try:
         process = sandbox.spawn(
             [sys.executable, "-I", "-m", "training_pipeline.privacy.scrub", *folders],
-            lifeline=True,
+            lifeline="starter",
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

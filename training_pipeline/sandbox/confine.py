@@ -14,9 +14,9 @@ the containment model asks for in one command line:
 - `inside.py` as PID 1: it sets the CPU, memory, file-size and process-count limits, relays one loopback
   port to the step's env socket when asked, and its exit takes every process of the namespace with it,
   `setsid` grandchildren included;
-- a lifeline (`spawn(lifeline=True)`, `processes.lifeline`): the sandbox ends when the process that
-  started it does, however it died (`kill -9`, the OOM killer), from the first instant, or when
-  `ended` is called for it.
+- a lifeline (`spawn(lifeline=...)`, `processes.lifeline_for`): the sandbox ends when the process
+  that owns it does (the one that started it, or that one's parent), however it died (`kill -9`, the
+  OOM killer), from the first instant, or when `ended` is called for it.
 
 Every limit is the step's under the deployment's ceiling (`ceilings`). Where the host lets the
 pipeline make control groups (`cgroups.py`: root, cgroup v1 or a delegated v2), the process count and
@@ -43,7 +43,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from training_pipeline.processes import cut_lifeline, lifeline_for
+from training_pipeline.processes import Owner, cut_lifeline, lifeline_for
 from training_pipeline.sandbox import cgroups
 from training_pipeline.sandbox.seccomp import program_file
 from training_pipeline.settings import Settings, settings
@@ -120,7 +120,7 @@ class Sandbox:
         lifeline: int | None = None,
     ) -> list[str]:
         """The full command line: bwrap (unless confinement is off), then the launcher, then `argv`.
-        `lifeline`: the descriptor of a lifeline's reading end, passed to the process (`spawn`)."""
+        `lifeline`: the descriptor of a lifeline, passed to the process (`spawn`)."""
         mode = mode or sandbox_mode()
         limits = self.effective
         grouped = cgroups.available() if mode != "off" else frozenset()
@@ -190,17 +190,19 @@ class Sandbox:
         # the shell becomes bubblewrap (`exec`), which passes the lifeline's descriptor on as it is
         return ["/bin/sh", "-c", script, "sh", *self.command(command, mode, SECCOMP_FD, lifeline)]
 
-    def spawn(self, command: list[str], lifeline: bool = False, **popen: Any) -> subprocess.Popen[bytes]:
+    def spawn(
+        self, command: list[str], lifeline: Owner | None = None, **popen: Any
+    ) -> subprocess.Popen[bytes]:
         """Start the confined process in its own session (so stopping its group ends the sandbox).
-        `lifeline`: the sandbox ends when this process does, or at `ended(pid)` (see the module's
-        docstring): for a process this one waits for, and for one that serves a run whose steps all
-        run in this process."""
+        `lifeline`: the sandbox ends when its owner does, or at `ended(pid)` (see the module's
+        docstring): this process for one it waits for, or for one that serves a run whose steps all
+        run in this process; this process's parent for one that serves a run whose process that is."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         popen.setdefault("stdin", subprocess.DEVNULL)
-        with lifeline_for(lifeline, popen) as (reading, hold):
+        with lifeline_for(lifeline, popen) as (descriptor, hold):
             return hold(
                 subprocess.Popen(
-                    self.argv(command, reading),
+                    self.argv(command, descriptor),
                     env=self.environment(),
                     cwd=self.workdir,
                     start_new_session=True,
@@ -209,14 +211,14 @@ class Sandbox:
             )
 
     async def aspawn(
-        self, command: list[str], lifeline: bool = False, **popen: Any
+        self, command: list[str], lifeline: Owner | None = None, **popen: Any
     ) -> asyncio.subprocess.Process:
         """`spawn` for a caller on an event loop."""
         self.workdir.mkdir(parents=True, exist_ok=True)
-        with lifeline_for(lifeline, popen) as (reading, hold):
+        with lifeline_for(lifeline, popen) as (descriptor, hold):
             return hold(
                 await asyncio.create_subprocess_exec(
-                    *self.argv(command, reading),
+                    *self.argv(command, descriptor),
                     env=self.environment(),
                     cwd=self.workdir,
                     stdin=subprocess.DEVNULL,
@@ -228,7 +230,7 @@ class Sandbox:
 
 def launched_with_lifeline(argv: list[str], lifeline: int) -> list[str]:
     """`argv` under the sandbox's launcher with no confinement and no limits: for a trusted server that
-    must end with the process that starts it (the local model), the launcher watching `lifeline`."""
+    must end with the process that owns it (the local model), the launcher watching `lifeline`."""
     return [sys.executable, "-I", str(INSIDE), f"--lifeline={lifeline}", "--", *argv]
 
 

@@ -3,8 +3,8 @@ loopback port to its env's Unix socket, runs the command, and exits with its exi
 
 Standard library only, and run as a file (`python -I inside.py ...`): the sandbox holds no copy of the
 pipeline. As the namespace's PID 1 its exit ends every process left inside, `setsid` ones included,
-and SIGTERM (the run stopping its envs) makes it exit at once; so does its lifeline's hang-up, when it
-has one (`--lifeline`: the process that started the sandbox has died, or let it go).
+and SIGTERM (the run stopping its envs) makes it exit at once; so does its lifeline, when it has one
+(`--lifeline`: the process that owns the sandbox has died, or let it go).
 """
 
 from __future__ import annotations
@@ -65,12 +65,14 @@ def _relay(listener: socket.socket, target: str) -> None:
 
 
 def _end_with_owner(lifeline: int) -> None:
-    """Wait until the lifeline hangs up (the reading end of a pipe whose writing end is the owner's
-    alone: its own never-written pipe, or a tool server's stdin, which only its MCP client writes),
-    without reading from it, then end the sandbox: every process of its group, then this one (as PID 1,
-    the namespace with it; unconfined, the group is the sandbox's session)."""
+    """Wait until the lifeline says its owner is gone (`processes.lifeline_for`: a pipe whose writing
+    end is the owner's alone hangs up, a pidfd turns readable), without reading from it, then end the
+    sandbox: every process of its group, then this one (as PID 1, the namespace with it; unconfined,
+    the group is the sandbox's session). A tool server's stdin, which only its MCP client writes, is its
+    lifeline too; the server reads it, so there only the hang-up counts."""
     watch = select.poll()
-    watch.register(lifeline, 0)  # no event asked for: only a hang-up or an error is reported
+    # on stdin no event is asked for: a hang-up or an error is reported all the same
+    watch.register(lifeline, 0 if lifeline == 0 else select.POLLIN)
     with contextlib.suppress(OSError):
         while not watch.poll():
             pass
@@ -86,7 +88,7 @@ def main() -> int:
     parser.add_argument("--processes", type=int, default=0)
     parser.add_argument("--file-size-mb", type=int, default=0)
     parser.add_argument("--relay", help="a Unix socket to reach as http://127.0.0.1:PORT ($ENV_URL)")
-    parser.add_argument("--lifeline", type=int, help="a pipe's reading end: its hang-up ends the sandbox")
+    parser.add_argument("--lifeline", type=int, help="a pipe's reading end or a pidfd: ends the sandbox")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command

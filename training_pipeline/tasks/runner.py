@@ -127,7 +127,7 @@ async def _revive(run: TaskRun, env: dict[str, Any]) -> None:
     workdir = run.env_dir(env["name"], env["instance_id"])
     limits = getattr(effective_step(run, env["step_id"]), "limits", None)
     started = await asyncio.to_thread(
-        start_env, env["env_type"], workdir, options, limits, lifeline=run.one_process
+        start_env, env["env_type"], workdir, options, limits, lifeline=run.lifeline
     )
     revived = {**env, "url": started.url, "pid": started.pid, "started_at": time.time()}
     attempt = await _store(run.store.attempts, env["step_id"])

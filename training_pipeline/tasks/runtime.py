@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from training_pipeline.llm.client import ChatClient
 from training_pipeline.llm.local import LocalModelServer
 from training_pipeline.privacy.stored import SafeLog, safe_value
+from training_pipeline.processes import Owner
 from training_pipeline.tasks.run_store import PROCESS_FLAG, ContextStore
 
 if TYPE_CHECKING:
@@ -62,9 +63,11 @@ class TaskRun:
     overrides: dict[str, Any] = field(default_factory=dict)
     step_params: dict[str, dict[str, Any]] = field(default_factory=dict)
     continues: Continuation | None = None
-    #: every step of the run runs in this process (Dagster's async and in-process executors): what the
-    #: run starts to outlive a step (its envs) may then end with the process, killed or not
-    one_process: bool = False
+    #: whose death ends what the run starts to outlive a step (its envs, the local model), killed or
+    #: not: this process when every step runs in it (Dagster's async and in-process executors), its
+    #: parent when each step has a process the run's process started (the multiprocess executor);
+    #: None when the run's process is elsewhere (Celery): its end, or an env's time to live, stops them
+    lifeline: Owner | None = None
 
     def __post_init__(self) -> None:
         self.store = ContextStore(self.run_dir / STORE_FILE_NAME)
@@ -99,8 +102,8 @@ class TaskRun:
         store = self.store
         if store.take_flag("local_llm", "starting"):
             try:
-                # with a process per step, later steps' processes use it: the run's end stops it
-                server = LocalModelServer(context_size=context_tokens).start(lifeline=self.one_process)
+                # with a process per step, later steps' processes use it: not this one's to end
+                server = LocalModelServer(context_size=context_tokens).start(lifeline=self.lifeline)
             except Exception:
                 store.drop_flag("local_llm")
                 raise

@@ -65,7 +65,7 @@ async def run_confined(sandbox: Sandbox, command: list[str], timeout_seconds: fl
     as the sandbox's folder holds more than its disk limit, or when this process dies (killed with its
     run's worker: nothing would stop it after that), from the moment it is spawned (its lifeline)."""
     process = await sandbox.aspawn(
-        argv_of(command), lifeline=True, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        argv_of(command), lifeline="starter", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
     )
     disk_mb = sandbox.effective.disk_mb
     watch = asyncio.create_task(_watch_disk(sandbox.workdir, disk_mb))

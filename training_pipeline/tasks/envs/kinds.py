@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from training_pipeline.processes import Owner
 from training_pipeline.sandbox import Limits, Sandbox
 
 Check = Callable[..., tuple[bool, str]]
@@ -98,11 +99,11 @@ def start_env(
     options: dict[str, str],
     limits: Limits | None = None,
     timeout: float = 30.0,
-    lifeline: bool = False,
+    lifeline: Owner | None = None,
 ) -> StartedEnv:
     """Start an env server in its own sandbox and session (the run stops its whole group), and wait
-    until it listens on its socket. `lifeline`: the server also ends with this process (`Sandbox.spawn`),
-    for a run whose steps all run here; a run with a process per step leaves it to the run's end."""
+    until it listens on its socket. `lifeline`: the server also ends with its owner (`Sandbox.spawn`,
+    `TaskRun.lifeline`); None leaves it to the run's end."""
     spec = importlib.util.find_spec(ENV_KINDS[kind].module)
     assert spec is not None and spec.origin is not None
     server = Path(spec.origin)

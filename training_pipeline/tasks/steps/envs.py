@@ -47,7 +47,7 @@ class DeployEnvStep(TaskStep):
         instance = uuid.uuid4().hex[:12]
         workdir = runtime.env_dir(self.env_name, instance)
         started = await asyncio.to_thread(
-            start_env, self.env_type, workdir, self.options, self.limits, lifeline=runtime.run.one_process
+            start_env, self.env_type, workdir, self.options, self.limits, lifeline=runtime.run.lifeline
         )
         context.deployed_envs = [e for e in context.deployed_envs if e.name != self.env_name] + [
             DeployedEnv(
