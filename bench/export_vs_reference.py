@@ -5,7 +5,7 @@
 Generates N realistic trajectories (long conversation prompts, credentials, @handles), runs
 `../shared/reference/run-reference.sh` and `training-pipeline build-datasets --privacy-profile elizaos`
 on the same file, checks the five datasets agree line for line (parsed JSON) and the summaries match,
-then runs the default `strict` profile, and prints throughput, the ratio and each run's peak RSS.
+then runs the default `strict` profile, and prints throughput, the ratio and each run's peak memory.
 `--hog K` runs K busy processes beside our builds (not the reference), to see that memory stays bounded
 when the machine is busy and the workers' results wait on a starved parent. `--write` puts the table
 into bench/README.md.
@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from process_tree import tree_rss_kb
+from process_tree import tree_pss_kb
 from readme import machine, write_section
 
 from training_pipeline.datasets.training_tasks import SUMMARY_FILE_NAME, TASK_FILE_NAMES
@@ -35,8 +35,8 @@ ENV = {"REFERENCE_SECRET_DB_PASSWORD": "hunter2hunter2", "REFERENCE_SECRET_TOKEN
 
 
 def run(command: list[str], env: dict[str, str]) -> tuple[float, float, float]:
-    """Wall seconds, and peak memory in MB: the largest process's RSS (GNU time's %M, exact) and the sum
-    over the whole process tree (worker processes included), sampled every 50 ms."""
+    """Wall seconds, and peak memory in MB: the largest process's RSS (GNU time's %M, exact) and the
+    whole process tree's PSS (worker processes included, shared pages once), sampled every 50 ms."""
     with tempfile.TemporaryFile("w+") as stderr:
         started = time.perf_counter()
         proc = subprocess.Popen(
@@ -44,7 +44,7 @@ def run(command: list[str], env: dict[str, str]) -> tuple[float, float, float]:
         )
         tree_peak = 0
         while proc.poll() is None:
-            tree_peak = max(tree_peak, tree_rss_kb(proc.pid))
+            tree_peak = max(tree_peak, tree_pss_kb(proc.pid))
             time.sleep(0.05)
         seconds = time.perf_counter() - started
         stderr.seek(0)
@@ -121,7 +121,8 @@ def main() -> None:
         f"`python bench/export_vs_reference.py {args.n}{f' --hog {args.hog}' if args.hog else ''}` on "
         f"{machine()}: {args.n:,} trajectories, {megabytes:.0f} MB, one measurement each{agreement}.",
         "",
-        "| run | seconds | trajectories/s | vs first row | peak RSS MB, largest process | all processes |",
+        "| run | seconds | trajectories/s | vs first row | peak RSS MB, largest process "
+        "| PSS MB, all processes |",
         "|---|---:|---:|---:|---:|---:|",
     ]
     for name, seconds, rss, tree in rows:

@@ -51,7 +51,7 @@ def main() -> None:
         seconds, largest, tree = run([CLI, "build-datasets", str(source), str(out), "--workers", "2"], env)
         quarantined = sum(1 for _ in (out / "quarantine.jsonl").open())
         print(
-            f"{name}: {seconds:.1f} s, peak RSS {largest:.0f} MB largest process, {tree:.0f} MB all "
+            f"{name}: {seconds:.1f} s, peak RSS {largest:.0f} MB largest process, PSS {tree:.0f} MB all "
             f"processes; {quarantined} quarantined"
         )
     if args.work is None:

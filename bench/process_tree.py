@@ -1,10 +1,12 @@
-"""The memory of a process and everything it started, for the benchmarks: summed RSS from /proc; and a
-command timed with it."""
+"""The memory of a process and everything it started, for the benchmarks: summed RSS or PSS from /proc;
+and a command timed with it. A tree's memory is its PSS summed: forked workers share their parent's (or
+fork server's) pages, which summed RSS would count once per process."""
 
 from __future__ import annotations
 
 import ctypes
 import os
+import resource
 import subprocess
 import time
 from pathlib import Path
@@ -50,22 +52,28 @@ def tree_pss_kb(pid: int) -> int:
 
 
 def timed(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, float, float]:
-    """Wall seconds, CPU seconds (user + system, the process and the children it reaped) and the peak
-    RSS in MB of the process tree, sampled every 50 ms."""
+    """Wall seconds, CPU seconds (user + system of the process and of every descendant: a fork server's
+    workers, reaped by it after the process has gone, are adopted and reaped here) and the peak PSS in
+    MB of the process tree, sampled every 50 ms."""
+    adopt_orphans()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     peak = 0
     while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        pid, status, _ = os.wait4(proc.pid, os.WNOHANG)
         if pid:
             break
-        peak = max(peak, tree_rss_kb(proc.pid))
+        peak = max(peak, tree_pss_kb(proc.pid))
         time.sleep(0.05)
     wall = time.perf_counter() - started
+    reap_orphans()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode:
         raise SystemExit(f"{' '.join(command)} in {cwd} failed: {proc.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
-    return wall, usage.ru_utime + usage.ru_stime, peak / 1024
+    return wall, cpu, peak / 1024
 
 
 def adopt_orphans() -> None:

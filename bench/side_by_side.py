@@ -5,7 +5,7 @@
 Checks out REV into a temporary git worktree and runs both trees' CLI (`python -m training_pipeline`
 from each tree's folder, with this venv) on N generated trajectories (`samples.write_long_sample`), for
 both privacy profiles, R rounds each, the two trees alternating so the machine's drift falls on both.
-Reports wall seconds and CPU seconds (the CLI and every worker it reaped: `wait4`'s rusage), peak RSS of
+Reports wall seconds and CPU seconds (the CLI and every worker it reaped: `wait4`'s rusage), peak PSS of
 the whole process tree, and a bare `orjson` parse of the same file for scale. The datasets of the two
 trees must be byte for byte the same (the summary's `generatedAt` aside), or it says so and fails.
 
@@ -125,7 +125,7 @@ def main() -> None:
         "datasets byte for byte the same. "
         "Median (min–max) of the rounds; CPU is the CLI's and its workers'.",
         "",
-        "| profile | tree | wall s | CPU s | peak RSS MB (all processes) | wall ÷ other | CPU ÷ other |",
+        "| profile | tree | wall s | CPU s | peak PSS MB (all processes) | wall ÷ other | CPU ÷ other |",
         "|---|---|---:|---:|---:|---:|---:|",
     ]
     for profile in profiles:

@@ -11,6 +11,7 @@ results.
 from __future__ import annotations
 
 import contextlib
+import gc
 import multiprocessing
 import os
 import select
@@ -86,7 +87,12 @@ def _start_worker(pipeline: int, initializer: Callable[..., None], *initargs: An
     tells the fork server (and the resource tracker) that the pipeline is gone: after a `kill -9` of
     the pipeline they all waited for ever. Each worker watches the pipeline's process through a pidfd
     and exits when it ends; with the workers gone, the fork server and the tracker see their pipes close
-    and exit too."""
+    and exit too.
+
+    What the worker was forked with (the fork server's imports: Presidio and spaCy when personal data is
+    looked for) is frozen out of its garbage collections first: a collection writes to every object it
+    visits, which would copy each page shared with the fork server and its other workers into this one."""
+    gc.freeze()
     _die_with(pipeline)
     initializer(*initargs)
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from training_pipeline.privacy.personal import ANALYZER_MODULE
 from training_pipeline.privacy.scan import PERSONAL_PREFIX, ScanReport, SecretScanner
 from training_pipeline.workers import ordered_map
 
@@ -221,6 +222,7 @@ def inspect_dataset_files(
         _nothing_to_start,
         (),
         start_method="forkserver",
+        preload=[ANALYZER_MODULE] if personal_kinds else [],
     )
     inspected = {**dict(zip(left, done, strict=True)), **recorded}
     return [(inspected[i], i in recorded) for i in range(len(paths))]

@@ -127,7 +127,10 @@ def ingest_records(
             start_worker_filter,
             privacy.recipe() if privacy is not None else (),
             start_method="forkserver",
-            preload=[derive.__module__] if derive is not None else [],
+            preload=[
+                *(privacy.worker_modules if privacy is not None else []),
+                *([derive.__module__] if derive is not None else []),
+            ],
         )
         for done in results:
             share = sent.popleft()

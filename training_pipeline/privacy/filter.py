@@ -32,7 +32,13 @@ from training_pipeline.jscompat import utf16_len
 from training_pipeline.privacy.budget import budget
 from training_pipeline.privacy.credential_rule import Found, is_placeholder
 from training_pipeline.privacy.entities import EntityDirectory
-from training_pipeline.privacy.personal import PersonalDataFinder, Pseudonyms, Span, kinds_from_setting
+from training_pipeline.privacy.personal import (
+    ANALYZER_MODULE,
+    PersonalDataFinder,
+    Pseudonyms,
+    Span,
+    kinds_from_setting,
+)
 from training_pipeline.privacy.prefilter import PatternDatabase
 from training_pipeline.privacy.profiles import (
     MIN_SECRET_LENGTH,
@@ -195,6 +201,12 @@ class PrivacyFilter:
             return self.profile, self.directory, self.env_secrets, frozenset(), ""
         # "" (no model), not None: a worker reads no setting of its own
         return self.profile, self.directory, self.env_secrets, personal.kinds, personal.ner_model or ""
+
+    @property
+    def worker_modules(self) -> list[str]:
+        """What a pool's fork server imports for this filter's workers, so they share it: Presidio's
+        and spaCy's modules when personal data is looked for, else nothing."""
+        return [ANALYZER_MODULE] if self.personal is not None else []
 
     @property
     def only_redacts(self) -> bool:

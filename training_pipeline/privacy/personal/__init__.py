@@ -2,8 +2,16 @@
 none), gated so Presidio reads only the few places that could hold any, and replaced by typed
 placeholders numbered per trajectory. See docs/privacy.md."""
 
-from training_pipeline.privacy.personal.finder import PersonalDataFinder, Span
+from training_pipeline.privacy.personal.finder import ANALYZER_MODULE, PersonalDataFinder, Span
 from training_pipeline.privacy.personal.kinds import DEFAULT_KINDS, PLACEHOLDER, kinds_from_setting
 from training_pipeline.privacy.personal.pseudonyms import Pseudonyms
 
-__all__ = ["DEFAULT_KINDS", "PLACEHOLDER", "PersonalDataFinder", "Pseudonyms", "Span", "kinds_from_setting"]
+__all__ = [
+    "ANALYZER_MODULE",
+    "DEFAULT_KINDS",
+    "PLACEHOLDER",
+    "PersonalDataFinder",
+    "Pseudonyms",
+    "Span",
+    "kinds_from_setting",
+]

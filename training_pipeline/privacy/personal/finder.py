@@ -135,6 +135,11 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _LEFT_BY_A_REDACTION = re.compile(r"<(?:REDACTED|PII|entity|MASKED):[^<>]*>")
 
 
+#: the module that imports Presidio and spaCy (`engine`): most of what finding personal data costs a
+#: process to start, in memory and CPU, so a pool's fork server imports it once for all its workers
+ANALYZER_MODULE = "training_pipeline.privacy.personal.engine"
+
+
 @dataclass(frozen=True)
 class PersonalDataFinder:
     """Finds the `kinds` of personal data in texts; names anywhere too when `ner_model` is set."""
