@@ -16,11 +16,13 @@ import uuid
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-import fsspec
-
 
 class SharedStorage:
     def __init__(self, url: str) -> None:
+        # here, not at import: `public_url` is imported by every process that reads a file, and fsspec
+        # brings asyncio with it
+        import fsspec
+
         self.url = url.rstrip("/")
         self.fs, root = fsspec.core.url_to_fs(self.url)
         self.root = root.rstrip("/")
