@@ -223,9 +223,11 @@ def test_the_recheck_finds_a_value_named_by_its_key_but_not_a_redaction() -> Non
 def test_every_keyword_of_the_detector_holds_a_hint_the_scanner_looks_for_first() -> None:
     from detect_secrets.plugins.keyword import DENYLIST
 
-    from training_pipeline.privacy.scan import KEYWORD_HINTS
+    from training_pipeline.privacy.scan import holds_keyword_hint
 
-    assert all(KEYWORD_HINTS.search(word.replace("_?", "_")) for word in DENYLIST)
+    assert all(holds_keyword_hint(word.replace("_?", "_")) for word in DENYLIST)
+    assert holds_keyword_hint("DB_PASSWORD=") and holds_keyword_hint("the \u212aey is")  # a Kelvin sign
+    assert not holds_keyword_hint("the staging deploy failed again")
 
 
 @pytest.mark.parametrize("module", ["gitleaks", "kingfisher"])

@@ -4,6 +4,7 @@ its key (`keyed`) and a token by the credential word near it (`proximity`)."""
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from training_pipeline.privacy.credential_rule import REFERENCE, is_placeholder, looks_fake
 from training_pipeline.privacy.gitleaks import shannon_entropy
@@ -34,9 +35,11 @@ def is_reference(value: str) -> bool:
     )
 
 
+@lru_cache(maxsize=8192)
 def credential_shaped(token: str, strict: bool = False) -> bool:
     """Whether `token` looks like a credential by itself; `strict`: as one beside only a service's name.
-    The cheapest tests first: most long tokens in text are names, which fail the run test."""
+    The cheapest tests first: most long tokens in text are names, which fail the run test. Remembered:
+    a trajectory's keys and names (`completionTokens`, a model's) come back in every one."""
     if not 16 <= len(token) <= 512:
         return False
     uuid = _UUID.fullmatch(token) is not None
