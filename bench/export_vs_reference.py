@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from process_tree import pss_kb, rss_kb, tree
+from process_tree import Peaks
 from readme import machine, write_section
 
 from training_pipeline.datasets.training_tasks import SUMMARY_FILE_NAME, TASK_FILE_NAMES
@@ -37,25 +37,23 @@ ENV = {"REFERENCE_SECRET_DB_PASSWORD": "hunter2hunter2", "REFERENCE_SECRET_TOKEN
 def run(command: list[str], env: dict[str, str]) -> tuple[float, float, float]:
     """Wall seconds, and peak memory in MB: the largest process's RSS (GNU time's %M, exact, for the
     command and what it waited for; sampled for the rest, a fork server's workers) and the whole
-    process tree's PSS (shared pages once), sampled every 50 ms."""
+    process tree's PSS (shared pages once), sampled (`Peaks`)."""
     with tempfile.TemporaryFile("w+") as stderr:
         started = time.perf_counter()
         proc = subprocess.Popen(
             ["/usr/bin/time", "-f", "%M", *command], env=env, stdout=subprocess.DEVNULL, stderr=stderr
         )
-        tree_peak = largest = 0
+        peaks = Peaks(proc.pid)
         while proc.poll() is None:
-            processes = tree(proc.pid)
-            tree_peak = max(tree_peak, sum(map(pss_kb, processes)))
-            largest = max(largest, *map(rss_kb, processes), 0)
+            peaks.sample()
             time.sleep(0.05)
         seconds = time.perf_counter() - started
         stderr.seek(0)
         errors = stderr.read()
     if proc.returncode:
         raise SystemExit(f"{command[0]} failed: {errors[-2000:]}")
-    largest = max(largest, int(errors.strip().splitlines()[-1]))
-    return seconds, largest / 1024, tree_peak / 1024
+    largest = max(peaks.largest_kb, int(errors.strip().splitlines()[-1]))
+    return seconds, largest / 1024, peaks.pss_kb / 1024
 
 
 def agree(ours: Path, theirs: Path) -> list[str]:

@@ -1,13 +1,13 @@
 """A day of a million LLM calls through the daily Dagster assets (with their checks), in bounded memory.
 
-    python bench/million_calls.py [CALLS] [--instance KIND]   # 1,000,000; sqlite (kinds: instances.py)
+    python bench/million_calls.py [CALLS] [--instance KIND] [--write]   # 1,000,000; sqlite (instances.py)
 
 Generates one UTC day of trajectories holding CALLS LLM calls in all, runs that day's `datasets_job`
 (trajectories → filtered_trajectories → the five datasets, 17 checks) in a child process that loaded
 the code location as a run's process does, on the instance (`instances.py`; by default the README's
 SQLite one, its databases made by a run of an empty day first), and prints the wall time, the peak
 RSS of its largest process and of all its processes (the pool's workers included), and the day's
-counts.
+counts. `--write` puts the figures into bench/README.md.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from datetime import date
 from pathlib import Path
 
 from instances import KINDS, SETUP_DAY, code_location, instance_homes, instance_of
-from process_tree import tree_pss_kb, tree_rss_kb
+from process_tree import Peaks
+from readme import machine, write_section
 
 DAY = date(2026, 11, 1)
 
@@ -75,16 +76,23 @@ def child(source: Path, data: Path, kind: str, day: date) -> list[str]:
     return [sys.executable, __file__, "--child", str(source), str(data), kind, day.isoformat()]
 
 
-def main(calls: int, kind: str) -> None:
+def main(calls: int, kind: str, write: bool) -> None:
     work = Path(tempfile.mkdtemp(prefix="tp-million-"))
     try:
         with instance_homes([kind], work) as environments:
-            run(calls, work, kind, environments[kind])
+            figures = run(calls, work, kind, environments[kind])
+        if write:
+            write_section(
+                "million_calls",
+                f"`python bench/million_calls.py {calls}{'' if kind == 'sqlite' else f' --instance {kind}'}` "
+                f"on {machine()}, one measurement: {figures}.",
+            )
     finally:
         shutil.rmtree(work)  # the day's input and outputs: over 2 GB
 
 
-def run(calls: int, work: Path, kind: str, environment: dict[str, str]) -> None:
+def run(calls: int, work: Path, kind: str, environment: dict[str, str]) -> str:
+    """The day's figures, said in one sentence."""
     if kind != "ephemeral":
         (work / "no-input").mkdir()
         setup = child(work / "no-input", work / "setup", kind, SETUP_DAY)
@@ -103,10 +111,9 @@ def run(calls: int, work: Path, kind: str, environment: dict[str, str]) -> None:
         day = subprocess.Popen(
             child(source, work / "data", kind, DAY), stdout=out, stderr=err, env=environment
         )
-        tree_peak = tree_pss_peak = 0
+        peaks = Peaks(day.pid)
         while day.poll() is None:  # the Dagster process, its fork server and the pool's workers
-            tree_peak = max(tree_peak, tree_rss_kb(day.pid))
-            tree_pss_peak = max(tree_pss_peak, tree_pss_kb(day.pid))
+            peaks.sample()
             time.sleep(0.1)
         elapsed = time.perf_counter() - started
         out.seek(0)
@@ -118,10 +125,16 @@ def run(calls: int, work: Path, kind: str, environment: dict[str, str]) -> None:
     outcome = json.loads(stdout.strip().splitlines()[-1])
     print(
         f"Dagster day: {elapsed:.0f} s, {written / elapsed:,.0f} LLM calls/s, peak RSS {peak_mb:,.0f} MB "
-        f"(largest process), {tree_peak / 1024:,.0f} MB "
-        f"(all processes; PSS {tree_pss_peak / 1024:,.0f} MB)"
+        f"(largest process), {peaks.rss_kb / 1024:,.0f} MB "
+        f"(all processes; PSS {peaks.pss_kb / 1024:,.0f} MB)"
     )
     print(json.dumps(outcome))
+    return (
+        f"{trajectories:,} trajectories, {written:,} LLM calls ({file.stat().st_size / 1e6:,.0f} MB) in "
+        f"{elapsed:.0f} s, {written / elapsed:,.0f} calls/s; peak PSS of all processes "
+        f"{peaks.pss_kb / 1024:,.0f} MB, largest process {peak_mb:,.0f} MB; "
+        f"checks passed {outcome['checks_passed']} of {outcome['checks']}"
+    )
 
 
 if __name__ == "__main__":
@@ -131,5 +144,6 @@ if __name__ == "__main__":
         parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
         parser.add_argument("calls", nargs="?", type=int, default=1_000_000)
         parser.add_argument("--instance", choices=KINDS, default="sqlite")
+        parser.add_argument("--write", action="store_true", help="put the figures into bench/README.md")
         options = parser.parse_args()
-        main(options.calls, options.instance)
+        main(options.calls, options.instance, options.write)

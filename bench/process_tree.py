@@ -9,6 +9,7 @@ import os
 import resource
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 #: prctl(2): this process adopts its descendants' orphans instead of init
@@ -51,6 +52,30 @@ def tree_pss_kb(pid: int) -> int:
     return sum(pss_kb(p) for p in tree(pid))
 
 
+@dataclass
+class Peaks:
+    """The peaks of a process tree's memory, in kB, as often as `sample` is called: summed RSS and the
+    largest process's RSS each time, summed PSS at most every `pss_interval` seconds (reading a
+    process's `smaps_rollup` costs milliseconds of CPU, which sampling it every 50 ms would take from
+    the command measured, on the same cores)."""
+
+    pid: int
+    pss_interval: float = 0.5
+    rss_kb: int = 0
+    largest_kb: int = 0
+    pss_kb: int = 0
+    _next_pss: float = 0.0
+
+    def sample(self) -> None:
+        processes = tree(self.pid)
+        sizes = [rss_kb(p) for p in processes]
+        self.rss_kb = max(self.rss_kb, sum(sizes))
+        self.largest_kb = max(self.largest_kb, *sizes, 0)
+        if (now := time.monotonic()) >= self._next_pss:
+            self.pss_kb = max(self.pss_kb, sum(pss_kb(p) for p in processes))
+            self._next_pss = now + self.pss_interval
+
+
 def timed(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, float, float]:
     """Wall seconds, CPU seconds (user + system of the process and of every descendant: a fork server's
     workers, reaped by it after the process has gone, are adopted and reaped here) and the peak PSS in
@@ -59,12 +84,12 @@ def timed(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> t
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    peak = 0
+    peaks = Peaks(proc.pid)
     while True:
         pid, status, _ = os.wait4(proc.pid, os.WNOHANG)
         if pid:
             break
-        peak = max(peak, tree_pss_kb(proc.pid))
+        peaks.sample()
         time.sleep(0.05)
     wall = time.perf_counter() - started
     reap_orphans()
@@ -73,7 +98,7 @@ def timed(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> t
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode:
         raise SystemExit(f"{' '.join(command)} in {cwd} failed: {proc.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
-    return wall, cpu, peak / 1024
+    return wall, cpu, peaks.pss_kb / 1024
 
 
 def adopt_orphans() -> None:
