@@ -1,10 +1,11 @@
 """Peak memory when the input is hostile: one 50 MB line among ordinary trajectories, and 100,000
 trajectories, through `training-pipeline build-datasets` (both workers).
 
-    python bench/poison_memory.py [--work DIR] [--trajectories N]
+    python bench/poison_memory.py [--work DIR] [--trajectories N] [--write]
 
 The giant line is measured in pieces and quarantined by position and size (it is over the default
-8 MiB record cap), so the build's memory should not grow with it.
+8 MiB record cap), so the build's memory should not grow with it. `--write` puts the figures into
+bench/README.md.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from export_vs_reference import run
+from readme import machine, write_section
 
 from training_pipeline.samples import write_long_sample
 
@@ -28,7 +30,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--work", type=Path)
     parser.add_argument("--trajectories", type=int, default=100_000)
+    parser.add_argument("--write", action="store_true", help="put the figures into bench/README.md")
     args = parser.parse_args()
+    said = []
     work = args.work or Path(tempfile.mkdtemp(prefix="poison-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     giant = work / "giant.jsonl"
@@ -50,9 +54,17 @@ def main() -> None:
         shutil.rmtree(out, ignore_errors=True)
         seconds, largest, tree = run([CLI, "build-datasets", str(source), str(out), "--workers", "2"], env)
         quarantined = sum(1 for _ in (out / "quarantine.jsonl").open())
-        print(
+        said.append(
             f"{name}: {seconds:.1f} s, peak RSS {largest:.0f} MB largest process, PSS {tree:.0f} MB all "
             f"processes; {quarantined} quarantined"
+        )
+        print(said[-1])
+    if args.write:
+        options = f" --trajectories {args.trajectories}" if args.trajectories != 100_000 else ""
+        write_section(
+            "poison_memory",
+            f"`python bench/poison_memory.py{options}` on {machine()}, `strict`, two "
+            "workers, one measurement each: " + "; ".join(said) + ".",
         )
     if args.work is None:
         shutil.rmtree(work)

@@ -55,9 +55,9 @@ def tree_pss_kb(pid: int) -> int:
 @dataclass
 class Peaks:
     """The peaks of a process tree's memory, in kB, as often as `sample` is called: summed RSS and the
-    largest process's RSS each time, summed PSS at most every `pss_interval` seconds (reading a
-    process's `smaps_rollup` costs milliseconds of CPU, which sampling it every 50 ms would take from
-    the command measured, on the same cores)."""
+    largest process's RSS each time, summed PSS when the summed RSS reaches a new peak and otherwise at
+    most every `pss_interval` seconds (reading a process's `smaps_rollup` costs milliseconds of CPU,
+    which sampling it every 50 ms would take from the command measured, on the same cores)."""
 
     pid: int
     pss_interval: float = 0.5
@@ -69,9 +69,11 @@ class Peaks:
     def sample(self) -> None:
         processes = tree(self.pid)
         sizes = [rss_kb(p) for p in processes]
+        grown = sum(sizes) > self.rss_kb
         self.rss_kb = max(self.rss_kb, sum(sizes))
         self.largest_kb = max(self.largest_kb, *sizes, 0)
-        if (now := time.monotonic()) >= self._next_pss:
+        now = time.monotonic()
+        if grown or now >= self._next_pss:
             self.pss_kb = max(self.pss_kb, sum(pss_kb(p) for p in processes))
             self._next_pss = now + self.pss_interval
 
