@@ -10,11 +10,13 @@ export TRAINING_PIPELINE_DATA ?= $(CURDIR)/var/data
 # What the demo, the UI and the local model need: the package and its own dependencies.
 install-base: $(VENV)/.installed-base
 
+# Without pip's byte-compiling of every module of every package (over 100 MB of .pyc, spaCy's
+# seventy languages among them): Python compiles what is imported, once, on first use.
 $(VENV)/.installed-base: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet --no-compile --upgrade pip
 	@echo "installing training-pipeline and its dependencies into $(VENV)"
-	$(VENV)/bin/pip install --quiet -e .
+	$(VENV)/bin/pip install --quiet --no-compile -e .
 	touch $@
 
 # What the tests use besides: the dev tools, the deployment's (PostgreSQL, Celery, S3) and tinker's.
