@@ -22,8 +22,9 @@ CHILD_PROCESS_EXECUTORS = frozenset({multiprocess_executor.name})
 
 
 def lifeline_owner(executor: str) -> Owner | None:
-    """Who, seen from a step's process, holds a run on `executor` (`TaskRun.lifeline`): that process
-    itself, its parent (the run's process), or neither (a Celery worker serves many runs)."""
+    """Whose death ends what a run on `executor` starts for its later steps (`TaskRun.lifeline`), seen
+    from a step's process: that process itself, its parent (the run's process), or no one's (a Celery
+    worker serves many runs)."""
     if executor in ONE_PROCESS_EXECUTORS:
         return "starter"
     return "parent" if executor in CHILD_PROCESS_EXECUTORS else None
