@@ -52,6 +52,7 @@ def holds_keyword_hint(text: str) -> bool:
     folded = text.casefold()
     return any(hint in folded for hint in KEYWORD_HINTS)
 
+
 # detect-secrets is imported where a scanner first looks at a line (`gated_plugins`), not with this
 # module: a pool's fork server imports this module for its workers and needs none of it.
 
