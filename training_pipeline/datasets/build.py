@@ -153,9 +153,6 @@ def _processed(
         _process_in_worker,
         start_worker_filter,
         privacy.recipe(),
-        # with personal data looked for, workers import Presidio and spaCy: once, in a fork server
-        start_method="forkserver" if privacy.worker_modules else "fork",
-        preload=privacy.worker_modules,
     )
 
 
