@@ -55,8 +55,8 @@ def main() -> None:
         seconds, largest, tree = run([CLI, "build-datasets", str(source), str(out), "--workers", "2"], env)
         quarantined = sum(1 for _ in (out / "quarantine.jsonl").open())
         said.append(
-            f"{name}: {seconds:.1f} s, peak RSS {largest:.0f} MB largest process, PSS {tree:.0f} MB all "
-            f"processes; {quarantined} quarantined"
+            f"{name}: {seconds:.1f} s, {largest:.0f} MB largest process (RSS), {tree:.0f} MB all (PSS), "
+            f"{quarantined} quarantined"
         )
         print(said[-1])
     if args.write:
@@ -64,7 +64,7 @@ def main() -> None:
         write_section(
             "poison_memory",
             f"`python bench/poison_memory.py{options}` on {machine()}, `strict`, two "
-            "workers, one measurement each: " + "; ".join(said) + ".",
+            "workers: " + "; ".join(said) + ".",
         )
     if args.work is None:
         shutil.rmtree(work)

@@ -123,7 +123,7 @@ def main() -> None:
         f"`python bench/side_by_side.py --against {args.against} {args.n} --rounds {args.rounds}` "
         f"on {machine()}, {workers} build processes; {here} against {revision}, "
         "datasets byte for byte the same. "
-        "Median (min–max) of the rounds; CPU is the CLI's and its workers'.",
+        "Median (min–max); CPU: the CLI's and its workers'.",
         "",
         "| profile | tree | wall s | CPU s | peak PSS MB (all processes) | wall ÷ other | CPU ÷ other |",
         "|---|---|---:|---:|---:|---:|---:|",
