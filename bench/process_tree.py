@@ -55,9 +55,10 @@ def tree_pss_kb(pid: int) -> int:
 @dataclass
 class Peaks:
     """The peaks of a process tree's memory, in kB, as often as `sample` is called: summed RSS and the
-    largest process's RSS each time, summed PSS when the summed RSS reaches a new peak and otherwise at
-    most every `pss_interval` seconds (reading a process's `smaps_rollup` costs milliseconds of CPU,
-    which sampling it every 50 ms would take from the command measured, on the same cores)."""
+    largest process's RSS each time; summed PSS every `pss_interval` seconds, and sooner when the summed
+    RSS has grown by a twentieth since the last PSS read (a short peak). Reading a process's
+    `smaps_rollup` costs milliseconds of CPU, which reading it every 50 ms would take from the command
+    measured, on the same cores."""
 
     pid: int
     pss_interval: float = 0.5
@@ -65,17 +66,19 @@ class Peaks:
     largest_kb: int = 0
     pss_kb: int = 0
     _next_pss: float = 0.0
+    _rss_at_pss: int = 0
 
     def sample(self) -> None:
         processes = tree(self.pid)
         sizes = [rss_kb(p) for p in processes]
-        grown = sum(sizes) > self.rss_kb
-        self.rss_kb = max(self.rss_kb, sum(sizes))
+        total = sum(sizes)
+        self.rss_kb = max(self.rss_kb, total)
         self.largest_kb = max(self.largest_kb, *sizes, 0)
         now = time.monotonic()
-        if grown or now >= self._next_pss:
+        if now >= self._next_pss or total > self._rss_at_pss * 1.05:
             self.pss_kb = max(self.pss_kb, sum(pss_kb(p) for p in processes))
             self._next_pss = now + self.pss_interval
+            self._rss_at_pss = total
 
 
 def timed(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, float, float]:
