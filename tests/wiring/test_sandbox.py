@@ -203,29 +203,49 @@ def test_a_runs_env_and_script_die_with_the_process_its_steps_run_in(tmp_path: P
     """`kill -9` of the process a task run's steps all run in (the async executor, task jobs' default:
     here the CLI's own, on an instance with no daemon): the run's clean-up, which stops its envs, never
     comes, so its env server and its running script end with that process."""
+    data = _run_killed_while_its_script_runs(tmp_path, [], script_seconds=120, start_seconds=60)
+    until_gone(str(data), seconds=10)
+
+
+def test_a_runs_env_ends_with_the_run_process_whose_step_processes_started_it(tmp_path: Path) -> None:
+    """The same under the multiprocess executor: the env was started by a step's process, which has
+    exited, for later steps' processes; `kill -9` of the run's process (the CLI's) ends it too. The
+    orphaned step process finishes its short script on its own, as Dagster leaves it to."""
+    data = _run_killed_while_its_script_runs(
+        tmp_path, ["--executor", "multiprocess"], script_seconds=3, start_seconds=120
+    )
+    until_gone(str(data), seconds=15)
+
+
+def _run_killed_while_its_script_runs(
+    tmp_path: Path, options: list[str], script_seconds: int, start_seconds: float
+) -> Path:
+    """`task run` from the CLI (on an instance with no daemon, so its own process runs the run) of an
+    email env, a `wait` step's script of `script_seconds` on it and a step after that, killed with
+    `kill -9` once the env and the script both run; the run's data folder, which every sandbox of the
+    run names on its bubblewrap command line."""
     scripts = tmp_path / "task"
+    wait = {"type": "run_code", "env_name": "email", "script": "wait.py"}
     task = write_task(
         scripts,
         [
             {"id": "email", "type": "deploy_env", "env_type": "email", "env_name": "email"},
-            {
-                "id": "wait",
-                "type": "run_code",
-                "env_name": "email",
-                "script": "wait.py",
-                "depends_on": [{"task_step_id": "email"}],
-            },
+            {"id": "wait", **wait, "depends_on": [{"task_step_id": "email"}]},
+            # a step left to run after it: the run's end (which stops its envs) is no step's to reach
+            {"id": "later", **wait, "depends_on": [{"task_step_id": "wait"}]},
         ],
     )
-    (scripts / "wait.py").write_text("import time\ntime.sleep(120)\n")
+    (scripts / "wait.py").write_text(f"import time\ntime.sleep({script_seconds})\n")
     home = tmp_path / "home"
     home.mkdir()
     (home / "dagster.yaml").symlink_to(REPO / "dagster.yaml")
     data = tmp_path / "data"
     env = {**pipeline_free_env(), "DAGSTER_HOME": str(home), "TRAINING_PIPELINE_DATA": str(data)}
-    process = subprocess.Popen([str(CLI), "task", "run", str(task)], env=env, stdout=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [str(CLI), "task", "run", str(task), *options], env=env, stdout=subprocess.DEVNULL
+    )
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + start_seconds
         # bubblewrap's command line names the folders it binds, which are the run's; each sandbox is
         # alive exactly as long as its bubblewrap
         while not {"env", "wait"} <= {_sandbox_of(argv) for argv in command_lines(str(data)).values()}:
@@ -234,54 +254,7 @@ def test_a_runs_env_and_script_die_with_the_process_its_steps_run_in(tmp_path: P
     finally:
         process.kill()
         process.wait()
-    until_gone(str(data), seconds=10)
-
-
-def test_a_runs_env_ends_with_the_run_process_whose_step_processes_started_it(tmp_path: Path) -> None:
-    """The same under the multiprocess executor: the env was started by a step's process, which has
-    exited, for later steps' processes; `kill -9` of the run's process (the CLI's) ends it too. The
-    orphaned step process finishes its short script on its own, as Dagster leaves it to."""
-    scripts = tmp_path / "task"
-    task = write_task(
-        scripts,
-        [
-            {"id": "email", "type": "deploy_env", "env_type": "email", "env_name": "email"},
-            {
-                "id": "wait",
-                "type": "run_code",
-                "env_name": "email",
-                "script": "wait.py",
-                "depends_on": [{"task_step_id": "email"}],
-            },
-            # a step left to run after it: the run's end (which stops its envs) is not the orphan's
-            {
-                "id": "later",
-                "type": "run_code",
-                "env_name": "email",
-                "script": "wait.py",
-                "depends_on": [{"task_step_id": "wait"}],
-            },
-        ],
-    )
-    (scripts / "wait.py").write_text("import time\ntime.sleep(3)\n")
-    home = tmp_path / "home"
-    home.mkdir()
-    (home / "dagster.yaml").symlink_to(REPO / "dagster.yaml")
-    data = tmp_path / "data"
-    env = {**pipeline_free_env(), "DAGSTER_HOME": str(home), "TRAINING_PIPELINE_DATA": str(data)}
-    process = subprocess.Popen(
-        [str(CLI), "task", "run", str(task), "--executor", "multiprocess"], env=env, stdout=subprocess.DEVNULL
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while "wait" not in {_sandbox_of(argv) for argv in command_lines(str(data)).values()}:
-            assert process.poll() is None and time.monotonic() < deadline, command_lines(str(data))
-            time.sleep(0.2)
-        assert "env" in {_sandbox_of(argv) for argv in command_lines(str(data)).values()}
-    finally:
-        process.kill()
-        process.wait()
-    until_gone(str(data), seconds=15)
+    return data
 
 
 def _sandbox_of(argv: list[str]) -> str:
