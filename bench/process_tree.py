@@ -38,18 +38,10 @@ def rss_kb(pid: int) -> int:
     return _field_kb(f"/proc/{pid}/status", "VmRSS:")
 
 
-def tree_rss_kb(pid: int) -> int:
-    return sum(rss_kb(p) for p in tree(pid))
-
-
 def pss_kb(pid: int) -> int:
     """Proportional set size: shared pages (a fork server's imports, copy-on-write after fork) split
     between the processes sharing them, so a tree's sum counts each page once."""
     return _field_kb(f"/proc/{pid}/smaps_rollup", "Pss:")
-
-
-def tree_pss_kb(pid: int) -> int:
-    return sum(pss_kb(p) for p in tree(pid))
 
 
 @dataclass
