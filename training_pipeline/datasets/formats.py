@@ -133,10 +133,10 @@ def _write_parquet(rows: Iterator[dict[str, Any]], target: Path) -> None:
 
 def parquet_rows(path: Path) -> Iterator[dict[str, Any]]:
     """A Parquet dataset's rows as chat examples again (absent fields dropped, tools parsed)."""
-    import pyarrow.parquet as pq
+    from training_pipeline.trajectories.parquet import iter_row_groups
 
-    for batch in pq.ParquetFile(path).iter_batches():
-        for row in batch.to_pylist():
+    for group in iter_row_groups(path):
+        for row in group.to_pylist():
             example: dict[str, Any] = {
                 "messages": [
                     {

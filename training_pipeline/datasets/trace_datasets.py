@@ -109,12 +109,12 @@ def build_trace_datasets(filtered: Path, out_dir: Path) -> dict[str, Any]:
     """A day's trace datasets from its privacy-filtered trajectories (the daily `filtered_trajectories`
     Parquet file, read a batch at a time) in `out_dir`, the day's own folder: the summary, with a
     dataset per route. A dataset an earlier build of the day had and this one has not is removed."""
-    import pyarrow.parquet as pq
+    from training_pipeline.trajectories.parquet import iter_row_groups
 
     writer = TraceDatasetWriter(out_dir)
     try:
-        for batch in pq.ParquetFile(filtered).iter_batches(columns=["trajectory_id", "raw"], batch_size=1024):
-            for trajectory_id, raw in zip(*(column.to_pylist() for column in batch.columns), strict=True):
+        for group in iter_row_groups(filtered, ["trajectory_id", "raw"]):
+            for trajectory_id, raw in zip(*(column.to_pylist() for column in group.columns), strict=True):
                 if f'"{TRACE_SOURCE}"' not in raw:  # `raw` is text (a string column): not encoded to look
                     continue  # an elizaOS trajectory: not parsed for nothing
                 trajectory = orjson.loads(raw)

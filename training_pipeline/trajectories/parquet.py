@@ -123,11 +123,20 @@ def iter_trajectories(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
 
 def iter_stored(path: Path) -> Iterator[tuple[str, str]]:
     """(origin, the trajectory's JSON as stored) pairs of a store file, one row group at a time."""
+    for group in iter_row_groups(path, ["origin", "raw"]):
+        yield from zip(group.column("origin").to_pylist(), group.column("raw").to_pylist(), strict=True)
+
+
+def iter_row_groups(path: Path, columns: list[str] | None = None) -> Iterator[pa.Table]:
+    """The `columns` of a Parquet file, a row group at a time, read on this thread: memory is bounded
+    by the largest row group (ours are a share or `_BATCH_ROWS` rows). Arrow's batch reader reads ahead
+    on its own threads, and the allocator kept what they used: five times a row group's worth, growing
+    with the file."""
     import pyarrow.parquet as pq
 
     parquet = pq.ParquetFile(path)
-    for batch in parquet.iter_batches(columns=["origin", "raw"], batch_size=_BATCH_ROWS):
-        yield from zip(batch.column("origin").to_pylist(), batch.column("raw").to_pylist(), strict=True)
+    for index in range(parquet.num_row_groups):
+        yield parquet.read_row_group(index, columns=columns, use_threads=False)
 
 
 def row_count(path: Path) -> int:
