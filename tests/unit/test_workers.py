@@ -514,21 +514,22 @@ def test_a_trajectory_read_twice_in_a_day_is_kept_once_on_the_pool_as_in_one_pro
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Duplicates across files, and across shares that different workers processed: each is quarantined
-    naming where its id was first read, and the day's files are the same whatever processed them."""
+    naming where its id was first read, and the day's files are the same whatever processed them. A
+    share holding a duplicate among new trajectories keeps the new ones."""
     monkeypatch.setattr(ingest, "POOL_FROM_BYTES", 0)
     monkeypatch.setattr(ingest, "_SHARE_CHARS", 64 << 10)
     source = tmp_path / "2026-11-01.jsonl"
     write_long_sample(source, 300, target_bytes=3000)
     lines = source.read_text().splitlines(keepends=True)
-    again = [lines[5], lines[250], lines[5]]  # an early share's, a late share's, and one twice
-    source.write_text("".join(lines + again))
+    # an early share's amid a later share's new ones, then a late share's, and the early one again
+    source.write_text("".join([*lines[:200], lines[5], *lines[200:], lines[250], lines[5]]))
     one, pool = tmp_path / "one", tmp_path / "pool"
     assert _day(source, one, 1) == _day(source, pool, 2)
     manifest = json.loads((one / "t.manifest.json").read_text())
     assert manifest["records_in"] == 303 and manifest["kept"] == 300 and manifest["quarantined"] == 3
     for out in (one, pool):
         quarantine = [json.loads(line) for line in (out / "q.jsonl").read_text().splitlines()]
-        assert [entry["origin"].rsplit(":", 1)[-1] for entry in quarantine] == ["301", "302", "303"]
-        assert [entry["reason"].rsplit(":", 1)[-1].split(";")[0] for entry in quarantine] == ["6", "251", "6"]
+        assert [entry["origin"].rsplit(":", 1)[-1] for entry in quarantine] == ["201", "302", "303"]
+        assert [entry["reason"].rsplit(":", 1)[-1].split(";")[0] for entry in quarantine] == ["6", "252", "6"]
     assert (one / "q.jsonl").read_bytes() == (pool / "q.jsonl").read_bytes()
     assert pq.read_table(one / "t.parquet").equals(pq.read_table(pool / "t.parquet"))

@@ -144,7 +144,9 @@ def export_store(
 
 
 def _writer(out_dir: Path, preview_rows: int, inspected: bool) -> DatasetWriter:
-    return DatasetWriter(out_dir, preview_rows=preview_rows, provenance=True, inspected=inspected)
+    return DatasetWriter(
+        out_dir, preview_rows=preview_rows, provenance=True, inspected=inspected, distinct_ids=True
+    )
 
 
 def _read_report(day: FilteredDay) -> dict[str, Any]:

@@ -34,6 +34,7 @@ from training_pipeline.datasets.validate import (
     inspection_record,
     scanner_for,
 )
+from training_pipeline.seen_ids import TasksPerId
 from training_pipeline.trajectories.models import iter_llm_calls
 
 #: (trajectory id, LLM call count, [(task, JSONL line as UTF-8)]) — one trajectory's examples, in
@@ -149,7 +150,12 @@ class DatasetWriter:
     publishes the files."""
 
     def __init__(
-        self, out_dir: Path, preview_rows: int = 0, provenance: bool = False, inspected: bool = False
+        self,
+        out_dir: Path,
+        preview_rows: int = 0,
+        provenance: bool = False,
+        inspected: bool = False,
+        distinct_ids: bool = False,
     ) -> None:
         """With `provenance`, each task file gets a sidecar (`PROVENANCE_FILE_NAMES`) holding, line for
         line, the id of the trajectory each example came from: what a leakage-safe split needs. It is
@@ -158,7 +164,10 @@ class DatasetWriter:
         `inspected`: each line comes inspected by the dataset checks' scanner (`DailyExamples`, in
         `add_batch`); the inspections and each file's SHA-256 are written beside the files
         (`INSPECTION_FILE_NAME`) with the scanner's fingerprint given to `close`, so the dataset checks
-        need not read the files again."""
+        need not read the files again.
+
+        `distinct_ids`: no trajectory id comes twice (the daily pass's, whose ingest quarantines a
+        repeated one), so none is remembered to count each once."""
         self.out_dir = out_dir
         self._inspected = inspected
         self._inspections = {t: FileInspection() for t in TASKS}
@@ -172,11 +181,8 @@ class DatasetWriter:
             {t: self._staged.open(PROVENANCE_FILE_NAMES[t], "wb") for t in TASKS} if provenance else {}
         )
         self.counts: dict[Task, int] = dict.fromkeys(TASKS, 0)
-        # elizaOS counts the distinct trajectory ids behind each task's examples: one entry per id, the
-        # tasks it has given examples to as bits (a set per task held each id up to five times: 100+ MB
-        # at a million calls)
-        self._tasks_of: dict[Any, int] = {}
-        self._source_trajectories: dict[Task, int] = dict.fromkeys(TASKS, 0)
+        # elizaOS counts the distinct trajectory ids behind each task's examples
+        self._tasks_of = TasksPerId(distinct_ids)
         self.trajectory_count = 0
         self.llm_call_count = 0
         self._preview_rows = preview_rows
@@ -199,8 +205,9 @@ class DatasetWriter:
             if batch.inspections is not None:
                 self._inspections[task].extend(batch.counts[task], *batch.inspections[task])
             self.counts[task] += batch.counts[task]
-        for trajectory_id, llm_calls, bits in batch.trajectories:
-            self._count(trajectory_id, llm_calls, bits)
+        self.trajectory_count += len(batch.trajectories)
+        self.llm_call_count += sum(llm_calls for _, llm_calls, _ in batch.trajectories)
+        self._tasks_of.add((trajectory_id, bits) for trajectory_id, _, bits in batch.trajectories)
 
     def _looked_at(self, task: Task, lines: bytes) -> None:
         if self._inspected:
@@ -210,16 +217,6 @@ class DatasetWriter:
             end = lines.find(b"\n", start) + 1 or len(lines)
             self.previews[task].append(json.loads(lines[start:end]))
             start = end
-
-    def _count(self, trajectory_id: Any, llm_calls: int, bits: int) -> None:
-        self.trajectory_count += 1
-        self.llm_call_count += llm_calls
-        seen = self._tasks_of.get(trajectory_id, 0)
-        if bits & ~seen:
-            self._tasks_of[trajectory_id] = seen | bits
-            for task in TASKS:
-                if bits & ~seen & _BIT[task]:
-                    self._source_trajectories[task] += 1
 
     def summary(self, generated_at: datetime | None = None) -> dict[str, Any]:
         """elizaOS's `trajectory_dataset_summary.json` fields."""
@@ -234,7 +231,7 @@ class DatasetWriter:
                 task: {
                     "exampleCount": self.counts[task],
                     "sourceCallCount": self.counts[task],
-                    "sourceTrajectoryCount": self._source_trajectories[task],
+                    "sourceTrajectoryCount": self._tasks_of.count(_BIT[task]),
                 }
                 for task in TASKS
             },
@@ -267,9 +264,11 @@ class DatasetWriter:
         except BaseException:
             self.abort()
             raise
+        self._tasks_of.close()
         return summary
 
     def abort(self) -> None:
         for handle in (*self._files.values(), *self._provenance.values()):
             handle.close()
+        self._tasks_of.close()
         self._staged.discard()

@@ -18,6 +18,7 @@ from training_pipeline.intake.filtered import FilteredDay, report_of
 from training_pipeline.intake.quarantine import QuarantineWriter
 from training_pipeline.intake.share import Derive, NoDerive, Share, ingest_in_worker, ingest_share
 from training_pipeline.privacy.filter import FilterStats, PrivacyFilter, start_worker_filter
+from training_pipeline.seen_ids import FirstReads
 from training_pipeline.trajectories.files import Unparsed, UnparsedSpan
 from training_pipeline.trajectories.parquet import TrajectoryParquetWriter, rows_of
 from training_pipeline.trajectories.parsing import ParsedRecord
@@ -104,7 +105,7 @@ def ingest_records(
         pooled = workers > 1 and privacy is not None and not small
         # each trajectory id the day has stored, and where it was first read: a later record with the
         # same id is quarantined as a duplicate
-        seen: dict[str, str] = {}
+        seen = stack.enter_context(contextlib.closing(FirstReads()))
         sent: deque[Share] = deque()
 
         def tracked(shares: Iterable[Share]) -> Iterator[Share]:
@@ -134,10 +135,10 @@ def ingest_records(
         )
         for done in results:
             share = sent.popleft()
-            if any(trajectory_id in seen for trajectory_id, _ in done.ids):
+            if not seen.add_new(done.ids):
                 # a worker cannot know what the day's earlier shares held: the share again, here
                 done = ingest_share(privacy, share, seen)
-            seen.update(done.ids)
+                seen.add_new(done.ids)
             counted[0] += done.records
             for parsed in done.quarantined:
                 bad.add(parsed)

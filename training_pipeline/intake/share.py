@@ -8,7 +8,7 @@ process writes them (`intake.ingest`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
 
@@ -18,6 +18,9 @@ from training_pipeline.privacy.filter import FilterStats, PrivacyFilter, worker_
 from training_pipeline.trajectories.files import Unparsed, UnparsedSpan, with_spans_read
 from training_pipeline.trajectories.parsing import ParsedRecord, duplicate, over_budget
 from training_pipeline.trajectories.rows import StoreRows
+
+if TYPE_CHECKING:
+    from training_pipeline.seen_ids import FirstReads
 
 
 class Derive(Protocol):
@@ -69,16 +72,15 @@ class Ingested:
     ids: list[tuple[str, str]] = field(default_factory=list)
 
 
-def ingest_share(privacy: PrivacyFilter | None, share: Share, seen: dict[str, str] | None = None) -> Ingested:
+def ingest_share(privacy: PrivacyFilter | None, share: Share, seen: FirstReads | None = None) -> Ingested:
     """The share's records stored, filtered and derived. A trajectory id met before, earlier in the
-    share or in `seen` (id → where it was first read: the day's earlier shares), is quarantined as a
-    duplicate: a day keeps each trajectory once."""
+    share or in `seen` (the day's earlier shares'), is quarantined as a duplicate: a day keeps each
+    trajectory once."""
     derive, items = share
     if privacy is not None:
         privacy.stats = FilterStats()  # this share's counts only; the caller merges them
     stored, filtered, derived = StoreRows(), StoreRows(), []
     records, quarantined, kept, anonymised = 0, [], [], False
-    earlier: dict[str, str] = seen if seen is not None else {}
     first: dict[str, str] = {}  # this share's own (the day's earlier shares' are only looked up)
     ids: list[tuple[str, str]] = []
     for item in with_spans_read(items):
@@ -95,7 +97,7 @@ def ingest_share(privacy: PrivacyFilter | None, share: Share, seen: dict[str, st
             origin, text = item
             trajectory = jscompat.loads(text)
         trajectory_id = str(trajectory.get("trajectoryId"))
-        first_read = first.get(trajectory_id) or earlier.get(trajectory_id)
+        first_read = first.get(trajectory_id) or (seen.get(trajectory_id) if seen is not None else None)
         if first_read is not None:
             quarantined.append(duplicate(origin, text, trajectory_id, first_read))
             continue
