@@ -210,12 +210,20 @@ def test_the_corpus_leaks_nothing_and_over_redacts_at_most_five_percent() -> Non
     }
 
 
+@pytest.mark.parametrize("built_before_fork", [False, True], ids=["workers' own", "built before fork"])
 def test_a_day_with_personal_data_gives_the_same_datasets_on_one_process_and_on_the_pool(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, built_before_fork: bool
 ) -> None:
     """Placeholders are numbered per trajectory, so how the day is split across workers (small shares
-    here) changes nothing: the files are byte for byte those of one process."""
+    here) changes nothing: the files are byte for byte those of one process. The workers' analyzer is
+    built by the build's process before they are forked for a large input (forced here), by each
+    worker for a small one (the build's process then never builds it)."""
+    from training_pipeline.datasets import build
     from training_pipeline.datasets.build import build_datasets
+    from training_pipeline.privacy.personal import engine
+
+    if built_before_fork:
+        monkeypatch.setattr(build, "SHARED_FILTER_FROM_BYTES", 0)
 
     people = [("Jane Doe", "jane.doe@example.com"), ("Rui Costa", "rui.costa@example.pt")]
     lines = []
@@ -231,7 +239,9 @@ def test_a_day_with_personal_data_gives_the_same_datasets_on_one_process_and_on_
     source.write_text("\n".join(lines) + "\n")
     one, pool = tmp_path / "one", tmp_path / "pool"
     build_datasets(source, one, _strict(), workers=1)
+    engine.analyzer.cache_clear()
     build_datasets(source, pool, _strict(), workers=2, span_bytes=2048)
+    assert engine.analyzer.cache_info().currsize == int(built_before_fork)
     files = sorted(p.name for p in one.iterdir())
     assert files == sorted(p.name for p in pool.iterdir())
     for name in files:

@@ -208,6 +208,12 @@ class PrivacyFilter:
         and spaCy's modules when personal data is looked for, else nothing."""
         return [ANALYZER_MODULE] if self.personal is not None else []
 
+    def build_for_forked_workers(self) -> None:
+        """Import and build here what workers forked from this process build for this filter on its
+        first window of personal data (Presidio's analyzers), so that they share its pages."""
+        if self.personal is not None:
+            self.personal.load()
+
     @property
     def only_redacts(self) -> bool:
         """Whether `apply` after `redact_sensitive` leaves every trajectory as it is and keeps it: with

@@ -12,6 +12,7 @@ not installed is an error saying so (Presidio itself would download it).
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import sys
 from collections.abc import Iterable, Iterator
@@ -151,8 +152,10 @@ def _presidio_recognizers(kinds: Iterable[str]) -> list[EntityRecognizer]:
     return made
 
 
+@functools.cache
 def analyzer(kinds: frozenset[str]) -> AnalyzerEngine:
-    """An analyzer for `kinds` without a model: Presidio's recognizers and ours."""
+    """An analyzer for `kinds` without a model: Presidio's recognizers and ours (one per process and
+    kinds: a worker forked from a process that built it uses that one)."""
     engine = BlankSpacyNlpEngine(models=[{"lang_code": LANGUAGE, "model_name": "blank"}])
     engine.load()
     registry = RecognizerRegistry(supported_languages=[LANGUAGE])
@@ -167,6 +170,7 @@ def analyzer(kinds: frozenset[str]) -> AnalyzerEngine:
     )
 
 
+@functools.cache
 def ner_analyzer(model: str) -> AnalyzerEngine:
     """An analyzer of `PERSON` by the spaCy pipeline `model` (installed package or folder), which must be
     on this machine: it is never downloaded."""

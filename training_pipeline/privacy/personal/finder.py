@@ -166,7 +166,8 @@ class PersonalDataFinder:
         return [self.kinds & frozenset(kinds) for _, kinds, _ in _FAMILIES]
 
     def load(self) -> None:
-        """Build the analyzers now (a pool's fork server, before it forks the workers)."""
+        """Build the analyzers now: before a pool's workers are forked from this process, which then
+        use these (`engine.analyzer` keeps one per process)."""
         if self.kinds:
             _ = self._analyzer, self._ner
 
