@@ -3,9 +3,9 @@
 A day holds hundreds of thousands of trajectories and a pass needs two things per id to the end: where
 it was first read (a later record with the id is a duplicate) and which tasks it gave examples to
 (elizaOS counts distinct ids per task). As dicts these grew the Dagster step process by about 300 bytes
-a trajectory for the whole day; here they live in a private temporary SQLite database, which keeps a
-few megabytes of pages in memory and spills the rest to a file of its own that SQLite deletes when the
-database is closed (or its process ends).
+a trajectory for the whole day; here they live in a private temporary SQLite database (the count's, past
+a build's first `TasksPerId.IN_MEMORY_IDS`), which keeps a few megabytes of pages in memory and spills
+the rest to a file of its own that SQLite deletes when the database is closed (or its process ends).
 
 Ids are kept as 64-bit keyed BLAKE2b digests (the key is random, the process's own): an id that holds
 a credential or a name is not written to that file in clear, and equal ids still meet. Two distinct ids
@@ -19,9 +19,6 @@ import os
 import sqlite3
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import Any
-
-from training_pipeline import jscompat
 
 __all__ = ["FirstReads", "TasksPerId"]
 
@@ -37,9 +34,10 @@ class _Digests:
         self._db.execute(f"PRAGMA journal_mode = {journal}")
         self._db.execute(schema)
 
-    def _digest(self, key: bytes) -> int:
+    def _id(self, trajectory_id: str) -> int:
         # a signed 64-bit integer: the table's rowid, the fastest key SQLite has
-        return int.from_bytes(hashlib.blake2b(key, digest_size=8, key=self._key).digest(), "big", signed=True)
+        digest = hashlib.blake2b(trajectory_id.encode("utf-8", "surrogatepass"), digest_size=8, key=self._key)
+        return int.from_bytes(digest.digest(), "big", signed=True)
 
     def close(self) -> None:
         self._db.close()
@@ -51,9 +49,6 @@ class FirstReads(_Digests):
     def __init__(self) -> None:
         # a journal in memory: what `add_new` rolls back
         super().__init__("CREATE TABLE reads (id INTEGER PRIMARY KEY, origin TEXT NOT NULL)", "MEMORY")
-
-    def _id(self, trajectory_id: str) -> int:
-        return self._digest(trajectory_id.encode("utf-8", "surrogatepass"))
 
     def get(self, trajectory_id: str) -> str | None:
         """Where `trajectory_id` was first read, or None if it was not met."""
@@ -77,27 +72,42 @@ class FirstReads(_Digests):
 
 
 class TasksPerId:
-    """How many distinct trajectory ids gave examples to each task (ids compared as JSON values),
-    however often an id comes back; each id's tasks are bits of one integer. With `distinct`, the
-    caller vouches that no id comes twice (the daily pass quarantines a repeated one) and nothing per id
-    is kept."""
+    """How many distinct trajectory ids gave examples to each task, however often an id comes back;
+    each id's tasks are bits of one integer, in a dict up to `IN_MEMORY_IDS` ids and in the temporary
+    database beyond. With `distinct`, the caller vouches that no id comes twice (the daily pass
+    quarantines a repeated one) and nothing per id is kept."""
+
+    #: ids held in a dict (about 150 bytes each) before they move to the database, where each costs
+    #: microseconds more: a build of fewer trajectories pays nothing for the bound
+    IN_MEMORY_IDS = 100_000
 
     def __init__(self, distinct: bool = False) -> None:
-        self._counts: Counter[int] = Counter()
-        self._table = None if distinct else _TaskBits()
+        self._distinct = distinct
+        self._counts: Counter[int] = Counter()  # bits -> ids that have them, when distinct
+        self._bits: dict[str, int] = {}
+        self._table: _TaskBits | None = None
 
-    def add(self, ids_and_bits: Iterable[tuple[Any, int]]) -> None:
-        if self._table is not None:
+    def add(self, ids_and_bits: Iterable[tuple[str, int]]) -> None:
+        if self._distinct:
+            self._counts.update(bits for _, bits in ids_and_bits)
+        elif self._table is not None:
             self._table.add(ids_and_bits)
-            return
-        for _, bits in ids_and_bits:
-            self._counts[bits] += 1
+        else:
+            for trajectory_id, bits in ids_and_bits:
+                if bits:
+                    self._bits[trajectory_id] = self._bits.get(trajectory_id, 0) | bits
+            if len(self._bits) > self.IN_MEMORY_IDS:
+                self._table = _TaskBits()
+                self._table.add(self._bits.items())
+                self._bits = {}
 
     def count(self, bit: int) -> int:
         """How many ids have `bit` set."""
         if self._table is not None:
             return self._table.count(bit)
-        return sum(n for bits, n in self._counts.items() if bits & bit)
+        if self._distinct:
+            return sum(n for bits, n in self._counts.items() if bits & bit)
+        return sum(1 for bits in self._bits.values() if bits & bit)
 
     def close(self) -> None:
         if self._table is not None:
@@ -109,15 +119,11 @@ class _TaskBits(_Digests):
         # nothing is rolled back: no journal
         super().__init__("CREATE TABLE tasks (id INTEGER PRIMARY KEY, bits INTEGER NOT NULL)", "OFF")
 
-    def add(self, ids_and_bits: Iterable[tuple[Any, int]]) -> None:
+    def add(self, ids_and_bits: Iterable[tuple[str, int]]) -> None:
         self._db.execute("BEGIN")
         self._db.executemany(
             "INSERT INTO tasks VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET bits = bits | excluded.bits",
-            (
-                (self._digest(jscompat.dumpb(trajectory_id)), bits)
-                for trajectory_id, bits in ids_and_bits
-                if bits
-            ),
+            ((self._id(trajectory_id), bits) for trajectory_id, bits in ids_and_bits if bits),
         )
         self._db.execute("COMMIT")
 

@@ -18,6 +18,7 @@ from training_pipeline.datasets.build import build_datasets
 from training_pipeline.datasets.training_tasks import SUMMARY_FILE_NAME, TASK_FILE_NAMES
 from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.filter import PrivacyFilter, secret_env_values
+from training_pipeline.seen_ids import TasksPerId
 
 CASES = sorted(p for p in (REPO / "tests" / "reference" / "cases").iterdir() if p.is_dir())
 
@@ -139,9 +140,14 @@ def test_a_folder_of_json_arrays_and_jsonl_files_builds_the_same_on_many_workers
     assert outputs[0] == outputs[1]
 
 
-def test_a_trajectory_id_seen_again_counts_once_per_task_as_elizaos_counts_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("in_memory_ids", [TasksPerId.IN_MEMORY_IDS, 1], ids=["in memory", "in the database"])
+def test_a_trajectory_id_seen_again_counts_once_per_task_as_elizaos_counts_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_memory_ids: int
+) -> None:
     """elizaOS counts the distinct trajectory ids behind each task's examples (checked with its own
-    code on this shape of input): records sharing an id, in different shares of a build, count once."""
+    code on this shape of input): records sharing an id, in different shares of a build, count once,
+    whether the build's ids are few enough to be counted in memory or not."""
+    monkeypatch.setattr(TasksPerId, "IN_MEMORY_IDS", in_memory_ids)
 
     def record(trajectory_id: str, purpose: str) -> str:
         call = {"purpose": purpose, "systemPrompt": "s", "userPrompt": "u", "response": "r " * 1500}
