@@ -55,6 +55,10 @@ class FirstReads(_Digests):
         row = self._db.execute("SELECT origin FROM reads WHERE id = ?", (self._id(trajectory_id),)).fetchone()
         return None if row is None else row[0]
 
+    def first_reads_of(self, trajectory_ids: Iterable[str]) -> dict[str, str]:
+        """Where each of `trajectory_ids` that was met was first read."""
+        return {i: origin for i in trajectory_ids if (origin := self.get(i)) is not None}
+
     def add_new(self, reads: Sequence[tuple[str, str]]) -> bool:
         """Remember (id, origin) pairs whose ids are distinct, if none of them was met before (True);
         otherwise remember none of them (False)."""

@@ -44,9 +44,14 @@ def ordered_map(
     initargs: tuple[Any, ...],
     start_method: str = "fork",
     preload: Sequence[str] = (),
+    again: Callable[[Share, Result], Share | None] | None = None,
 ) -> Iterator[Result]:
     """`here(share)` for each share in this process when `workers` <= 1; else `remote(share)` on
     `workers` processes set up by `initializer(*initargs)`, results yielded in input order.
+
+    `again(share, result)`, called in input order, may return a share to process instead, where the
+    first was (a worker could not know what the shares before it held): its result takes the first's
+    place, and is offered to `again` in turn.
 
     `start_method`: `fork` where this process runs no other threads (the CLI); `forkserver` inside a
     host with threads of its own (a Dagster step, with Arrow's and Dagster's threads): workers are forked
@@ -56,7 +61,8 @@ def ordered_map(
     if workers <= 1 or multiprocessing.current_process().daemon:
         # a daemonic process (a step on a Celery prefork worker) may not start processes: the shares
         # run here, and the deployment's scale-out is its workers
-        yield from map(here, shares)
+        for share in shares:
+            yield _settled(share, here(share), again, here)
         return
     context = multiprocessing.get_context(start_method)
     if start_method == "forkserver":
@@ -67,17 +73,33 @@ def ordered_map(
         initializer=_start_worker,
         initargs=(os.getpid(), initializer, *initargs),
     )
-    pending: deque[Future[Result]] = deque()
+    pending: deque[tuple[Share, Future[Result]]] = deque()
+
+    def settled() -> Result:
+        share, future = pending.popleft()
+        return _settled(share, future.result(), again, lambda retry: pool.submit(remote, retry).result())
+
     try:
         for share in shares:
             with _host_main_hidden(start_method):  # a submit may start a worker
-                pending.append(pool.submit(remote, share))
+                pending.append((share, pool.submit(remote, share)))
             if len(pending) >= IN_FLIGHT * workers:
-                yield pending.popleft().result()
+                yield settled()
         while pending:
-            yield pending.popleft().result()
+            yield settled()
     finally:
         pool.shutdown(cancel_futures=True)
+
+
+def _settled(
+    share: Share,
+    result: Result,
+    again: Callable[[Share, Result], Share | None] | None,
+    process: Callable[[Share], Result],
+) -> Result:
+    while again is not None and (retry := again(share, result)) is not None:
+        share, result = retry, process(retry)
+    return result
 
 
 def _start_worker(pipeline: int, initializer: Callable[..., None], *initargs: Any) -> None:

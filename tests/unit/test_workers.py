@@ -140,7 +140,7 @@ def test_small_files_share_a_share(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(ingest, "_SHARE_CHARS", 16 << 10)
     large = list(unparsed_shares(source, day, span_bytes=16 << 10))  # each span at least a share's size
     shares = list(ingest._shares(large, None, [0], None))  # type: ignore[arg-type]
-    assert len(large) > 2 and [items for _, items in shares] == [[span] for span in large]
+    assert len(large) > 2 and [items for _, items, _ in shares] == [[span] for span in large]
 
 
 def test_the_datasets_exported_again_from_the_filtered_day_are_those_the_pass_wrote(tmp_path: Path) -> None:
@@ -399,7 +399,7 @@ def test_a_share_whose_first_anonymised_trajectory_comes_late_keeps_every_row_be
     directory = EntityDirectory(
         {"discord:erin": "e-erin", "discord:alice": "e-alice"}, frozenset({"e-alice"})
     )
-    done = ingest_share(PrivacyFilter("strict", directory), (NoDerive(), share))
+    done = ingest_share(PrivacyFilter("strict", directory), (NoDerive(), share, {}))
     assert done.kept == [0, 1, 2, 4] and done.filtered is not None
     filtered = done.filtered.to_pydict()
     assert filtered["trajectory_id"] == ["a", "b", "c", "e"]
@@ -515,7 +515,8 @@ def test_a_trajectory_read_twice_in_a_day_is_kept_once_on_the_pool_as_in_one_pro
 ) -> None:
     """Duplicates across files, and across shares that different workers processed: each is quarantined
     naming where its id was first read, and the day's files are the same whatever processed them. A
-    share holding a duplicate among new trajectories keeps the new ones."""
+    share holding a duplicate among new trajectories keeps the new ones; on the pool it goes back to
+    a worker, the step's process filtering nothing (it would load what the workers filter with)."""
     monkeypatch.setattr(ingest, "POOL_FROM_BYTES", 0)
     monkeypatch.setattr(ingest, "_SHARE_CHARS", 64 << 10)
     source = tmp_path / "2026-11-01.jsonl"
@@ -524,7 +525,10 @@ def test_a_trajectory_read_twice_in_a_day_is_kept_once_on_the_pool_as_in_one_pro
     # an early share's amid a later share's new ones, then a late share's, and the early one again
     source.write_text("".join([*lines[:200], lines[5], *lines[200:], lines[250], lines[5]]))
     one, pool = tmp_path / "one", tmp_path / "pool"
-    assert _day(source, one, 1) == _day(source, pool, 2)
+    in_process = _day(source, one, 1)
+    filtered_here = []
+    monkeypatch.setattr(ingest, "ingest_share", lambda *args: filtered_here.append(args))
+    assert _day(source, pool, 2) == in_process and not filtered_here
     manifest = json.loads((one / "t.manifest.json").read_text())
     assert manifest["records_in"] == 303 and manifest["kept"] == 300 and manifest["quarantined"] == 3
     for out in (one, pool):

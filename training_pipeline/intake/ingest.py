@@ -6,7 +6,6 @@ import contextlib
 import dataclasses
 import itertools
 import json
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -16,7 +15,7 @@ from training_pipeline import jscompat
 from training_pipeline.atomic import atomic_copy, atomic_write_text
 from training_pipeline.intake.filtered import FilteredDay, report_of
 from training_pipeline.intake.quarantine import QuarantineWriter
-from training_pipeline.intake.share import Derive, NoDerive, Share, ingest_in_worker, ingest_share
+from training_pipeline.intake.share import Derive, Ingested, NoDerive, Share, ingest_in_worker, ingest_share
 from training_pipeline.privacy.filter import FilterStats, PrivacyFilter, start_worker_filter
 from training_pipeline.seen_ids import FirstReads
 from training_pipeline.trajectories.files import Unparsed, UnparsedSpan
@@ -106,22 +105,17 @@ def ingest_records(
         # each trajectory id the day has stored, and where it was first read: a later record with the
         # same id is quarantined as a duplicate
         seen = stack.enter_context(contextlib.closing(FirstReads()))
-        sent: deque[Share] = deque()
 
-        def tracked(shares: Iterable[Share]) -> Iterator[Share]:
-            for share in shares:
-                sent.append(share)
-                yield share
+        def again(share: Share, done: Ingested) -> Share | None:
+            """The share once more, with the ids it holds that earlier shares stored (a worker cannot
+            know them), unless it holds none: its ids are then the day's."""
+            if seen.add_new(done.ids):
+                return None
+            derive, items, _ = share
+            return derive, items, seen.first_reads_of([trajectory_id for trajectory_id, _ in done.ids])
 
         results = ordered_map(
-            tracked(
-                _shares(
-                    records,
-                    bad,
-                    counted,
-                    (derive or NoDerive()) if fused else None,
-                )
-            ),
+            _shares(records, bad, counted, (derive or NoDerive()) if fused else None),
             lambda share: ingest_share(privacy, share, seen),
             workers if pooled else 1,
             ingest_in_worker,
@@ -132,13 +126,9 @@ def ingest_records(
                 *(privacy.worker_modules if privacy is not None else []),
                 *([derive.__module__] if derive is not None else []),
             ],
+            again=again,
         )
         for done in results:
-            share = sent.popleft()
-            if not seen.add_new(done.ids):
-                # a worker cannot know what the day's earlier shares held: the share again, here
-                done = ingest_share(privacy, share, seen)
-                seen.add_new(done.ids)
             counted[0] += done.records
             for parsed in done.quarantined:
                 bad.add(parsed)
@@ -216,7 +206,7 @@ def _shares(
             items.append((parsed.origin, text))
             size += len(text)
         if size >= _SHARE_CHARS or len(items) >= _SHARE_RECORDS:
-            yield derive, items
+            yield derive, items, {}
             items, size = [], 0
     if items:
-        yield derive, items
+        yield derive, items, {}

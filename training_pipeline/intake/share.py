@@ -49,8 +49,9 @@ class NoDerive:
 #: a share of a day for the pool: the fused pass's `Derive` (None: store only); its records: valid
 #: ones as (origin, JSON text) (the text crosses processes far cheaper than the parsed trajectory), or
 #: records read and not parsed yet, which the worker parses (and checks the day of), or a span of a file
-#: that the worker reads too
-Share = tuple[Derive | None, list[tuple[str, str | bytes] | Unparsed | UnparsedSpan]]
+#: that the worker reads too; the ids among them the day's earlier shares stored, with where each was
+#: first read (given when the share is processed again: `ingest.ingest_records`)
+Share = tuple[Derive | None, list[tuple[str, str | bytes] | Unparsed | UnparsedSpan], dict[str, str]]
 
 
 @dataclass
@@ -76,7 +77,7 @@ def ingest_share(privacy: PrivacyFilter | None, share: Share, seen: FirstReads |
     """The share's records stored, filtered and derived. A trajectory id met before, earlier in the
     share or in `seen` (the day's earlier shares'), is quarantined as a duplicate: a day keeps each
     trajectory once."""
-    derive, items = share
+    derive, items, earlier = share
     if privacy is not None:
         privacy.stats = FilterStats()  # this share's counts only; the caller merges them
     stored, filtered, derived = StoreRows(), StoreRows(), []
@@ -97,7 +98,11 @@ def ingest_share(privacy: PrivacyFilter | None, share: Share, seen: FirstReads |
             origin, text = item
             trajectory = jscompat.loads(text)
         trajectory_id = str(trajectory.get("trajectoryId"))
-        first_read = first.get(trajectory_id) or (seen.get(trajectory_id) if seen is not None else None)
+        first_read = (
+            first.get(trajectory_id)
+            or earlier.get(trajectory_id)
+            or (seen.get(trajectory_id) if seen is not None else None)
+        )
         if first_read is not None:
             quarantined.append(duplicate(origin, text, trajectory_id, first_read))
             continue
