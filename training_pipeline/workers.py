@@ -75,14 +75,17 @@ def ordered_map(
     )
     pending: deque[tuple[Share, Future[Result]]] = deque()
 
+    def submitted(share: Share) -> Future[Result]:
+        with _host_main_hidden(start_method):  # a submit may start a worker
+            return pool.submit(remote, share)
+
     def settled() -> Result:
         share, future = pending.popleft()
-        return _settled(share, future.result(), again, lambda retry: pool.submit(remote, retry).result())
+        return _settled(share, future.result(), again, lambda retry: submitted(retry).result())
 
     try:
         for share in shares:
-            with _host_main_hidden(start_method):  # a submit may start a worker
-                pending.append((share, pool.submit(remote, share)))
+            pending.append((share, submitted(share)))
             if len(pending) >= IN_FLIGHT * workers:
                 yield settled()
         while pending:

@@ -537,3 +537,19 @@ def test_a_trajectory_read_twice_in_a_day_is_kept_once_on_the_pool_as_in_one_pro
         assert [entry["reason"].rsplit(":", 1)[-1].split(";")[0] for entry in quarantine] == ["6", "252", "6"]
     assert (one / "q.jsonl").read_bytes() == (pool / "q.jsonl").read_bytes()
     assert pq.read_table(one / "t.parquet").equals(pq.read_table(pool / "t.parquet"))
+
+
+def test_ids_that_share_a_digest_within_a_share_do_not_stall_the_day(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The day's ids are remembered as 64-bit digests; two distinct ids of one share with the same
+    digest (made certain here) cannot be told from a duplicate by the table, and no earlier share holds
+    either: the share is kept as it is, never sent back again and again."""
+    from training_pipeline.seen_ids import FirstReads
+
+    monkeypatch.setattr(ingest, "POOL_FROM_BYTES", 0)
+    monkeypatch.setattr(FirstReads, "_id", lambda self, trajectory_id: 0)
+    source = tmp_path / "2026-11-01.jsonl"
+    write_long_sample(source, 40, target_bytes=2000)
+    manifest = _day(source, tmp_path / "pool", 2)
+    assert manifest["records_in"] == manifest["kept"] == 40

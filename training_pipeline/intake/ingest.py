@@ -111,8 +111,11 @@ def ingest_records(
             know them), unless it holds none: its ids are then the day's."""
             if seen.add_new(done.ids):
                 return None
+            earlier = seen.first_reads_of([trajectory_id for trajectory_id, _ in done.ids])
+            if not earlier:  # two of its own ids share a digest (a chance of 2⁻⁶⁴ a pair): both kept
+                return None
             derive, items, _ = share
-            return derive, items, seen.first_reads_of([trajectory_id for trajectory_id, _ in done.ids])
+            return derive, items, earlier
 
         results = ordered_map(
             _shares(records, bad, counted, (derive or NoDerive()) if fused else None),
