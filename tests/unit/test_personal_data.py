@@ -51,6 +51,22 @@ def _trajectory(*messages: tuple[str, str]) -> dict:
     return {"trajectoryId": "t1", "agentId": "a", "startTime": 1, "steps": [{"llmCalls": calls}]}
 
 
+def test_an_address_glued_to_a_counter_in_an_id_is_redacted_and_a_version_is_not() -> None:
+    """Agent frameworks name runs and sessions after their user (`run-jane.doe@example.com-1`): the
+    address is personal data there too, in every field stored; `build@1.2.3-4` has no address in it."""
+    trajectory = _trajectory(("hello", "hi"))
+    trajectory["trajectoryId"] = "run-jane.doe@example.com-1"
+    trajectory["agentId"] = "agent_rui.costa@example.pt_2"
+    trajectory["metadata"] = {"session": "s-bob@example.co.uk-7", "build": "build@1.2.3-4"}
+    stored = _strict()
+    stored.redact_sensitive(trajectory)
+    assert stored.apply(trajectory, "o", redacted=True)
+    text = json.dumps(trajectory)
+    assert "jane.doe" not in text and "rui.costa" not in text and "bob@" not in text
+    assert trajectory["metadata"]["build"] == "build@1.2.3-4"
+    assert trajectory["trajectoryId"].endswith("-1") and "<PII:EMAIL_ADDRESS:" in trajectory["trajectoryId"]
+
+
 def test_a_value_is_one_placeholder_throughout_a_trajectory_and_another_gets_the_next_number() -> None:
     trajectory = _trajectory(
         ("My name is Jane Doe, mail me at jane.doe@example.com", "Noted, Jane Doe."),

@@ -17,7 +17,8 @@
   link-local and the documentation networks identify nobody, and `v1.2.3.4` is a version.
 - `PhoneRecognizer` (`PHONE_NUMBER`): libphonenumber per phone-shaped run and region (see the class).
 - `OfflineEmailRecognizer` (`EMAIL_ADDRESS`): Presidio's, with the public-suffix list read from the
-  copy tldextract ships instead of fetched from the network on first use.
+  copy tldextract ships instead of fetched from the network on first use, and an address glued to a
+  counter in an id (`run-jane@example.com-3`) found too.
 
 Each returns a span with a score Presidio's analyzer weighs as it weighs its own.
 """
@@ -25,11 +26,11 @@ Each returns a span with a score Presidio's analyzer weighs as it weighs its own
 from __future__ import annotations
 
 import ipaddress
-from typing import Any
+from typing import Any, ClassVar
 
 import regex
 import tldextract
-from presidio_analyzer import AnalysisExplanation, LocalRecognizer, RecognizerResult
+from presidio_analyzer import AnalysisExplanation, LocalRecognizer, Pattern, RecognizerResult
 from presidio_analyzer.predefined_recognizers import EmailRecognizer, IpRecognizer
 
 from training_pipeline.privacy.personal.cues import (
@@ -331,6 +332,18 @@ _SUFFIXES = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
 
 
 class OfflineEmailRecognizer(EmailRecognizer):
+    #: Presidio's pattern takes `jane@example.com-3` whole, and its domain then fails the suffix list:
+    #: an address glued to a counter or a name in an id (`run-jane@example.com-3`, `…com_2`) is found by
+    #: this one, which ends at the last letters-only label before the glue
+    PATTERNS: ClassVar[list[Pattern]] = [
+        *EmailRecognizer.PATTERNS,
+        Pattern(
+            "Email glued to a suffix",
+            r"\b[\w.%+'-]*\w@\w+(?:-+\w+)*(?:\.\w+(?:-+\w+)*)*\.[A-Za-z]{2,}(?=[-_:]\w)",
+            EmailRecognizer.PATTERNS[0].score,
+        ),
+    ]
+
     def validate_result(self, pattern_text: str) -> bool:
         return _SUFFIXES(pattern_text.rsplit("@", 1)[-1]).fqdn != ""
 
