@@ -2,8 +2,8 @@
 
 A day holds hundreds of thousands of trajectories and a pass needs two things per id to the end: where
 it was first read (a later record with the id is a duplicate) and which tasks it gave examples to
-(elizaOS counts distinct ids per task). As dicts these grew the Dagster step process by about 300 bytes
-a trajectory for the whole day; here they live in a private temporary SQLite database (the count's, past
+(elizaOS counts distinct ids per task). As dicts these grew the Dagster step process with every
+trajectory for the whole day; here they live in a private temporary SQLite database (the count's, past
 a build's first `TasksPerId.IN_MEMORY_IDS`), which keeps a few megabytes of pages in memory and spills
 the rest to a file of its own that SQLite deletes when the database is closed (or its process ends).
 
@@ -81,8 +81,8 @@ class TasksPerId:
     database beyond. With `distinct`, the caller vouches that no id comes twice (the daily pass
     quarantines a repeated one) and nothing per id is kept."""
 
-    #: ids held in a dict (about 150 bytes each) before they move to the database, where each costs
-    #: microseconds more: a build of fewer trajectories pays nothing for the bound
+    #: ids held in a dict (an entry and the id's string each) before they move to the database, where
+    #: each costs more time: a build of fewer trajectories pays nothing for the bound
     IN_MEMORY_IDS = 100_000
 
     def __init__(self, distinct: bool = False) -> None:

@@ -35,9 +35,9 @@ from training_pipeline.trajectories.parsing import RawRecord, over_budget, parse
 from training_pipeline.workers import ordered_map
 
 QUARANTINE_FILE_NAME = "quarantine.jsonl"
-#: from this much input, what the workers' filter builds on its first window of personal data (a second
-#: of CPU, 40 MB) is built before they are forked, once for all: a smaller input's workers may meet
-#: no window, and would wait for it
+#: from this much input, what the workers' filter builds on its first window of personal data (Presidio's
+#: analyzer, the largest part of a worker) is built before they are forked, once for all: a smaller
+#: input's workers may meet no window, and would wait for it
 SHARED_FILTER_FROM_BYTES = 16 << 20
 PRIVACY_REPORT_FILE_NAME = "privacy_report.json"
 

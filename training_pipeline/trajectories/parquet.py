@@ -130,8 +130,7 @@ def iter_stored(path: Path) -> Iterator[tuple[str, str]]:
 def iter_row_groups(path: Path, columns: list[str] | None = None) -> Iterator[pa.Table]:
     """The `columns` of a Parquet file, a row group at a time, read on this thread: memory is bounded
     by the largest row group (ours are a share or `_BATCH_ROWS` rows). Arrow's batch reader reads ahead
-    on its own threads, and the allocator kept what they used: five times a row group's worth, growing
-    with the file."""
+    on its own threads, and the allocator kept what they used, growing with the file."""
     import pyarrow.parquet as pq
 
     parquet = pq.ParquetFile(path)
