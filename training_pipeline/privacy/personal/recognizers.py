@@ -334,12 +334,13 @@ _SUFFIXES = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
 class OfflineEmailRecognizer(EmailRecognizer):
     #: Presidio's pattern takes `jane@example.com-3` whole, and its domain then fails the suffix list:
     #: an address glued to a counter or a name in an id (`run-jane@example.com-3`, `…com_2`) is found by
-    #: this one, which ends at the last letters-only label before the glue
+    #: this one, which ends at the last letters-only label before the glue (and starts only where the
+    #: address's characters start: from every `\b` inside `a.b.c…@` it was quadratic)
     PATTERNS: ClassVar[list[Pattern]] = [
         *EmailRecognizer.PATTERNS,
         Pattern(
             "Email glued to a suffix",
-            r"\b[\w.%+'-]*\w@\w+(?:-+\w+)*(?:\.\w+(?:-+\w+)*)*\.[A-Za-z]{2,}(?=[-_:]\w)",
+            r"(?<![\w.%+'-])[\w.%+'-]*\w@\w+(?:-+\w+)*(?:\.\w+(?:-+\w+)*)*\.[A-Za-z]{2,}(?=[-_:]\w)",
             EmailRecognizer.PATTERNS[0].score,
         ),
     ]
