@@ -50,14 +50,16 @@ class FirstReads(_Digests):
         # a journal in memory: what `add_new` rolls back
         super().__init__("CREATE TABLE reads (id INTEGER PRIMARY KEY, origin TEXT NOT NULL)", "MEMORY")
 
-    def get(self, trajectory_id: str) -> str | None:
-        """Where `trajectory_id` was first read, or None if it was not met."""
-        row = self._db.execute("SELECT origin FROM reads WHERE id = ?", (self._id(trajectory_id),)).fetchone()
-        return None if row is None else row[0]
-
     def first_reads_of(self, trajectory_ids: Iterable[str]) -> dict[str, str]:
         """Where each of `trajectory_ids` that was met was first read."""
-        return {i: origin for i in trajectory_ids if (origin := self.get(i)) is not None}
+        found = {}
+        for trajectory_id in trajectory_ids:
+            row = self._db.execute(
+                "SELECT origin FROM reads WHERE id = ?", (self._id(trajectory_id),)
+            ).fetchone()
+            if row is not None:
+                found[trajectory_id] = row[0]
+        return found
 
     def add_new(self, reads: Sequence[tuple[str, str]]) -> bool:
         """Remember (id, origin) pairs whose ids are distinct, if none of them was met before (True);

@@ -107,8 +107,9 @@ def ingest_records(
         seen = stack.enter_context(contextlib.closing(FirstReads()))
 
         def again(share: Share, done: Ingested) -> Share | None:
-            """The share once more, with the ids it holds that earlier shares stored (a worker cannot
-            know them), unless it holds none: its ids are then the day's."""
+            """The share once more, with the ids it holds that earlier shares stored (where it was
+            processed, on the pool or here, they were not known), unless it holds none: its ids are
+            then the day's."""
             if seen.add_new(done.ids):
                 return None
             earlier = seen.first_reads_of([trajectory_id for trajectory_id, _ in done.ids])
@@ -119,7 +120,7 @@ def ingest_records(
 
         results = ordered_map(
             _shares(records, bad, counted, (derive or NoDerive()) if fused else None),
-            lambda share: ingest_share(privacy, share, seen),
+            lambda share: ingest_share(privacy, share),
             workers if pooled else 1,
             ingest_in_worker,
             start_worker_filter,

@@ -8,7 +8,7 @@ process writes them (`intake.ingest`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import pyarrow as pa
 
@@ -18,9 +18,6 @@ from training_pipeline.privacy.filter import FilterStats, PrivacyFilter, worker_
 from training_pipeline.trajectories.files import Unparsed, UnparsedSpan, with_spans_read
 from training_pipeline.trajectories.parsing import ParsedRecord, duplicate, over_budget
 from training_pipeline.trajectories.rows import StoreRows
-
-if TYPE_CHECKING:
-    from training_pipeline.seen_ids import FirstReads
 
 
 class Derive(Protocol):
@@ -73,10 +70,10 @@ class Ingested:
     ids: list[tuple[str, str]] = field(default_factory=list)
 
 
-def ingest_share(privacy: PrivacyFilter | None, share: Share, seen: FirstReads | None = None) -> Ingested:
+def ingest_share(privacy: PrivacyFilter | None, share: Share) -> Ingested:
     """The share's records stored, filtered and derived. A trajectory id met before, earlier in the
-    share or in `seen` (the day's earlier shares'), is quarantined as a duplicate: a day keeps each
-    trajectory once."""
+    share or among the ids the share comes with (the day's earlier shares': `Share`), is quarantined
+    as a duplicate: a day keeps each trajectory once."""
     derive, items, earlier = share
     if privacy is not None:
         privacy.stats = FilterStats()  # this share's counts only; the caller merges them
@@ -98,11 +95,7 @@ def ingest_share(privacy: PrivacyFilter | None, share: Share, seen: FirstReads |
             origin, text = item
             trajectory = jscompat.loads(text)
         trajectory_id = str(trajectory.get("trajectoryId"))
-        first_read = (
-            first.get(trajectory_id)
-            or earlier.get(trajectory_id)
-            or (seen.get(trajectory_id) if seen is not None else None)
-        )
+        first_read = first.get(trajectory_id) or earlier.get(trajectory_id)
         if first_read is not None:
             quarantined.append(duplicate(origin, text, trajectory_id, first_read))
             continue
