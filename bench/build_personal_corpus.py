@@ -3,11 +3,12 @@
     python bench/build_personal_corpus.py [--out bench/data/personal_corpus.jsonl] [--per-kind N]
 
 Values come from Faker (a maintained fake-data library) in eleven locales; each is put in four contexts
-an agent meets (a chat line, a JSON payload a tool returned, an email signature, a support ticket). A
+an agent meets (a chat line, a JSON payload a tool returned, an email signature, a support ticket), and
+e-mail addresses and phone numbers in a fifth, an id (`session-+14155550123-2`). A
 record is `{"kind", "locale", "context", "text", "values"}`: every string in `values` is personal data the
 strict profile must not let through. Near misses (`kind` starting `near-miss:`) hold `keep`: strings that
 are nobody's data (versions, order and ticket numbers, timestamps, UUIDs, hashes, prices, code,
-documentation placeholders) and must come out unchanged.
+documentation placeholders, run and build ids) and must come out unchanged.
 
 Seeded: the same command writes the same file. `tests/unit/test_personal_data.py` and
 `bench/personal_coverage.py` read it.
@@ -20,8 +21,10 @@ import hashlib
 import json
 import random
 from collections.abc import Callable, Iterator
+from datetime import date
 from pathlib import Path
 
+import phonenumbers
 from faker import Faker
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,7 +64,8 @@ def _national_id(fake: Faker, locale: str) -> tuple[str, str] | None:
 
 def _values(fake: Faker, locale: str, rng: random.Random) -> dict[str, list[tuple[str, str]]]:
     """kind -> (how the value is introduced, value) options for one person."""
-    dob = fake.date_of_birth(minimum_age=18, maximum_age=90)
+    # between fixed dates (Faker's `date_of_birth` counts from today: the file would change each day)
+    dob = fake.date_between_dates(date(1936, 1, 1), date(2008, 12, 31))
     values: dict[str, list[tuple[str, str]]] = {
         "EMAIL_ADDRESS": [("email", fake.email())],
         "PHONE_NUMBER": [("phone", fake.phone_number())],
@@ -207,6 +211,56 @@ def _measurement(rng: random.Random) -> tuple[str, list[str]]:
     return f"p99 latency {a}, memory {b}, {c} processed", [a, b, c]
 
 
+@_near_miss("id")
+def _run_id(rng: random.Random) -> tuple[str, list[str]]:
+    day = f"2026{rng.randint(1, 12):02d}{rng.randint(1, 28):02d}"
+    run = f"run-{day}-{rng.randint(0, 999999):06d}"
+    version = f"{rng.randint(1, 9)}.{rng.randint(0, 30)}.{rng.randint(0, 99)}"
+    build = f"build-{version}+{day}{rng.randint(0, 235959):06d}"
+    job = f"job_{rng.randint(1_600_000_000_000, 1_800_000_000_000)}_{rng.randint(1, 99)}"
+    order = f"order-{rng.randint(10**9, 10**10 - 1)}"
+    first = rng.choice([run, build])
+    return f"{first} {job} {order}", [first, job, order]
+
+
+def _e164(fake: Faker, locale: str) -> str | None:
+    """One of the locale's phone numbers as dialled with its country code, when libphonenumber finds one
+    valid in a few draws (Faker's are not all valid)."""
+    for _ in range(10):
+        try:
+            number = phonenumbers.parse(fake.phone_number(), locale.split("_")[1])
+        except phonenumbers.NumberParseException:
+            continue
+        if phonenumbers.is_valid_number(number):
+            return phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)
+    return None
+
+
+def _ids(per_kind: int, seed: int) -> Iterator[dict[str, object]]:
+    """People's addresses and numbers in ids, as messaging platforms and agent frameworks make them
+    (`session-+14155550123-2`, `run-jane.doe@example.com-1`): with their own random source, so the
+    records before them stay as they were."""
+    rng = random.Random(seed + 1)
+    for index in range(per_kind):
+        locale = LOCALES[index % len(LOCALES)]
+        fake = Faker(locale)
+        fake.seed_instance(seed + 1 + index)
+        prefix = rng.choice(["session", "run", "conv", "chat", "user", "thread", "whatsapp", "sms"])
+        for kind, value in (("EMAIL_ADDRESS", fake.email()), ("PHONE_NUMBER", _e164(fake, locale))):
+            if value is None:
+                continue
+            counter = rng.randint(1, 99)
+            text = rng.choice(
+                [
+                    f"{prefix}-{value}-{counter}",
+                    f"{prefix}_{value}",
+                    f"{prefix}:{value}",
+                    f"{prefix}-{value}_{counter}",
+                ]
+            )
+            yield {"kind": kind, "locale": locale, "context": "id", "text": text, "values": [value]}
+
+
 def records(per_kind: int, seed: int = 20261205) -> Iterator[dict[str, object]]:
     rng = random.Random(seed)
     for index in range(per_kind):
@@ -222,8 +276,20 @@ def records(per_kind: int, seed: int = 20261205) -> Iterator[dict[str, object]]:
         yield {"kind": "PERSON", "locale": locale, "context": "chat", "text": intro, "values": [name]}
     for _ in range(per_kind):
         for kind, make in _NEAR_MISSES.items():
-            text, keep = make(rng)
-            yield {"kind": f"near-miss:{kind}", "locale": "", "context": "text", "text": text, "keep": keep}
+            if kind != "id":
+                text, keep = make(rng)
+                yield {
+                    "kind": f"near-miss:{kind}",
+                    "locale": "",
+                    "context": "text",
+                    "text": text,
+                    "keep": keep,
+                }
+    yield from _ids(per_kind, seed)
+    near_ids = random.Random(seed + 2)
+    for _ in range(per_kind):
+        text, keep = _run_id(near_ids)
+        yield {"kind": "near-miss:id", "locale": "", "context": "id", "text": text, "keep": keep}
 
 
 def main() -> None:

@@ -67,6 +67,33 @@ def test_an_address_glued_to_a_counter_in_an_id_is_redacted_and_a_version_is_not
     assert trajectory["trajectoryId"].endswith("-1") and "<PII:EMAIL_ADDRESS:" in trajectory["trajectoryId"]
 
 
+def test_a_number_dialled_with_its_country_code_is_redacted_in_an_id_and_a_build_number_is_not() -> None:
+    """Messaging platforms name users by their number (`whatsapp:+14155550123`) and agent frameworks
+    name sessions after them, glued with `-`, `_` or a counter; the run's own numbers are nobody's."""
+    trajectory = _trajectory(("hello", "hi"))
+    trajectory["trajectoryId"] = "session-+14155550123-2"
+    trajectory["agentId"] = "conv_+447911123456"
+    trajectory["metadata"] = {
+        "thread": "user-+4915112345678_3",
+        "build": "build-1.4.2+20261124093015",
+        "job": "job_1795478500000_7",
+        "order": "order-4155550123",
+    }
+    stored = _strict()
+    stored.redact_sensitive(trajectory)
+    assert stored.apply(trajectory, "o", redacted=True)
+    text = json.dumps(trajectory)
+    assert "14155550123" not in text and "447911123456" not in text and "4915112345678" not in text
+    assert trajectory["trajectoryId"] == "session-<PII:PHONE_NUMBER:1>-2"
+    assert trajectory["agentId"] == "conv_<PII:PHONE_NUMBER:2>"
+    metadata = trajectory["metadata"]
+    assert (metadata["build"], metadata["job"], metadata["order"]) == (
+        "build-1.4.2+20261124093015",
+        "job_1795478500000_7",
+        "order-4155550123",
+    )
+
+
 def test_a_value_is_one_placeholder_throughout_a_trajectory_and_another_gets_the_next_number() -> None:
     trajectory = _trajectory(
         ("My name is Jane Doe, mail me at jane.doe@example.com", "Noted, Jane Doe."),

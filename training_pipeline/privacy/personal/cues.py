@@ -14,6 +14,7 @@ __all__ = [
     "BIRTH_CUE",
     "CLOSING",
     "DATE",
+    "DIALLED",
     "FIELD",
     "GERMANIC_STREETS",
     "GREETING",
@@ -177,6 +178,12 @@ LABEL_JOIN = (
     r"(?:[\s_-]+(?:number|no\.?|nr\.?|#|nummer|numéro|número|numero|numer))?[\"']?[ \t]*"
     r"(?:[:=]|\bis\b|\bto\b|\bwas\b|\bist\b|\best\b|\bes\b|\bè\b|\bé\b)?[ \t]*[\"']?"
 )
+#: a number dialled with its country code and written without spaces (E.164: `+` and 8 to 15 digits), as
+#: messaging platforms name users (`whatsapp:+14155550123`) and agent frameworks then name sessions
+#: (`session-+14155550123-2`, `conv_+447911123456`): no id, version or count is written this way, so it
+#: is a phone number wherever it is glued. Not after a letter, a digit or a `+` (`1.2.0+20261124` is a
+#: build's metadata), and not followed by a digit.
+DIALLED = r"(?<![A-Za-z0-9+])\+[1-9]\d{7,14}(?!\d)"
 #: each labelled kind's value: what follows the label must look like one, whatever its checksum
 LABELLED_VALUES = {
     "PHONE_NUMBER": r"\+?\(?\d[\d \t().\-/]{5,20}\d(?:[ \t]*(?:x|ext\.?)[ \t]*\d{1,6})?",

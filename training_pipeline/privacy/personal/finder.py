@@ -212,11 +212,7 @@ class PersonalDataFinder:
         for start, end, kind, score in sorted(found, key=lambda f: (f[0] - f[1], -f[3], f[0])):
             if start >= end or any(start < t_end and t_start < end for t_start, t_end in taken):
                 continue
-            if kind in _TOKEN_KINDS and not _stands_alone(text, start, end):
-                continue
-            if kind in _NUMBER_KINDS and (_glued(text, start, end) or _a_reference_or_code(text, start, end)):
-                continue
-            if kind == "PHONE_NUMBER" and not _dialled(text, start, end, score):
+            if not _someones(text, start, end, kind, score):
                 continue
             taken.append((start, end))
             chosen.append((start, end, kind))
@@ -250,11 +246,7 @@ class PersonalDataFinder:
             else:
                 start = len(data[:byte_start].decode("utf-8", "ignore"))
                 end = start + len(data[byte_start:byte_end].decode("utf-8", "ignore"))
-            if family < _CRYPTO and not _stands_alone(text, start, end):
-                continue
-            if family == _PHONES and not _looks_dialled(text, start, end):
-                continue
-            if family == _NUMBERS and not _could_be_a_number_of_someone(text, start, end):
+            if not _worth_reading(text, start, end, family):
                 continue
             start = max(0, start - _BEFORE)
             end = min(len(text), end + _FAMILIES[family][2])
@@ -379,6 +371,38 @@ def _could_be_a_number_of_someone(text: str, start: int, end: int) -> bool:
         and not _glued(text, start, end)
         and not _a_reference_or_code(text, start, end)
     )
+
+
+def _worth_reading(text: str, start: int, end: int, family: int) -> bool:
+    """Whether a gate's match of `family` could be someone's data, before Presidio reads around it."""
+    if family == _PHONES and _DIALLED.match(text, start):
+        return True  # `_dialled_whole`, whatever it is glued into
+    if family < _CRYPTO and not _stands_alone(text, start, end):
+        return False
+    if family == _PHONES:
+        return _looks_dialled(text, start, end)
+    return family != _NUMBERS or _could_be_a_number_of_someone(text, start, end)
+
+
+def _someones(text: str, start: int, end: int, kind: str, score: float) -> bool:
+    """Whether a finding of Presidio's is someone's data, not a piece of an id, a reference or code."""
+    if kind == "PHONE_NUMBER" and _dialled_whole(text, start, end):
+        return True  # dialled with its country code: a phone number whatever it is glued into
+    if kind in _TOKEN_KINDS and not _stands_alone(text, start, end):
+        return False
+    if kind in _NUMBER_KINDS and (_glued(text, start, end) or _a_reference_or_code(text, start, end)):
+        return False
+    return kind != "PHONE_NUMBER" or _dialled(text, start, end, score)
+
+
+_DIALLED = re.compile(cues.DIALLED)
+
+
+def _dialled_whole(text: str, start: int, end: int) -> bool:
+    """Whether a finding is a number dialled with its country code, written without spaces
+    (`cues.DIALLED`)."""
+    match = _DIALLED.match(text, start)
+    return match is not None and match.end() == end
 
 
 def _looks_dialled(text: str, start: int, end: int) -> bool:

@@ -15,7 +15,8 @@
 - `EthereumRecognizer` (`CRYPTO`): Presidio's crypto recognizer knows Bitcoin's address forms only.
 - `PublicIpRecognizer` (`IP_ADDRESS`): Presidio's, keeping global addresses only: loopback, private,
   link-local and the documentation networks identify nobody, and `v1.2.3.4` is a version.
-- `PhoneRecognizer` (`PHONE_NUMBER`): libphonenumber per phone-shaped run and region (see the class).
+- `PhoneRecognizer` (`PHONE_NUMBER`): libphonenumber per phone-shaped run and region, and per number
+  dialled with its country code glued into an id (see the class).
 - `OfflineEmailRecognizer` (`EMAIL_ADDRESS`): Presidio's, with the public-suffix list read from the
   copy tldextract ships instead of fetched from the network on first use, and an address glued to a
   counter in an id (`run-jane@example.com-3`) found too.
@@ -39,6 +40,7 @@ from training_pipeline.privacy.personal.cues import (
     BIRTH_CUE,
     CLOSING,
     DATE,
+    DIALLED,
     FIELD,
     GERMANIC_STREETS,
     GREETING,
@@ -261,10 +263,15 @@ class PhoneRecognizer(LocalRecognizer):
     also uses): each phone-shaped run is parsed as it is written, with its `+` country code, or as a
     number of each region in turn, and counts when one region finds it valid. Presidio's recognizer
     runs libphonenumber's matcher over the whole text once per region instead: the slowest part of a
-    day's redaction, on texts full of numbers (a table of cards took it seconds)."""
+    day's redaction, on texts full of numbers (a table of cards took it seconds).
+
+    A number dialled with its country code and glued into an id (`cues.DIALLED`: `conv_+447911123456`,
+    `session-+14155550123-2`, which the phone-shaped run would take with its counter) is parsed on its
+    own too."""
 
     CONTEXT = ("phone", "telephone", "tel", "cell", "cellphone", "mobile", "call", "number", "contact")
     _SHAPE = regex.compile(r"(?<![\w+])\+?\(?\d[\d \t().\-/]{5,20}\d(?![\w])")
+    _DIALLED = regex.compile(DIALLED)
 
     def __init__(self, regions: tuple[str, ...]) -> None:
         self.regions = regions
@@ -278,23 +285,30 @@ class PhoneRecognizer(LocalRecognizer):
         self._phonenumbers = phonenumbers
 
     def analyze(self, text: str, entities: list[str], nlp_artifacts: Any = None) -> list[RecognizerResult]:
-        phonenumbers = self._phonenumbers
         results = []
+        found: set[int] = set()  # where the runs found start
         for match in self._SHAPE.finditer(text):
             value = match.group()
             digits = sum(c.isdigit() for c in value)
-            if not 7 <= digits <= 15:
-                continue
-            regions = (None,) if value.startswith("+") else self.regions
-            for region in regions:
-                try:
-                    number = phonenumbers.parse(value, region)
-                except phonenumbers.NumberParseException:
-                    continue
-                if phonenumbers.is_valid_number(number):
-                    results.append(_result(self, "PHONE_NUMBER", match.start(), match.end(), 0.4))
-                    break
+            if 7 <= digits <= 15 and self._valid(value, (None,) if value.startswith("+") else self.regions):
+                results.append(_result(self, "PHONE_NUMBER", match.start(), match.end(), 0.4))
+                found.add(match.start())
+        for match in self._DIALLED.finditer(text):
+            if match.start() not in found and self._valid(match.group(), (None,)):
+                results.append(_result(self, "PHONE_NUMBER", match.start(), match.end(), 0.4))
         return results
+
+    def _valid(self, value: str, regions: tuple[str | None, ...]) -> bool:
+        """Whether one of `regions` (None: the number's own `+` code) finds `value` a valid number."""
+        phonenumbers = self._phonenumbers
+        for region in regions:
+            try:
+                number = phonenumbers.parse(value, region)
+            except phonenumbers.NumberParseException:
+                continue
+            if phonenumbers.is_valid_number(number):
+                return True
+        return False
 
 
 class EthereumRecognizer(_Recognizer):
