@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 from dagster import (
     AssetCheckEvaluation,
     AssetCheckKey,
-    AssetCheckSeverity,
+    AssetCheckResult,
     AssetCheckSpec,
     AssetExecutionContext,
     AssetsDefinition,
@@ -41,7 +41,7 @@ from dagster import (
     multi_asset,
 )
 
-from assets.compat import PARTITIONED_CHECKS
+from assets.compat import PARTITIONED_CHECKS, day_check
 from assets.keys import Keys
 from resources.layers_io import LAYERS_IO_MANAGER
 from resources.privacy import PrivacySettings
@@ -175,7 +175,7 @@ def daily_layers(
         training_pipeline_source: TrajectorySource,
         training_pipeline_privacy: PrivacySettings,
         training_pipeline_store: DataStore,
-    ) -> Iterator[MaterializeResult | AssetCheckEvaluation]:
+    ) -> Iterator[MaterializeResult | AssetCheckResult | AssetCheckEvaluation]:
         selected = context.selected_asset_keys
         tasks = [task for task in TASKS if keys.dataset(task) in selected]
         scanner = training_pipeline_privacy.scanner() if tasks else None
@@ -226,6 +226,7 @@ def daily_layers(
                 _files(training_pipeline_store, day),
                 context.selected_asset_check_keys,
                 training_pipeline_privacy,
+                one_day=context.has_partition_key,
             )
 
     return _daily_layers
@@ -343,22 +344,16 @@ def _checks(
     files: DayFiles,
     selected: set[AssetCheckKey],
     training_pipeline_privacy: PrivacySettings,
-) -> Iterator[AssetCheckEvaluation]:
-    """The selected checks of `day`, read from the files on disk (whatever this run made of them)."""
+    one_day: bool,
+) -> Iterator[AssetCheckResult | AssetCheckEvaluation]:
+    """The selected checks of `day`, read from the files on disk (whatever this run made of them);
+    `one_day`: the run is of this day alone (`compat.day_check`)."""
 
-    def evaluation(key: AssetCheckKey, passed: bool, metadata: dict[str, Any]) -> AssetCheckEvaluation:
+    def evaluation(
+        key: AssetCheckKey, passed: bool, metadata: dict[str, Any]
+    ) -> AssetCheckResult | AssetCheckEvaluation:
         blocking = _DATASET_CHECKS[key.name][0] if keys.task_of(key.asset_key) else True
-        # a check result per day where this Dagster has daily checks, else one naming its day
-        where = {"partition": day} if PARTITIONED_CHECKS else {}
-        return AssetCheckEvaluation(
-            asset_key=key.asset_key,
-            check_name=key.name,
-            passed=passed,
-            metadata=metadata if PARTITIONED_CHECKS else {"partition": day, **metadata},
-            severity=AssetCheckSeverity.ERROR,
-            blocking=blocking,
-            **where,
-        )
+        return day_check(key, day, passed, metadata, blocking, one_day)
 
     stored_check = AssetCheckKey(keys.trajectories, _COUNTS)
     if stored_check in selected:

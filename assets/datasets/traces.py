@@ -9,7 +9,8 @@ from typing import Any
 
 from dagster import (
     AssetCheckEvaluation,
-    AssetCheckSeverity,
+    AssetCheckKey,
+    AssetCheckResult,
     AssetCheckSpec,
     AssetExecutionContext,
     AssetsDefinition,
@@ -23,7 +24,7 @@ from dagster import (
     multi_asset,
 )
 
-from assets.compat import PARTITIONED_CHECKS
+from assets.compat import PARTITIONED_CHECKS, day_check
 from assets.keys import Keys
 from resources.privacy import PrivacySettings
 from resources.storage import DataStore
@@ -79,9 +80,9 @@ def trace_datasets(
         context: AssetExecutionContext,
         training_pipeline_store: DataStore,
         training_pipeline_privacy: PrivacySettings,
-    ) -> Iterator[MaterializeResult | AssetCheckEvaluation]:
+    ) -> Iterator[MaterializeResult | AssetCheckResult | AssetCheckEvaluation]:
         scanner = training_pipeline_privacy.scanner()
-        evaluations: list[AssetCheckEvaluation] = []
+        evaluations: list[AssetCheckResult | AssetCheckEvaluation] = []
         wanted = {key.name for key in context.selected_asset_check_keys}
         built = keys.trace_datasets in context.selected_asset_keys
         for day in context.partition_keys:
@@ -109,7 +110,7 @@ def trace_datasets(
                     partition_key=day,
                 )
             if wanted:
-                evaluations.extend(_checks(keys, day, folder, wanted, scanner))
+                evaluations.extend(_checks(keys, day, folder, wanted, scanner, context.has_partition_key))
         if built:
             yield MaterializeResult(asset_key=keys.trace_datasets)
         yield from evaluations
@@ -117,8 +118,11 @@ def trace_datasets(
     return _trace_datasets
 
 
-def _checks(keys: Keys, day: str, folder: Path, wanted: set[str], scanner: Any) -> list[AssetCheckEvaluation]:
-    """The day's selected checks, read from the files on disk (whatever this run made of them)."""
+def _checks(
+    keys: Keys, day: str, folder: Path, wanted: set[str], scanner: Any, one_day: bool
+) -> list[AssetCheckResult | AssetCheckEvaluation]:
+    """The day's selected checks, read from the files on disk (whatever this run made of them); `one_day`:
+    the run is of this day alone (`compat.day_check`)."""
     if not folder.is_dir():
         raise Failure(f"trace_datasets for {day} is not materialised ({folder} is missing)")
     inspection = inspect_trace_datasets(folder, scanner)
@@ -130,17 +134,8 @@ def _checks(keys: Keys, day: str, folder: Path, wanted: set[str], scanner: Any) 
             {"lines": inspection.lines, "problems": MetadataValue.json(inspection.problems[:20])},
         ),
     }
-    where = {"partition": day} if PARTITIONED_CHECKS else {}
     return [
-        AssetCheckEvaluation(
-            asset_key=keys.trace_datasets,
-            check_name=name,
-            passed=passed,
-            metadata=metadata if PARTITIONED_CHECKS else {"partition": day, **metadata},
-            severity=AssetCheckSeverity.ERROR,
-            blocking=True,
-            **where,
-        )
+        day_check(AssetCheckKey(keys.trace_datasets, name), day, passed, metadata, True, one_day)
         for name, (passed, metadata) in verdicts.items()
         if name in wanted
     ]

@@ -111,10 +111,16 @@ def test_dagster_definitions_validate_accepts_the_code_location(dagster_home: Pa
 
 def test_a_day_materialises_with_counts_that_add_up(tmp_path: Path) -> None:
     resources = default_resources(load_settings({"TRAINING_PIPELINE_DATA": str(tmp_path)}))
-    result = _run(resources)
+    instance = DagsterInstance.ephemeral()
+    result = _run(resources, instance=instance)
     assert result.success
     assert all(e.passed for e in result.get_asset_check_evaluations())
     assert len(result.get_asset_check_evaluations()) == 22 + 3  # the trace datasets' three too
+    # each check's result is the day's, and is its step's output: the run's log does not say that a
+    # step yielded no result for its checks (nor Dagster that a blocking check gated nothing)
+    assert {e.partition for e in result.get_asset_check_evaluations()} == {DAY}
+    said = [entry.user_message for entry in instance.all_logs(result.run_id)]
+    assert not [message for message in said if "did not yield or return expected outputs" in message]
     # the datasets were inspected as the day's pass wrote them; the checks only hashed the files
     assert {
         e.metadata["inspected"].value
