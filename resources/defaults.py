@@ -74,6 +74,8 @@ def shared_resources(settings: Settings) -> dict[str, Any]:
             entity_directory=entities,
             workers=settings.workers,
             personal_data=settings.personal_data,
+            id_key=_secret(settings.id_key, "TRAINING_PIPELINE_ID_KEY"),
+            id_key_folder=data,
         ),
         "training_pipeline_store": store,
         LAYERS_IO_MANAGER: LayersIOManager(store=store),

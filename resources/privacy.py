@@ -11,6 +11,7 @@ from pydantic import Field
 from training_pipeline.environment import personal_data_setting
 from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.filter import PrivacyFilter, secret_env_values
+from training_pipeline.privacy.id_key import load_id_key
 from training_pipeline.privacy.personal import kinds_from_setting
 from training_pipeline.privacy.scan import SecretScanner
 from training_pipeline.workers import default_workers
@@ -33,6 +34,17 @@ class PrivacySettings(ConfigurableResource):
         default=None,
         description="kinds of personal data strict redacts: all, none, or a comma-separated list "
         "(EMAIL_ADDRESS,PHONE_NUMBER,…); unset: TRAINING_PIPELINE_PERSONAL_DATA, else all",
+    )
+
+    id_key: str | None = Field(
+        default=None,
+        description="secret that keeps trajectory ids the redaction changed apart (pass it as an EnvVar); "
+        "unset: the key kept in id_key_folder",
+    )
+    id_key_folder: str | None = Field(
+        default=None,
+        description="data folder whose keys/trajectory-id.key is the key (made there when missing); "
+        "neither set: redacted ids are not kept apart",
     )
 
     def pool_size(self) -> int:
@@ -64,4 +76,11 @@ class PrivacySettings(ConfigurableResource):
             directory,
             secret_env_values(self.profile, names=self.env_secrets),
             self.personal_kinds(),
+            id_key=self._id_key(),
         )
+
+    def _id_key(self) -> bytes | None:
+        # only `strict` changes ids (elizaOS's filter reads the prompts alone)
+        if self.profile != "strict" or (not self.id_key and not self.id_key_folder):
+            return None
+        return load_id_key(self.id_key, Path(self.id_key_folder or "."))

@@ -81,6 +81,9 @@ class Settings(BaseModel):
     ner_model: str | None = Field(None, alias="TRAINING_PIPELINE_NER_MODEL")
     #: processes that redact, filter and export a day (0: one per core)
     workers: int = Field(0, alias="TRAINING_PIPELINE_WORKERS", ge=0)
+    #: the key that keeps trajectory ids the redaction changed apart (`privacy.id_key`; unset: one made
+    #: in the data folder)
+    id_key: SecretStr | None = Field(None, alias="TRAINING_PIPELINE_ID_KEY")
     #: an fsspec URL the day's datasets and the run records are copied to (may hold a password)
     shared_url: SecretStr | None = Field(None, alias="TRAINING_PIPELINE_SHARED_URL")
 

@@ -29,8 +29,8 @@ ISSUE_VALUES = (
 )
 
 
-def _strict(kinds: str = "all") -> PrivacyFilter:
-    return PrivacyFilter("strict", None, (), personal_data=kinds, ner_model="")
+def _strict(kinds: str = "all", id_key: bytes | None = None) -> PrivacyFilter:
+    return PrivacyFilter("strict", None, (), personal_data=kinds, ner_model="", id_key=id_key)
 
 
 def test_the_issues_message_comes_out_with_every_value_replaced_by_its_kind() -> None:
@@ -92,6 +92,55 @@ def test_a_number_dialled_with_its_country_code_is_redacted_in_an_id_and_a_build
         "job_1795478500000_7",
         "order-4155550123",
     )
+
+
+def test_a_redacted_id_gets_a_suffix_only_its_key_makes_and_filtering_again_keeps_it() -> None:
+    """Two people's sessions stay two (`privacy.id_key`): the suffix is the same under one key, other
+    under another, and a stored trajectory filtered again keeps its id; an id with nobody's data in it
+    is left as it is."""
+    ids = ["session-+14155550123-2", "session-+447911123456-2", "run-1"]
+
+    def stored(key: bytes) -> list[str]:
+        out = []
+        for trajectory_id in ids:
+            trajectory = {**_trajectory(("hello", "hi")), "trajectoryId": trajectory_id}
+            _strict(id_key=key).redact_sensitive(trajectory)
+            again = json.loads(json.dumps(trajectory))
+            _strict(id_key=key).redact_sensitive(again)
+            assert again == trajectory
+            out.append(trajectory["trajectoryId"])
+        return out
+
+    first, second = stored(b"a" * 32), stored(b"b" * 32)
+    assert first[0] != first[1] and first[2] == second[2] == "run-1"
+    assert all(
+        i.startswith("session-<PII:PHONE_NUMBER:1>-2~") and len(i.split("~")[1]) == 16 for i in first[:2]
+    )
+    assert first[:2] != second[:2] and stored(b"a" * 32) == first
+
+
+def test_the_id_key_is_made_once_for_a_data_folder_even_by_processes_at_once(tmp_path: Path) -> None:
+    from training_pipeline.privacy.id_key import KEY_FILE, load_id_key
+
+    script = (
+        "import sys\nfrom pathlib import Path\nfrom training_pipeline.privacy.id_key import load_id_key\n"
+    )
+    script += "print(load_id_key(None, Path(sys.argv[1])).decode())\n"
+    started = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, str(tmp_path)], stdout=subprocess.PIPE, text=True, cwd=REPO
+        )
+        for _ in range(4)
+    ]
+    keys = {process.communicate()[0].strip() for process in started}
+    assert len(keys) == 1 and all(process.returncode == 0 for process in started)
+    made = tmp_path / KEY_FILE
+    assert made.stat().st_mode & 0o777 == 0o600 and list(made.parent.iterdir()) == [made]
+    assert load_id_key(None, tmp_path).decode() in keys
+    assert load_id_key("configured-secret", tmp_path) == b"configured-secret"
+    made.write_text("short\n")
+    with pytest.raises(ValueError, match="holds no key"):
+        load_id_key(None, tmp_path)
 
 
 def test_a_value_is_one_placeholder_throughout_a_trajectory_and_another_gets_the_next_number() -> None:
@@ -276,14 +325,16 @@ def test_a_day_with_personal_data_gives_the_same_datasets_on_one_process_and_on_
             (f"My name is {name}, mail me at {email} or call +1 415 555 01{n:02d}", f"Thanks {name}!"),
             (f"also cc {people[(n + 1) % 2][1]}", f"Done, {email} and the other are on it."),
         )
-        trajectory["trajectoryId"] = f"t{n}"
+        # a session named after its user's number: redacted, and kept apart by the key on every worker
+        trajectory["trajectoryId"] = f"t{n}" if n % 4 else f"session-+1415555{n:04d}"
         lines.append(json.dumps(trajectory))
     source = tmp_path / "day.jsonl"
     source.write_text("\n".join(lines) + "\n")
     one, pool = tmp_path / "one", tmp_path / "pool"
-    build_datasets(source, one, _strict(), workers=1)
+    key = b"k" * 32
+    build_datasets(source, one, _strict(id_key=key), workers=1)
     engine.analyzer.cache_clear()
-    build_datasets(source, pool, _strict(), workers=2, span_bytes=2048)
+    build_datasets(source, pool, _strict(id_key=key), workers=2, span_bytes=2048)
     assert engine.analyzer.cache_info().currsize == int(built_before_fork)
     files = sorted(p.name for p in one.iterdir())
     assert files == sorted(p.name for p in pool.iterdir())
@@ -298,6 +349,9 @@ def test_a_day_with_personal_data_gives_the_same_datasets_on_one_process_and_on_
     written = (one / "response_trajectories.jsonl").read_text()
     assert "jane.doe" not in written and "Rui Costa" not in written
     assert "<PII:EMAIL_ADDRESS:2>" in written  # the colleague's address, second in each trajectory
+    # elizaOS's summary counts distinct trajectory ids: the ten sessions' redacted ids are ten
+    summary = json.loads((one / "trajectory_dataset_summary.json").read_text())
+    assert summary["taskMetrics"]["response"]["sourceTrajectoryCount"] == 40
 
 
 def test_a_log_line_of_dates_ids_and_counts_never_brings_presidio_into_the_process() -> None:

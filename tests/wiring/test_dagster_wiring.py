@@ -21,7 +21,7 @@ from resources.storage import DataStore
 from tests.dagster_servers import instance_at
 from tests.helpers import DATASET_ASSETS, REPO, asset_metadata, cli, fresh_python, layer_resources
 from tests.planted_secrets import STRIPE_KEY, write_stripe_leak_day
-from training_pipeline.datasets.training_tasks import TASK_FILE_NAMES, TASKS
+from training_pipeline.datasets.training_tasks import TASK_FILE_NAMES, TASKS, ids_path
 from training_pipeline.definitions import defs
 from training_pipeline.settings import load_settings
 
@@ -464,3 +464,38 @@ def test_blocking_personal_data_check_fails_a_file_with_personal_data_planted_af
     assert failed.metadata["locations"].value == [f"line {lines} (user)"]
     events = json.dumps([str(e) for e in result.all_events], default=str)
     assert "dana.whitfield" not in events and "7946" not in events
+
+
+def test_ids_the_redaction_changed_stay_apart_with_the_same_suffix_on_every_run(tmp_path: Path) -> None:
+    """A messaging platform's users are their numbers, and so are their sessions' ids: under `strict`
+    each is redacted, and a keyed suffix keeps the conversations apart in the stored days and the
+    datasets' ids files (what splits by trajectory read). The key is made once in the data folder,
+    readable by its owner alone; another run of the day gives the same ids."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    calls = [{"purpose": "response", "systemPrompt": "s", "userPrompt": "hi", "response": "hello"}]
+    lines = [
+        {
+            "trajectoryId": f"whatsapp:{number}",
+            "startTime": 1_795_478_500_000 + n,
+            "steps": [{"llmCalls": calls}],
+        }
+        for n, number in enumerate(["+14155550123", "+447911123456", "+4915112345678"])
+    ]
+    (folder / f"{DAY}.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    data = tmp_path / "data"
+    settings = load_settings({"TRAINING_PIPELINE_DATA": str(data), "TRAJECTORY_DIR": str(folder)})
+
+    def ids() -> tuple[list[str], list[str]]:
+        assert _run(default_resources(settings)).success
+        stored = pq.read_table(data / "trajectories" / f"{DAY}.parquet").column("trajectory_id").to_pylist()
+        sidecar = ids_path(data / "datasets" / DAY / TASK_FILE_NAMES["response"])
+        return stored, [json.loads(line) for line in sidecar.read_text().splitlines()]
+
+    stored, grouped = ids()
+    assert len(set(stored)) == 3 and sorted(grouped) == sorted(stored)
+    assert all(i.startswith("whatsapp:<PII:PHONE_NUMBER:1>~") for i in stored)
+    assert not any(number in json.dumps(stored) for number in ("4155550123", "7911123456", "15112345678"))
+    key = data / "keys" / "trajectory-id.key"
+    assert key.stat().st_mode & 0o777 == 0o600
+    assert ids() == (stored, grouped)

@@ -32,6 +32,7 @@ from training_pipeline.jscompat import utf16_len
 from training_pipeline.privacy.budget import budget
 from training_pipeline.privacy.credential_rule import Found, is_placeholder
 from training_pipeline.privacy.entities import EntityDirectory
+from training_pipeline.privacy.id_key import apart
 from training_pipeline.privacy.personal import (
     ANALYZER_MODULE,
     PersonalDataFinder,
@@ -135,10 +136,12 @@ class PrivacyFilter:
         env_secrets: tuple[str, ...] = (),
         personal_data: str | frozenset[str] | None = None,
         ner_model: str | None = None,
+        id_key: bytes | None = None,
     ) -> None:
         """`personal_data`: the kinds `strict` redacts (`kinds.kinds_from_setting`: `all`, `none` or a
         list; None: `TRAINING_PIPELINE_PERSONAL_DATA`, else all); `ner_model`: a spaCy pipeline that also
-        finds names (None: `TRAINING_PIPELINE_NER_MODEL`, else none). `elizaos` redacts no personal data."""
+        finds names (None: `TRAINING_PIPELINE_NER_MODEL`, else none). `elizaos` redacts no personal data.
+        `id_key`: what keeps trajectory ids the redaction changed apart (`id_key`; None: they may merge)."""
         if profile not in PROFILES:
             raise ValueError(f"unknown privacy profile {profile!r}; choose one of {sorted(PROFILES)}")
         self.profile = profile
@@ -162,6 +165,7 @@ class PrivacyFilter:
         self.rules: RuleSet = PROFILES[profile]
         self.directory = directory
         self.env_secrets = env_secrets
+        self.id_key = id_key
         self._secret_bytes = tuple(secret.encode("utf-8", "surrogatepass") for secret in env_secrets)
         # Many secret values are looked for in one scan, not a search each through every text (an
         # agent's environment holds a key or token per service it talks to). In memory only: it holds
@@ -194,13 +198,12 @@ class PrivacyFilter:
 
     def recipe(
         self,
-    ) -> tuple[Profile, EntityDirectory | None, tuple[str, ...], frozenset[str], str]:
+    ) -> tuple[Profile, EntityDirectory | None, tuple[str, ...], frozenset[str], str, bytes | None]:
         """What a worker process needs to build the same filter (`start_worker_filter`)."""
         personal = self.personal
-        if personal is None:
-            return self.profile, self.directory, self.env_secrets, frozenset(), ""
+        kinds, model = (frozenset(), "") if personal is None else (personal.kinds, personal.ner_model)
         # "" (no model), not None: a worker reads no setting of its own
-        return self.profile, self.directory, self.env_secrets, personal.kinds, personal.ner_model or ""
+        return self.profile, self.directory, self.env_secrets, kinds, model or "", self.id_key
 
     @property
     def worker_modules(self) -> list[str]:
@@ -254,6 +257,7 @@ class PrivacyFilter:
         when the redaction ran past `budget_seconds` (the caller quarantines the record: it is then
         partly redacted)."""
         before = self.stats.redaction_count
+        original_id = trajectory.get("trajectoryId")
         calls: set[int] = set()
         slots: list[tuple[Any, Any, str]] = []  # (container, key, text), in the order they are redacted
         embedded: list[_Embedded] = []  # JSON texts whose strings are slotted one by one
@@ -302,6 +306,9 @@ class PrivacyFilter:
         for container, key, parsed, text in reversed(embedded):
             if parsed != json.loads(text):
                 container[key] = json.dumps(parsed, ensure_ascii=False)
+        redacted_id = trajectory.get("trajectoryId")
+        if self.id_key is not None and isinstance(original_id, str) and redacted_id != original_id:
+            trajectory["trajectoryId"] = apart(str(redacted_id), original_id, self.id_key)
         return self.stats.redaction_count - before
 
     def _redact_personal(
@@ -641,10 +648,11 @@ def start_worker_filter(
     env_secrets: tuple[str, ...],
     personal_data: frozenset[str],
     ner_model: str,
+    id_key: bytes | None,
 ) -> None:
     """A pool's initializer: this worker's filter, built once (its gates load from the cache)."""
     global _worker_filter
-    _worker_filter = PrivacyFilter(profile, directory, env_secrets, personal_data, ner_model)
+    _worker_filter = PrivacyFilter(profile, directory, env_secrets, personal_data, ner_model, id_key)
 
 
 def worker_filter() -> PrivacyFilter:

@@ -1,0 +1,68 @@
+"""The key that keeps redacted trajectory ids apart.
+
+`strict` redacts personal data in a trajectory's id as anywhere else (`session-+14155550123-2` becomes
+`session-<PII:PHONE_NUMBER:1>-2`), and two people's ids would then be one: the datasets' ids files would
+name their conversations as one trajectory, and a split by trajectory (`training.holdout`,
+`optimizers.examples`) could not part them (an agent on a messaging platform, whose ids are
+`whatsapp:+…`, would have one trajectory a day). So an id the filter changed gets a suffix: the
+HMAC-SHA256 of the id as it came, under the deployment's key, 16 hexadecimal characters.
+
+Without the key the suffix tells nothing of the id (a phone number can be guessed, an HMAC under an
+unknown key cannot be tested against the guesses); with it, an id gets the same suffix every day, in
+every process and on every run, so materialising a day again changes nothing and an id's trajectory
+is one group across days.
+
+The key is `TRAINING_PIPELINE_ID_KEY`, else one made once in the data folder (`keys/trajectory-id.key`,
+32 random bytes, readable by its owner only): never beside the datasets, never copied to shared
+storage. A deployment whose processes do not share the data folder sets the variable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import os
+import secrets
+from pathlib import Path
+
+__all__ = ["KEY_FILE", "apart", "load_id_key"]
+
+#: where the data folder keeps the key made for it
+KEY_FILE = Path("keys") / "trajectory-id.key"
+
+
+def apart(redacted: str, original: str, key: bytes) -> str:
+    """`redacted` (the filter's version of `original`) with `original`'s keyed suffix."""
+    digest = hmac.new(key, original.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
+    return f"{redacted}~{digest[:16]}"
+
+
+def load_id_key(configured: str | None, data: Path) -> bytes:
+    """The configured key, else the data folder's (made now when it has none: two processes making it
+    at once end with one key, the first one linked into place)."""
+    if configured:
+        return configured.encode("utf-8")
+    path = data / KEY_FILE
+    with contextlib.suppress(FileNotFoundError):
+        return _read(path)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    draft = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    descriptor = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(descriptor, "w", encoding="ascii") as handle:
+            handle.write(secrets.token_hex(32) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        with contextlib.suppress(FileExistsError):  # another process made one first: theirs holds
+            os.link(draft, path)
+    finally:
+        draft.unlink(missing_ok=True)
+    return _read(path)
+
+
+def _read(path: Path) -> bytes:
+    key = path.read_text(encoding="ascii").strip()
+    if len(key) < 32:
+        raise ValueError(f"{path} holds no key (32 hexadecimal characters or more); delete it to make one")
+    return key.encode("ascii")
