@@ -96,9 +96,16 @@ def test_a_number_dialled_with_its_country_code_is_redacted_in_an_id_and_a_build
 
 def test_a_redacted_id_gets_a_suffix_only_its_key_makes_and_filtering_again_keeps_it() -> None:
     """Two people's sessions stay two (`privacy.id_key`): the suffix is the same under one key, other
-    under another, and a stored trajectory filtered again keeps its id; an id with nobody's data in it
-    is left as it is."""
-    ids = ["session-+14155550123-2", "session-+447911123456-2", "run-1"]
+    under another, and a stored trajectory filtered again keeps its id, even where a word before the
+    suffix would make its characters a token's (`auth-…`); an id with nobody's data in it is left as it
+    is."""
+    ids = [
+        "session-+14155550123-2",
+        "session-+447911123456-2",
+        "run-1",
+        "auth-+14155550123-2",
+        "token-+447911123456",
+    ]
 
     def stored(key: bytes) -> list[str]:
         out = []

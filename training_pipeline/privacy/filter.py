@@ -32,7 +32,7 @@ from training_pipeline.jscompat import utf16_len
 from training_pipeline.privacy.budget import budget
 from training_pipeline.privacy.credential_rule import Found, is_placeholder
 from training_pipeline.privacy.entities import EntityDirectory
-from training_pipeline.privacy.id_key import apart
+from training_pipeline.privacy.id_key import apart, detached
 from training_pipeline.privacy.personal import (
     ANALYZER_MODULE,
     PersonalDataFinder,
@@ -258,6 +258,10 @@ class PrivacyFilter:
         partly redacted)."""
         before = self.stats.redaction_count
         original_id = trajectory.get("trajectoryId")
+        keyed = self.id_key is not None and isinstance(original_id, str)
+        if keyed:
+            head, _ = detached(original_id)
+            trajectory["trajectoryId"] = head  # put back below when the redaction leaves it
         calls: set[int] = set()
         slots: list[tuple[Any, Any, str]] = []  # (container, key, text), in the order they are redacted
         embedded: list[_Embedded] = []  # JSON texts whose strings are slotted one by one
@@ -306,9 +310,11 @@ class PrivacyFilter:
         for container, key, parsed, text in reversed(embedded):
             if parsed != json.loads(text):
                 container[key] = json.dumps(parsed, ensure_ascii=False)
-        redacted_id = trajectory.get("trajectoryId")
-        if self.id_key is not None and isinstance(original_id, str) and redacted_id != original_id:
-            trajectory["trajectoryId"] = apart(str(redacted_id), original_id, self.id_key)
+        if keyed:
+            redacted_id = trajectory["trajectoryId"]
+            trajectory["trajectoryId"] = (
+                original_id if redacted_id == head else apart(str(redacted_id), original_id, self.id_key)
+            )
         return self.stats.redaction_count - before
 
     def _redact_personal(

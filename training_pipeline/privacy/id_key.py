@@ -23,10 +23,11 @@ import contextlib
 import hashlib
 import hmac
 import os
+import re
 import secrets
 from pathlib import Path
 
-__all__ = ["KEY_FILE", "apart", "load_id_key"]
+__all__ = ["KEY_FILE", "apart", "detached", "load_id_key"]
 
 #: where the data folder keeps the key made for it
 KEY_FILE = Path("keys") / "trajectory-id.key"
@@ -36,6 +37,18 @@ def apart(redacted: str, original: str, key: bytes) -> str:
     """`redacted` (the filter's version of `original`) with `original`'s keyed suffix."""
     digest = hmac.new(key, original.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
     return f"{redacted}~{digest[:16]}"
+
+
+#: what `apart` appends
+_SUFFIX = re.compile(r"~[0-9a-f]{16}\Z")
+
+
+def detached(trajectory_id: str) -> tuple[str, str]:
+    """`trajectory_id` without a suffix `apart` appended, and the suffix ("" when it has none). A stored
+    id is filtered again without its suffix: after a word such as `auth-` the rules would take its
+    sixteen random characters for a token."""
+    match = _SUFFIX.search(trajectory_id)
+    return (trajectory_id[: match.start()], match.group()) if match else (trajectory_id, "")
 
 
 def load_id_key(configured: str | None, data: Path) -> bytes:
