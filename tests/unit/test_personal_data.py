@@ -144,7 +144,10 @@ def test_the_id_key_is_made_once_for_a_data_folder_even_by_processes_at_once(tmp
     made = tmp_path / KEY_FILE
     assert made.stat().st_mode & 0o777 == 0o600 and list(made.parent.iterdir()) == [made]
     assert load_id_key(None, tmp_path).decode() in keys
-    assert load_id_key("configured-secret", tmp_path) == b"configured-secret"
+    configured = "c" * 32
+    assert load_id_key(configured, tmp_path) == configured.encode()
+    with pytest.raises(ValueError, match="TRAINING_PIPELINE_ID_KEY must be 32 characters or more"):
+        load_id_key("short-secret", tmp_path)
     made.write_text("short\n")
     with pytest.raises(ValueError, match="holds no key"):
         load_id_key(None, tmp_path)

@@ -31,6 +31,8 @@ __all__ = ["KEY_FILE", "apart", "detached", "load_id_key"]
 
 #: where the data folder keeps the key made for it
 KEY_FILE = Path("keys") / "trajectory-id.key"
+#: the shortest key taken: a short one could be guessed, and the suffixes tested against the guesses
+_SHORTEST = 32
 
 
 def apart(redacted: str, original: str, key: bytes) -> str:
@@ -55,6 +57,11 @@ def load_id_key(configured: str | None, data: Path) -> bytes:
     """The configured key, else the data folder's (made now when it has none: two processes making it
     at once end with one key, the first one linked into place)."""
     if configured:
+        if len(configured) < _SHORTEST:
+            raise ValueError(
+                f"TRAINING_PIPELINE_ID_KEY must be {_SHORTEST} characters or more "
+                "(`openssl rand -hex 32` makes one)"
+            )
         return configured.encode("utf-8")
     path = data / KEY_FILE
     with contextlib.suppress(FileNotFoundError):
@@ -76,6 +83,6 @@ def load_id_key(configured: str | None, data: Path) -> bytes:
 
 def _read(path: Path) -> bytes:
     key = path.read_text(encoding="ascii").strip()
-    if len(key) < 32:
-        raise ValueError(f"{path} holds no key (32 hexadecimal characters or more); delete it to make one")
+    if len(key) < _SHORTEST:
+        raise ValueError(f"{path} holds no key ({_SHORTEST} characters or more); delete it to make one")
     return key.encode("ascii")
