@@ -22,6 +22,8 @@ PERSONAL = {
     "phone": "+44 20 7946 0958",
     "card": "4539 1488 0343 6467",
     "name": "Marguerite Okonkwo",
+    # the phone dialled with its country code, as a messaging platform names its user (and a session)
+    "dialled": "+442079460958",
 }
 API_KEY = "sk-PLANTEDopenaiKeyForTheFakeServer01"
 
@@ -40,11 +42,16 @@ def write_planted_day(folder: Path, name: str = "2026-11-24.jsonl") -> None:
         }
         rows.append(
             {
-                "trajectoryId": f"t{n}",
+                "trajectoryId": f"whatsapp:{PERSONAL['dialled']}-{n}" if n % 4 == 0 else f"t{n}",
                 "agentId": "a",
                 "startTime": 1_795_478_500_000 + n,
                 "steps": [{"llmCalls": [call]}],
-                "metadata": {"debug": f"env dump {IN_ENVIRONMENT}", "customer": PERSONAL["email"]},
+                "metadata": {
+                    "debug": f"env dump {IN_ENVIRONMENT}",
+                    "customer": PERSONAL["email"],
+                    # a tool's result keyed by the customer's address, a config keyed by a token
+                    "contacts": {PERSONAL["email"]: "primary", secret: "api"},
+                },
             }
         )
     folder.mkdir(exist_ok=True)

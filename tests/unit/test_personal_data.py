@@ -153,6 +153,46 @@ def test_the_id_key_is_made_once_for_a_data_folder_even_by_processes_at_once(tmp
         load_id_key(None, tmp_path)
 
 
+def test_an_objects_keys_are_redacted_too_and_no_value_is_lost() -> None:
+    """A tool's result keyed by its people's addresses and numbers, a config keyed by a live key: the
+    keys are stored redacted, in their order, with every value; two keys redacted alike stay two."""
+    from tests.planted_secrets import STRIPE_KEY
+
+    trajectory = _trajectory(("look up the team", "done"))
+    trajectory["steps"][0]["llmCalls"][0]["toolResult"] = {
+        "jane.doe@example.com": {"phone": "+14155550123"},
+        "bob.smith@example.org": {"phone": "+447911123456"},
+    }
+    trajectory["metadata"] = {
+        "contacts": {"+4915112345678": "on call"},
+        STRIPE_KEY: True,
+        "sk_live_" + "x1" * 12: 2,
+    }
+    privacy = _strict()
+    privacy.redact_sensitive(trajectory)
+    text = json.dumps(trajectory)
+    for value in ("jane.doe", "bob.smith", "4155550123", "7911123456", "15112345678", STRIPE_KEY, "x1x1"):
+        assert value not in text
+    result = trajectory["steps"][0]["llmCalls"][0]["toolResult"]
+    assert sorted(result) == ["<PII:EMAIL_ADDRESS:1>", "<PII:EMAIL_ADDRESS:2>"]
+    phones = [v["phone"] for v in result.values()]
+    assert len(set(phones)) == 2 and all(p.startswith("<PII:PHONE_NUMBER:") for p in phones)
+    metadata = trajectory["metadata"]
+    assert list(metadata["contacts"].values()) == ["on call"]
+    assert [metadata[k] for k in list(metadata)[1:]] == [True, 2]
+    assert list(metadata)[2] == list(metadata)[1] + " (2)"
+    again = json.loads(text)
+    _strict().redact_sensitive(again)
+    assert again == trajectory
+
+
+def test_a_stored_value_keeps_every_entry_whose_keys_are_redacted_alike() -> None:
+    from training_pipeline.privacy.stored import safe_value
+
+    stored = safe_value({"jane@example.com": 1, "bob@example.org": 2})
+    assert stored == {"<PII:EMAIL_ADDRESS:1>": 1, "<PII:EMAIL_ADDRESS:1> (2)": 2}
+
+
 def test_a_value_is_one_placeholder_throughout_a_trajectory_and_another_gets_the_next_number() -> None:
     trajectory = _trajectory(
         ("My name is Jane Doe, mail me at jane.doe@example.com", "Noted, Jane Doe."),

@@ -265,6 +265,7 @@ class PrivacyFilter:
         calls: set[int] = set()
         slots: list[tuple[Any, Any, str]] = []  # (container, key, text), in the order they are redacted
         embedded: list[_Embedded] = []  # JSON texts whose strings are slotted one by one
+        keys: list[_Key] = []  # the objects' keys, slotted too
         for call in iter_llm_calls(trajectory):
             calls.add(id(call))
             for name in _TEXT_FIELDS:
@@ -277,7 +278,7 @@ class PrivacyFilter:
             self.profile == "strict" and not self._nothing_else_to_redact(trajectory, slots)
         )
         if walked:
-            self._everything_else(trajectory, calls, slots, embedded)
+            self._everything_else(trajectory, calls, slots, embedded, keys)
         self._clear_short_texts([text for _, _, text in slots])
         found: dict[str, str] = {}
         with budget(self.budget_seconds):
@@ -297,15 +298,16 @@ class PrivacyFilter:
             if found:
                 if self.profile == "strict" and not walked:
                     # the gate named no rule in the other strings, but a secret found here may be there
-                    self._everything_else(trajectory, calls, slots, embedded)
+                    self._everything_else(trajectory, calls, slots, embedded, keys)
                     walked = True
                 self._redact_found_everywhere(found, slots)
             if self.personal is not None:
                 rest = None
                 if self.profile == "strict" and not walked:
                     # the gate left the other strings alone, but a value found here may be there
-                    rest = lambda: self._everything_else(trajectory, calls, slots, embedded)  # noqa: E731
+                    rest = lambda: self._everything_else(trajectory, calls, slots, embedded, keys)  # noqa: E731
                 self._redact_personal(slots, rest, [text for *_, text in embedded])
+        _rename(keys)
         # written back where a string in them changed, the innermost first (a JSON text in a JSON text)
         for container, key, parsed, text in reversed(embedded):
             if parsed != json.loads(text):
@@ -566,10 +568,17 @@ class PrivacyFilter:
                     stack.append(value)
 
     def _everything_else(
-        self, trajectory: dict[str, Any], calls: set[int], slots: list, embedded: list[_Embedded]
+        self,
+        trajectory: dict[str, Any],
+        calls: set[int],
+        slots: list,
+        embedded: list[_Embedded],
+        keys: list[_Key],
     ) -> None:
         """Strict (and traces): the other strings of the trajectory (metadata, tool output, provider
         data...) added to `slots`; `calls` are the LLM calls whose prompt fields are there already.
+        An object's keys are slotted too (a tool's result keyed by its people's addresses, a config
+        keyed by a token), each in a holder of its own, and renamed after (`keys`, `_rename`).
 
         A string that is itself a JSON object or array (a tool call's `arguments`, a tool's JSON result)
         is read as JSON and its strings are slotted one by one, then it is written back (`embedded`):
@@ -581,6 +590,10 @@ class PrivacyFilter:
             items = node.items() if isinstance(node, dict) else enumerate(node)
             is_call = isinstance(node, dict) and id(node) in calls
             for key, value in items:
+                if isinstance(key, str) and len(key) > 3:  # only an object's keys are strings
+                    holder = [key]
+                    slots.append((holder, 0, key))
+                    keys.append((node, key, holder))
                 if isinstance(value, str):
                     if len(value) <= 3 or (is_call and key in _TEXT_FIELDS):
                         continue
@@ -596,6 +609,34 @@ class PrivacyFilter:
 
 #: a string of a trajectory that holds JSON: where it is (container, key), its parsed value, its text
 _Embedded = tuple[Any, Any, Any, str]
+#: an object's key: the object, the key, and a holder of one, where the key is redacted
+_Key = tuple[dict[str, Any], str, list[str]]
+
+
+def _rename(keys: list[_Key]) -> None:
+    """Each object whose keys the redaction changed, in place and in its order. Two keys that became
+    one (two secrets' `<REDACTED:…>`) stay two: the later is numbered (`… (2)`), as is a key that
+    became one the object already had, so no value is lost."""
+    changed: dict[int, dict[str, str]] = {}
+    objects: dict[int, dict[str, Any]] = {}
+    for node, key, (redacted,) in keys:
+        if redacted != key:
+            changed.setdefault(id(node), {})[key] = redacted
+            objects[id(node)] = node
+    for identity, names in changed.items():
+        node = objects[identity]
+        items = list(node.items())
+        node.clear()
+        for key, value in items:
+            node[free_key(names.get(key, key), node)] = value
+
+
+def free_key(name: str, taken: Mapping[str, Any]) -> str:
+    """`name`, or where `taken` has it already, the first of `name (2)`, `name (3)`… it does not: two keys
+    their redaction made one stay two."""
+    if name not in taken:
+        return name
+    return next(f"{name} ({n})" for n in range(2, len(taken) + 3) if f"{name} ({n})" not in taken)
 
 
 def _json_container(text: str) -> dict | list | None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from training_pipeline.environment import process_environment
 from training_pipeline.privacy.budget import OverBudget, budget
-from training_pipeline.privacy.filter import PrivacyFilter, secret_env_values
+from training_pipeline.privacy.filter import PrivacyFilter, free_key, secret_env_values
 
 #: what a stored text becomes when its redaction ran past its budget: nothing of it is kept
 OVER_BUDGET = "<REDACTED:over-budget>"
@@ -86,7 +86,7 @@ def _redacted_copy(value: Any, redactor: PrivacyFilter) -> Any:
         source, target = pending.pop()
         if isinstance(source, dict):
             for key, item in source.items():
-                target[redactor.redact(str(key))] = copy(item)
+                target[free_key(redactor.redact(str(key)), target)] = copy(item)
         else:
             target.extend(copy(item) for item in source)
     return root
