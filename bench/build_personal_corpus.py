@@ -4,11 +4,11 @@
 
 Values come from Faker (a maintained fake-data library) in eleven locales; each is put in four contexts
 an agent meets (a chat line, a JSON payload a tool returned, an email signature, a support ticket), and
-e-mail addresses and phone numbers in a fifth, an id (`session-+14155550123-2`). A
+e-mail addresses and phone numbers in an id (`session-+14155550123-2`) and percent-escaped in a URL. A
 record is `{"kind", "locale", "context", "text", "values"}`: every string in `values` is personal data the
 strict profile must not let through. Near misses (`kind` starting `near-miss:`) hold `keep`: strings that
 are nobody's data (versions, order and ticket numbers, timestamps, UUIDs, hashes, prices, code,
-documentation placeholders, run and build ids) and must come out unchanged.
+documentation placeholders, run and build ids, URLs and git remotes) and must come out unchanged.
 
 Seeded: the same command writes the same file. `tests/unit/test_personal_data.py` and
 `bench/personal_coverage.py` read it.
@@ -23,6 +23,7 @@ import random
 from collections.abc import Callable, Iterator
 from datetime import date
 from pathlib import Path
+from urllib.parse import quote
 
 import phonenumbers
 from faker import Faker
@@ -211,6 +212,15 @@ def _measurement(rng: random.Random) -> tuple[str, list[str]]:
     return f"p99 latency {a}, memory {b}, {c} processed", [a, b, c]
 
 
+@_near_miss("url")
+def _url(rng: random.Random) -> tuple[str, list[str]]:
+    """URLs and remotes with escapes and `@` that hold nobody's data."""
+    search = f"https://shop.example.com/search?q={rng.randint(10, 90)}%25%20off&page={rng.randint(2, 9)}"
+    package = rng.choice(["%40babel%2Fcore", "%40types%2Fnode", "%40angular%2Fcli"])
+    remote = f"git@github.com:org-{rng.randint(1, 99)}/repo.git"
+    return f"{search} https://registry.npmjs.org/{package} {remote}", [search, package, remote]
+
+
 @_near_miss("id")
 def _run_id(rng: random.Random) -> tuple[str, list[str]]:
     day = f"2026{rng.randint(1, 12):02d}{rng.randint(1, 28):02d}"
@@ -259,6 +269,11 @@ def _ids(per_kind: int, seed: int) -> Iterator[dict[str, object]]:
                 ]
             )
             yield {"kind": kind, "locale": locale, "context": "id", "text": text, "values": [value]}
+            # in a URL an agent's tool called, percent-escaped (`%40`, `%2B`)
+            escaped = quote(value, safe="")
+            name = "email" if kind == "EMAIL_ADDRESS" else "phone"
+            url = f"GET https://api.example.com/v1/contacts?{name}={escaped}&limit={counter}"
+            yield {"kind": kind, "locale": locale, "context": "url", "text": url, "values": [value, escaped]}
 
 
 def records(per_kind: int, seed: int = 20261205) -> Iterator[dict[str, object]]:
@@ -276,7 +291,7 @@ def records(per_kind: int, seed: int = 20261205) -> Iterator[dict[str, object]]:
         yield {"kind": "PERSON", "locale": locale, "context": "chat", "text": intro, "values": [name]}
     for _ in range(per_kind):
         for kind, make in _NEAR_MISSES.items():
-            if kind != "id":
+            if kind not in ("id", "url"):
                 text, keep = make(rng)
                 yield {
                     "kind": f"near-miss:{kind}",
@@ -290,6 +305,10 @@ def records(per_kind: int, seed: int = 20261205) -> Iterator[dict[str, object]]:
     for _ in range(per_kind):
         text, keep = _run_id(near_ids)
         yield {"kind": "near-miss:id", "locale": "", "context": "id", "text": text, "keep": keep}
+    near_urls = random.Random(seed + 3)
+    for _ in range(per_kind):
+        text, keep = _url(near_urls)
+        yield {"kind": "near-miss:url", "locale": "", "context": "url", "text": text, "keep": keep}
 
 
 def main() -> None:

@@ -153,6 +153,24 @@ def test_the_id_key_is_made_once_for_a_data_folder_even_by_processes_at_once(tmp
         load_id_key(None, tmp_path)
 
 
+def test_an_address_or_number_percent_escaped_in_a_url_is_redacted_and_a_git_remote_is_not() -> None:
+    """A tool's request stored in the metadata: its query's escapes are read, the finding spans them,
+    and the URL's host and path stay; a repository's `git@host` remote is nobody's address."""
+    trajectory = _trajectory(("fetch the contact", "done"))
+    trajectory["metadata"] = {
+        "request": "GET https://api.example.com/v1/contacts?email=jane.doe%40example.com&limit=1",
+        "callback": "tel:%2B14155550123",
+        "repository": "git@github.com:acme/agent.git",
+    }
+    _strict().redact_sensitive(trajectory)
+    metadata = trajectory["metadata"]
+    assert (
+        metadata["request"] == "GET https://api.example.com/v1/contacts?email=<PII:EMAIL_ADDRESS:1>&limit=1"
+    )
+    assert metadata["callback"] == "tel:<PII:PHONE_NUMBER:1>"
+    assert metadata["repository"] == "git@github.com:acme/agent.git"
+
+
 def test_an_objects_keys_are_redacted_too_and_no_value_is_lost() -> None:
     """A tool's result keyed by its people's addresses and numbers, a config keyed by a live key: the
     keys are stored redacted, in their order, with every value; two keys redacted alike stay two."""

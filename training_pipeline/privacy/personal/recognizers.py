@@ -362,6 +362,23 @@ class OfflineEmailRecognizer(EmailRecognizer):
     def validate_result(self, pattern_text: str) -> bool:
         return _SUFFIXES(pattern_text.rsplit("@", 1)[-1]).fqdn != ""
 
+    def analyze(
+        self, text: str, entities: list[str], nlp_artifacts: Any = None, regex_flags: int | None = None
+    ) -> list[RecognizerResult]:
+        """Presidio's findings, each starting after the last `/`, `?`, `=`, `&` or `#` before its `@`:
+        the RFC lets an address's name hold them, nobody's does, and a URL's path and query do, so
+        `…/contacts/jane@example.com` and `?email=jane@example.com` are the address alone. `git@host`
+        is a repository's remote (`git@github.com:org/repo.git`), nobody's mailbox."""
+        kept = []
+        for result in super().analyze(text, entities, nlp_artifacts, regex_flags):
+            at = text.rfind("@", result.start, result.end)
+            cut = max(text.rfind(mark, result.start, at) for mark in "/?=&#")
+            if cut >= 0:
+                result.start = cut + 1
+            if result.start < at and text[result.start : at] != "git":
+                kept.append(result)
+        return kept
+
 
 def own_recognizers(phone_regions: tuple[str, ...]) -> list[LocalRecognizer]:
     return [
