@@ -142,6 +142,41 @@ def test_environment_secret_values_are_redacted_by_value() -> None:
     assert secret_env_values("elizaos", env, names="DB_*") == ("pa$$w0rd!!",)
 
 
+def test_a_secret_written_with_percent_escapes_is_redacted_where_it_is_written() -> None:
+    """A token in a URL nested in a query (`redirect_uri=…%3Dsk_live_…`), an environment value with
+    `/` and `+` escaped in a URL: read as the URL reads, redacted as it is written, the rest of the URL
+    kept; the same value elsewhere in the trajectory, escaped or not, goes too. `elizaos` is elizaOS's
+    filter, which reads no escape."""
+    from urllib.parse import quote
+
+    from tests.planted_secrets import STRIPE_KEY
+
+    value = "Zq9/x8+w7v=PLANTED"
+    nested = f"redirect_uri={quote(f'https://app.example.com/cb?code={STRIPE_KEY}', safe='')}"
+    fetched = f"GET https://vault.example.com/v1/unwrap?state={quote(value, safe='')}&ttl=60"
+    strict = PrivacyFilter("strict", env_secrets=(value,), personal_data="none")
+    assert strict.redact(nested) == (
+        "redirect_uri=https%3A%2F%2Fapp.example.com%2Fcb%3Fcode%3D<REDACTED:stripe-access-token>"
+    )
+    assert (
+        strict.redact(fetched) == "GET https://vault.example.com/v1/unwrap?state=<REDACTED:env-secret>&ttl=60"
+    )
+    calls = [
+        {"purpose": "response", "systemPrompt": "s", "userPrompt": fetched, "response": "ok"},
+        {
+            "purpose": "response",
+            "systemPrompt": "s",
+            "userPrompt": "again",
+            "response": f"I used {quote(value)}",
+        },
+    ]
+    trajectory = {"trajectoryId": "t", "steps": [{"llmCalls": calls}], "metadata": {"redirect": nested}}
+    strict.redact_sensitive(trajectory)
+    text = json.dumps(trajectory)
+    assert STRIPE_KEY not in text and quote(value, safe="") not in text and quote(value) not in text
+    assert PrivacyFilter("elizaos", env_secrets=(value,)).redact(fetched) == fetched
+
+
 @pytest.mark.parametrize("gated", [False, True])
 def test_environment_secrets_outside_ascii_then_the_rules(gated: bool) -> None:
     """Values replaced first, then the rules over what is left (the gate reading the replaced text's

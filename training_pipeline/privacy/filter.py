@@ -32,6 +32,7 @@ from training_pipeline.jscompat import utf16_len
 from training_pipeline.privacy.budget import budget
 from training_pipeline.privacy.credential_rule import Found, is_placeholder
 from training_pipeline.privacy.entities import EntityDirectory
+from training_pipeline.privacy.escapes import unescaped
 from training_pipeline.privacy.id_key import apart, detached
 from training_pipeline.privacy.personal import (
     ANALYZER_MODULE,
@@ -384,7 +385,7 @@ class PrivacyFilter:
         with the quotes turned into newlines each is a line of its own. A rule that could match one of
         them then has a candidate in the joined lines (`RuleGate.any_candidate_in_lines`), and a secret
         value in one is in the bytes. Anything else (an escape, a lone surrogate, a number JSON cannot
-        hold) goes the long way."""
+        hold, a `%` that may start a percent-escape: `_redact_escaped`) goes the long way."""
         for call, name, _ in prompts:
             call[name] = None
         try:
@@ -394,7 +395,7 @@ class PrivacyFilter:
         finally:
             for call, name, text in prompts:
                 call[name] = text
-        if b"\\" in rest or self._holds_secret(rest):
+        if b"\\" in rest or b"%" in rest or self._holds_secret(rest):
             return False
         if self.personal is not None and self.personal.could_hold_any(rest):
             return False
@@ -413,6 +414,8 @@ class PrivacyFilter:
         seen: set[str] = set()
         for text in texts:
             if not _MIN_BATCHED <= len(text) <= _MAX_BATCHED or text in self._memo or text in seen:
+                continue
+            if "%" in text:  # what it holds escaped (`_redact_escaped`) the joined scan would not see
                 continue
             if not text.isascii():  # a lone surrogate cannot be scanned; such texts go alone
                 try:
@@ -498,12 +501,41 @@ class PrivacyFilter:
                 if hits:
                     counts[rule.label] = counts.get(rule.label, 0) + hits
             return self._redact_env(text, data if text is original else None, counts)[0]
+        text = self._redact_strict(text, data, counts, found)
+        return self._redact_escaped(text, counts, found)
+
+    def _redact_strict(self, text: str, data: bytes | None, counts: dict[str, int], found: Found) -> str:
         text, data = self._redact_env(text, data, counts, keep_utf8=True)
         for rule in self.rules.applicable(text, data):
             text, hits = rule.redact(text, found)
             if hits:
                 counts[rule.label] = counts.get(rule.label, 0) + hits
         return _replace_found(text, _spreadable(dict(found)), counts) if found else text
+
+    def _redact_escaped(self, text: str, counts: dict[str, int], found: Found) -> str:
+        """Strict: the secrets `text` holds as it reads with its percent-escapes read (`escapes`), each
+        redacted where it is written, escapes and all; and added to `found`, so they are redacted
+        wherever else the trajectory holds them."""
+        unescaped_text = unescaped(text)
+        if unescaped_text is None:
+            return text
+        plain, starts = unescaped_text
+        inner: Found = []
+        self._redact_strict(plain, _utf8(plain), {}, inner)
+        inner += [(secret, ENV_SECRET_LABEL) for secret in self.env_secrets if secret in plain]
+        written: dict[str, str] = {}  # each secret as `text` writes it -> its label
+        for secret, label in inner:
+            at = plain.find(secret)
+            while at != -1 and secret:
+                written[text[starts[at] : starts[at + len(secret)]]] = label
+                at = plain.find(secret, at + len(secret))
+        if not written:
+            return text
+        found += written.items()
+        longest_first = sorted(written.items(), key=lambda item: len(item[0]), reverse=True)
+        return _replace_found(
+            text, [(w, label) for w, label in longest_first if not is_placeholder(w)], counts
+        )
 
     def _redact_env(
         self, text: str, data: bytes | None, counts: dict[str, int], keep_utf8: bool = False

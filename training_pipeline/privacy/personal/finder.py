@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 import hyperscan
 
+from training_pipeline.privacy.escapes import unescaped
 from training_pipeline.privacy.personal import cues
 from training_pipeline.privacy.personal.kinds import DEFAULT_KINDS, NUMBERS
 from training_pipeline.privacy.prefilter import PatternDatabase
@@ -178,9 +179,9 @@ class PersonalDataFinder:
         if self._ner_wanted:
             return True
         if b"%" in serialised:
-            unescaped = _unescaped(serialised.decode("utf-8", "replace"))
-            if unescaped is not None:
-                serialised = unescaped[0].encode("utf-8")
+            read = unescaped(serialised.decode("utf-8", "replace"))
+            if read is not None:
+                serialised = read[0].encode("utf-8")
         if not any(
             family_kinds
             for family_kinds in (self._family_kinds[f] for f in _families_gate().matching(serialised))
@@ -195,13 +196,13 @@ class PersonalDataFinder:
 
     def spans(self, text: str) -> list[Span]:
         """The findings in `text`, in order, none overlapping another or a redaction already there;
-        read with its percent-escapes read (`_unescaped`), each finding then spanning its escapes."""
+        read with its percent-escapes read (`escapes.unescaped`), each finding then spanning its escapes."""
         if not self.kinds or len(text) < 5:
             return []
-        unescaped = _unescaped(text)
-        if unescaped is None:
+        read = unescaped(text)
+        if read is None:
             return self._spans(text)
-        plain, starts = unescaped
+        plain, starts = read
         return [(starts[start], starts[end], kind) for start, end, kind in self._spans(plain)]
 
     def _spans(self, text: str) -> list[Span]:
@@ -383,31 +384,6 @@ def _could_be_a_number_of_someone(text: str, start: int, end: int) -> bool:
         and not _glued(text, start, end)
         and not _a_reference_or_code(text, start, end)
     )
-
-
-#: a percent-escape of a printable ASCII character: URLs and form bodies write people's addresses and
-#: numbers so (`?email=jane.doe%40example.com`, `tel:%2B14155550123`)
-_ESCAPE = re.compile(r"%([2-7][0-9A-Fa-f])")
-
-
-def _unescaped(text: str) -> tuple[str, list[int]] | None:
-    """`text` with its percent-escapes of printable ASCII read, and where each of its characters starts
-    in `text` (and its length, last); None when it has none. Other escapes (a UTF-8 sequence's) are left
-    as written: one escape, one character, so every finding maps back onto the text."""
-    if "%" not in text:
-        return None
-    parts: list[str] = []
-    starts: list[int] = []
-    position = 0
-    for match in _ESCAPE.finditer(text):
-        parts += (text[position : match.start()], chr(int(match.group(1), 16)))
-        starts += (*range(position, match.start()), match.start())
-        position = match.end()
-    if not parts:
-        return None
-    parts.append(text[position:])
-    starts += (*range(position, len(text)), len(text))
-    return "".join(parts), starts
 
 
 def _worth_reading(text: str, start: int, end: int, family: int) -> bool:
