@@ -171,6 +171,71 @@ def test_an_address_or_number_percent_escaped_in_a_url_is_redacted_and_a_git_rem
     assert metadata["repository"] == "git@github.com:acme/agent.git"
 
 
+def test_a_value_is_read_as_its_key_says_and_ids_under_other_keys_stay() -> None:
+    """A tool's structured result: a value no one could tell alone (`"Kerry Fisher"`, `"16315551234"`,
+    a date, a number) is someone's by its key (`full_name`, `wa_id`, `dob`, `"phone": 14155550123`);
+    the same value under another key goes too; ids, counts and times stay. The webhook is WhatsApp's
+    Cloud API's documented example."""
+    webhook = {
+        "object": "whatsapp_business_account",
+        "entry": [
+            {
+                "changes": [
+                    {
+                        "value": {
+                            "messaging_product": "whatsapp",
+                            "metadata": {
+                                "display_phone_number": "15550783881",
+                                "phone_number_id": "106540352242922",
+                            },
+                            "contacts": [{"profile": {"name": "Kerry Fisher"}, "wa_id": "16315551234"}],
+                            "messages": [
+                                {
+                                    "from": "16315551234",
+                                    "id": "wamid.ABGGFlCGg0cvAgo-sJQh43L5Pe4W",
+                                    "timestamp": "1603059201",
+                                    "text": {"body": "Hello this is an answer"},
+                                    "type": "text",
+                                }
+                            ],
+                        }
+                    }
+                ]
+            }
+        ],
+    }
+    record = {
+        "fullName": "Jane Doe",
+        "dob": "1985-03-14",
+        "phone": 14155550123,
+        "user_id": 4155550199,
+        "order_number": "4155550188",
+        "tool": {"name": "get_weather"},
+        "promptTokens": 512,
+    }
+    trajectory = _trajectory(("hi", "hello"))
+    trajectory["metadata"] = {"webhook": webhook, "crm": record}
+    _strict().redact_sensitive(trajectory)
+    text = json.dumps(trajectory)
+    for value in ("16315551234", "15550783881", "Kerry Fisher", "Jane Doe", "1985-03-14", "14155550123"):
+        assert value not in text
+    value = trajectory["metadata"]["webhook"]["entry"][0]["changes"][0]["value"]
+    assert value["metadata"]["phone_number_id"] == "106540352242922"
+    assert value["messages"][0]["from"] == value["contacts"][0]["wa_id"]
+    assert (value["messages"][0]["id"], value["messages"][0]["timestamp"]) == (
+        "wamid.ABGGFlCGg0cvAgo-sJQh43L5Pe4W",
+        "1603059201",
+    )
+    crm = trajectory["metadata"]["crm"]
+    assert crm["phone"].startswith("<PII:PHONE_NUMBER:")
+    assert (crm["user_id"], crm["order_number"], crm["tool"], crm["promptTokens"]) == (
+        4155550199,
+        "4155550188",
+        {"name": "get_weather"},
+        512,
+    )
+
+
 def test_an_objects_keys_are_redacted_too_and_no_value_is_lost() -> None:
     """A tool's result keyed by its people's addresses and numbers, a config keyed by a live key: the
     keys are stored redacted, in their order, with every value; two keys redacted alike stay two."""

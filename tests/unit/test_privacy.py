@@ -142,6 +142,46 @@ def test_environment_secret_values_are_redacted_by_value() -> None:
     assert secret_env_values("elizaos", env, names="DB_*") == ("pa$$w0rd!!",)
 
 
+def test_a_secret_held_under_its_key_in_an_object_is_redacted_and_spread() -> None:
+    """A config in a tool's result or the metadata (`{"api_key": "…"}`) is walked string by string: a
+    value is a secret by its key as the keyed rule reads `"api_key": "…"` in a text, and the same value
+    said later in a prompt goes too; what a key says about a secret (its id, a tokenizer, a count, a
+    method) and placeholders stay."""
+    secret, password = "Zx8d7f6g5h4j3k2l1qwertyPL", "Tr0ub4dor3xQzz!"
+    config = {
+        "api_key": secret,
+        "db": {"password": password},
+        "headers": {"X-Api-Key": secret},
+        "api_key_id": "key-Zx8d7f6g5h4j3k2l1",
+        "tokenizer": "cl100k_base",
+        "token_count": "12345678901",
+        "auth_method": "oauth2",
+        "client_secret": "${CLIENT_SECRET}",
+    }
+    calls = [
+        {"purpose": "response", "systemPrompt": "s", "userPrompt": "connect", "response": "ok"},
+        {"purpose": "response", "systemPrompt": "s", "userPrompt": f"retry with {secret}", "response": "ok"},
+    ]
+    trajectory = json.loads(
+        json.dumps({"trajectoryId": "t", "steps": [{"llmCalls": calls}], "metadata": {"config": config}})
+    )
+    strict = PrivacyFilter("strict", personal_data="none")
+    strict.redact_sensitive(trajectory)
+    assert secret not in json.dumps(trajectory) and password not in json.dumps(trajectory)
+    kept = trajectory["metadata"]["config"]
+    assert [kept[k] for k in ("api_key_id", "tokenizer", "token_count", "auth_method", "client_secret")] == [
+        "key-Zx8d7f6g5h4j3k2l1",
+        "cl100k_base",
+        "12345678901",
+        "oauth2",
+        "${CLIENT_SECRET}",
+    ]
+    assert strict.stats.redactions["keyed-secret"] == 4  # three in the config, one in the prompt
+    elizaos = {"trajectoryId": "t", "steps": [{"llmCalls": calls}], "metadata": {"config": dict(config)}}
+    PrivacyFilter("elizaos").redact_sensitive(elizaos)  # elizaOS's filter reads the prompts alone
+    assert elizaos["metadata"]["config"]["api_key"] == secret
+
+
 def test_a_secret_written_with_percent_escapes_is_redacted_where_it_is_written() -> None:
     """A token in a URL nested in a query (`redirect_uri=…%3Dsk_live_…`), an environment value with
     `/` and `+` escaped in a URL: read as the URL reads, redacted as it is written, the rest of the URL

@@ -39,6 +39,7 @@ from training_pipeline.privacy.personal import (
     PersonalDataFinder,
     Pseudonyms,
     Span,
+    key_cue,
     kinds_from_setting,
 )
 from training_pipeline.privacy.prefilter import PatternDatabase
@@ -164,6 +165,14 @@ class PrivacyFilter:
             else None
         )
         self.rules: RuleSet = PROFILES[profile]
+        #: strict: whether a value is a secret by the key it is held under (`keyed.secret_under`; imported
+        #: here, as it brings the strict rule set's modules along, which `elizaos` never needs)
+        self._secret_under: Callable[[str, str], bool] | None = None
+        self._keyed_label = ""
+        if profile == "strict":
+            from training_pipeline.privacy.keyed import KEYED_SECRET, secret_under
+
+            self._secret_under, self._keyed_label = secret_under, KEYED_SECRET.label
         self.directory = directory
         self.env_secrets = env_secrets
         self.id_key = id_key
@@ -267,6 +276,7 @@ class PrivacyFilter:
         slots: list[tuple[Any, Any, str]] = []  # (container, key, text), in the order they are redacted
         embedded: list[_Embedded] = []  # JSON texts whose strings are slotted one by one
         keys: list[_Key] = []  # the objects' keys, slotted too
+        numbers: list[_Number] = []  # numbers under a key that says what they are, slotted as text
         for call in iter_llm_calls(trajectory):
             calls.add(id(call))
             for name in _TEXT_FIELDS:
@@ -279,13 +289,23 @@ class PrivacyFilter:
             self.profile == "strict" and not self._nothing_else_to_redact(trajectory, slots)
         )
         if walked:
-            self._everything_else(trajectory, calls, slots, embedded, keys)
+            self._everything_else(trajectory, calls, slots, embedded, keys, numbers)
         self._clear_short_texts([text for _, _, text in slots])
         found: dict[str, str] = {}
         with budget(self.budget_seconds):
             for container, key, text in slots:
                 container[key], secrets = self._redacted(text)
                 found.update(secrets)
+                if (
+                    self._secret_under is not None
+                    and not secrets
+                    and isinstance(key, str)
+                    and isinstance(container, dict)
+                    and self._secret_under(key, container[key])
+                ):  # `{"api_key": "…"}`: the value is a secret by its key, as the keyed rule reads it
+                    found[container[key]] = self._keyed_label
+                    container[key] = f"<REDACTED:{self._keyed_label}>"
+                    self.stats.redactions[self._keyed_label] += 1
             for *_, parsed, text in embedded:  # a secret told by its key in the JSON text (`"api_key": …`)
                 probed: Found = []
                 self._redact(text, {}, probed)
@@ -299,16 +319,19 @@ class PrivacyFilter:
             if found:
                 if self.profile == "strict" and not walked:
                     # the gate named no rule in the other strings, but a secret found here may be there
-                    self._everything_else(trajectory, calls, slots, embedded, keys)
+                    self._everything_else(trajectory, calls, slots, embedded, keys, numbers)
                     walked = True
                 self._redact_found_everywhere(found, slots)
             if self.personal is not None:
                 rest = None
                 if self.profile == "strict" and not walked:
                     # the gate left the other strings alone, but a value found here may be there
-                    rest = lambda: self._everything_else(trajectory, calls, slots, embedded, keys)  # noqa: E731
+                    rest = lambda: self._everything_else(trajectory, calls, slots, embedded, keys, numbers)  # noqa: E731
                 self._redact_personal(slots, rest, [text for *_, text in embedded])
         _rename(keys)
+        for node, key, holder, number in numbers:
+            if holder[key] != str(number):  # `"phone": 14155550123` is stored as its placeholder
+                node[key] = holder[key]
         # written back where a string in them changed, the innermost first (a JSON text in a JSON text)
         for container, key, parsed, text in reversed(embedded):
             if parsed != json.loads(text):
@@ -338,6 +361,14 @@ class PrivacyFilter:
         for container, key, _ in slots:
             text = container[key]
             spans = self._personal_spans(text)
+            cue = key_cue(key) if not spans and isinstance(key, str) and isinstance(container, dict) else None
+            if cue is not None:  # `"full_name": "Jane Doe"`: the value is read as its key says it
+                said = f"{cue}: "
+                spans = [
+                    (s - len(said), e - len(said), k)
+                    for s, e, k in self._personal_spans(said + text)
+                    if s >= len(said)
+                ]
             if spans:
                 container[key] = pseudonyms.replace(text, spans, counts)
         if pseudonyms.found_any:
@@ -606,11 +637,13 @@ class PrivacyFilter:
         slots: list,
         embedded: list[_Embedded],
         keys: list[_Key],
+        numbers: list[_Number],
     ) -> None:
         """Strict (and traces): the other strings of the trajectory (metadata, tool output, provider
         data...) added to `slots`; `calls` are the LLM calls whose prompt fields are there already.
         An object's keys are slotted too (a tool's result keyed by its people's addresses, a config
-        keyed by a token), each in a holder of its own, and renamed after (`keys`, `_rename`).
+        keyed by a token), each in a holder of its own, and renamed after (`keys`, `_rename`); so is
+        a number under a key that says what it is (`"phone": 14155550123`, `key_cue`: `numbers`).
 
         A string that is itself a JSON object or array (a tool call's `arguments`, a tool's JSON result)
         is read as JSON and its strings are slotted one by one, then it is written back (`embedded`):
@@ -637,12 +670,19 @@ class PrivacyFilter:
                         stack.append(parsed)
                 elif isinstance(value, dict | list):
                     stack.append(value)
+                elif type(value) is int and isinstance(key, str) and key_cue(key) is not None:
+                    number = {key: str(value)}
+                    slots.append((number, key, number[key]))
+                    numbers.append((node, key, number, value))
 
 
 #: a string of a trajectory that holds JSON: where it is (container, key), its parsed value, its text
 _Embedded = tuple[Any, Any, Any, str]
 #: an object's key: the object, the key, and a holder of one, where the key is redacted
 _Key = tuple[dict[str, Any], str, list[str]]
+#: a number under a key: the object, the key, a holder of the number as text (under the same key, so
+#: the key still says what it is), and the number
+_Number = tuple[dict[str, Any], str, dict[str, str], int]
 
 
 def _rename(keys: list[_Key]) -> None:

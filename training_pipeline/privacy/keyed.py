@@ -243,6 +243,17 @@ class KeyedSecretRule(CredentialRule):
         return next_match
 
 
+#: a value as the keyed rule takes one (`_PATTERN`'s `value`)
+_VALUE = re.compile(r"[^\s\"'`,;<>(){}\[\]\\]{8,256}")
+
+
+def secret_under(key: str, value: str) -> bool:
+    """Whether `value`, held under `key` in an object (a config in a tool's result, `{"api_key": "…"}`),
+    is a secret by the rule's tests: the text form (`"api_key": "…"`) is what the rule reads in a text,
+    and a trajectory's own objects are walked string by string."""
+    return secret_key(key) and _VALUE.fullmatch(value) is not None and _credential_value(value)
+
+
 def looks_like_credential(key: str, value: str, text: str, end: int) -> bool:
     if text[end : end + 1] in ("(", "[") or not secret_key(key):
         return False

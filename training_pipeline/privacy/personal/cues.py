@@ -158,8 +158,9 @@ BIRTH_CUE = (
 #: value's shape follows (`LABELLED_VALUES`)
 _JOIN = r"[\s_-]*"
 LABELS = {
-    "PHONE_NUMBER": r"phone|telephone|tel|mobile|cell(?:phone)?|whatsapp|fax|telefon|téléphone|teléfono|"
-    r"telefone|telefono|telefoon|numer[\s_-]+telefonu|handy|portable|móvil|celular|cellulare",
+    # (`msisdn` and WhatsApp's `wa_id`: what messaging APIs call a user's number)
+    "PHONE_NUMBER": r"phone|telephone|tel|mobile|cell(?:phone)?|whatsapp|wa_id|msisdn|fax|telefon|téléphone|"
+    r"teléfono|telefone|telefono|telefoon|numer[\s_-]+telefonu|handy|portable|móvil|celular|cellulare",
     "CREDIT_CARD": rf"(?:credit|debit){_JOIN}card|card|cc|visa|mastercard|amex|kreditkarte|karte|carte|"
     r"tarjeta|carta|cartão|kaart|karta|kort",
     "IBAN_CODE": r"iban|bank[\s_-]*account|account[\s_-]*number|konto(?:nummer)?|compte|cuenta|conto|conta|"

@@ -31,7 +31,7 @@ from training_pipeline.privacy.prefilter import PatternDatabase
 if TYPE_CHECKING:
     from presidio_analyzer import AnalyzerEngine
 
-__all__ = ["PersonalDataFinder", "Span", "finder_digest"]
+__all__ = ["PersonalDataFinder", "Span", "finder_digest", "key_cue"]
 
 #: (start, end, kind) of one finding in a text
 Span = tuple[int, int, str]
@@ -384,6 +384,30 @@ def _could_be_a_number_of_someone(text: str, start: int, end: int) -> bool:
         and not _glued(text, start, end)
         and not _a_reference_or_code(text, start, end)
     )
+
+
+#: a key that says what its value is: a name field's, a kind's label, a birth date's cue
+_CUE_KEY = re.compile(
+    rf"(?<![A-Za-z0-9])(?:{cues.FIELD}|{cues.NAME_FIELD}|{cues.BIRTH_CUE}|(?i:{'|'.join(cues.LABELS.values())}))"
+    r"(?![A-Za-z0-9])"
+)
+_HUMP = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+@cache
+def key_cue(key: str) -> str | None:
+    """What an object's key says its value is, written as a text says it (`phoneNumber` as `phone
+    number`), when that is a cue of a kind this package finds (`"full_name"`, `"phone_number"`,
+    `"dob"`); None for any other key. A value under such a key is read after it (`key_cue: value`):
+    alone, `"Jane Doe"` or `"4155550123"` is no one's."""
+    said = _HUMP.sub(" ", key).lower()
+    said = _SAID_AS.get(said, said)
+    return said if len(said) <= 64 and _CUE_KEY.search(said) else None
+
+
+#: keys whose words say something else than they mean: WhatsApp's `wa_id` is the user's number, not an
+#: id (which `_REFERENCE` takes a number after `id:` to be)
+_SAID_AS = {"wa_id": "whatsapp number"}
 
 
 def _worth_reading(text: str, start: int, end: int, family: int) -> bool:
