@@ -655,7 +655,13 @@ class PrivacyFilter:
             items = node.items() if isinstance(node, dict) else enumerate(node)
             is_call = isinstance(node, dict) and id(node) in calls
             for key, value in items:
-                if isinstance(key, str) and len(key) > 3:  # only an object's keys are strings
+                # an object's key (a list's are numbers); a word of letters alone, a field's name,
+                # is none of the kinds and no rule's (a name needs a cue, a secret digits or more length)
+                if (
+                    isinstance(key, str)
+                    and len(key) > 3
+                    and not (len(key) <= 32 and key.isascii() and key.isalpha())
+                ):
                     holder = [key]
                     slots.append((holder, 0, key))
                     keys.append((node, key, holder))
