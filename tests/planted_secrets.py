@@ -13,6 +13,8 @@ IN_TRAJECTORY = [
     "sk-proj-PLANTEDsecretAbCdEfGhIjKlMnOpQr",
     "ghp_PLANTEDsecretAbCdEfGhIjKlMnOpQrStUvWx",
     "xoxb-123456789012-PLANTEDsecretAbCdEf",
+    # no vendor's shape: a secret only by the key it is held under in an object (`"api_key": …`)
+    "Zq4Lm8Rt2Vx6Bn0Ws3Yd7P",
 ]
 IN_ENVIRONMENT = "planted-env-secret-Zq9x8w7v"
 #: A customer's data, planted beside the credentials: none of it may be stored either (the strict
@@ -51,6 +53,7 @@ def write_planted_day(folder: Path, name: str = "2026-11-24.jsonl") -> None:
                     "customer": PERSONAL["email"],
                     # a tool's result keyed by the customer's address, a config keyed by a token
                     "contacts": {PERSONAL["email"]: "primary", secret: "api"},
+                    "config": {"api_key": IN_TRAJECTORY[3], "region": "eu-west-1"},
                 },
             }
         )
