@@ -175,13 +175,10 @@ class PersonalDataFinder:
     def could_hold_any(self, serialised: bytes) -> bool:
         """Whether a trajectory's other strings, serialised as JSON, could hold a kind this finder looks
         for: a window the gate and its filters leave (ids, timestamps and other numbers are not
-        strings, and are set aside). With an NER model every text could."""
+        strings, and are set aside). With an NER model every text could. (Percent-escapes are not read
+        here: the filter walks a trajectory whose other strings hold a `%`.)"""
         if self._ner_wanted:
             return True
-        if b"%" in serialised:
-            read = unescaped(serialised.decode("utf-8", "replace"))
-            if read is not None:
-                serialised = read[0].encode("utf-8")
         if not any(
             family_kinds
             for family_kinds in (self._family_kinds[f] for f in _families_gate().matching(serialised))
