@@ -168,11 +168,13 @@ class PrivacyFilter:
         #: strict: whether a value is a secret by the key it is held under (`keyed.secret_under`; imported
         #: here, as it brings the strict rule set's modules along, which `elizaos` never needs)
         self._secret_under: Callable[[str, str], bool] | None = None
+        self._secret_under_a_key: Callable[[bytes], bool] | None = None
         self._keyed_label = ""
         if profile == "strict":
-            from training_pipeline.privacy.keyed import KEYED_SECRET, secret_under
+            from training_pipeline.privacy import keyed
 
-            self._secret_under, self._keyed_label = secret_under, KEYED_SECRET.label
+            self._secret_under, self._keyed_label = keyed.secret_under, keyed.KEYED_SECRET.label
+            self._secret_under_a_key = keyed.holds_secret_under_a_key
         self.directory = directory
         self.env_secrets = env_secrets
         self.id_key = id_key
@@ -428,6 +430,8 @@ class PrivacyFilter:
                 call[name] = text
         if b"\\" in rest or b"%" in rest or self._holds_secret(rest):
             return False
+        if self._secret_under_a_key is not None and self._secret_under_a_key(rest):
+            return False  # `{"api_key": "…"}`: a secret by its key, which the walk reads
         if self.personal is not None and self.personal.could_hold_any(rest):
             return False
         return not self.rules.any_candidate_in_lines(rest.replace(b'"', b"\n"))
