@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 import hyperscan
 
+from training_pipeline.privacy import escapes
 from training_pipeline.privacy.escapes import unescaped
 from training_pipeline.privacy.personal import cues
 from training_pipeline.privacy.personal.kinds import DEFAULT_KINDS, NUMBERS
@@ -91,15 +92,17 @@ _CUE_LENGTH = 64
 
 
 def finder_digest() -> str:
-    """What decides the findings besides the settings: this package's code and Presidio's version (a
-    filtered day made by another stands for this one only when they agree)."""
+    """What decides the findings besides the settings: this package's code, the escapes it reads
+    (`escapes`) and Presidio's version (an inspection made by another stands for this one only when they
+    agree)."""
     return _finder_digest()
 
 
 @cache
 def _finder_digest() -> str:
     digest = hashlib.sha256(metadata.version("presidio-analyzer").encode())
-    for path in sorted(Path(__file__).parent.glob("*.py")):
+    # this package's modules, and the one outside it that decides what the finder reads (`escapes`)
+    for path in [*sorted(Path(__file__).parent.glob("*.py")), Path(escapes.__file__)]:
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 
