@@ -556,6 +556,27 @@ def test_a_trajectory_whose_other_strings_are_clean_is_redacted_as_when_each_is_
     assert ours == theirs and list(shortcut.stats.redactions.items()) == list(walked.stats.redactions.items())
 
 
+@pytest.mark.parametrize(
+    "metadata",
+    [
+        {"phoneNumber": 14155550123},
+        {"cardNumber": 4111111111111111},
+        {"fullName": "Jane Doe"},
+        {"wa_id": "16315551234"},
+        {"clientSecret": "q8W2e4R6t8Y0u2I4o6P8"},
+        {"promptTokens": 512, "timestamp": 1795478500000},
+    ],
+)
+def test_a_value_read_by_its_key_is_redacted_by_the_shortcut_as_by_the_walk(metadata: dict) -> None:
+    """What the walk reads by a value's key (a name field, a phone's or card's label, a secret's name),
+    the shortcut's scan of the serialised rest finds too, numbers among them."""
+    trajectory = {"trajectoryId": "t", "metadata": metadata, "steps": [{"llmCalls": [{"userPrompt": "hi"}]}]}
+    ours, theirs = copy.deepcopy(trajectory), copy.deepcopy(trajectory)
+    PrivacyFilter("strict").redact_sensitive(ours)
+    _EveryString("strict").redact_sensitive(theirs)
+    assert ours == theirs
+
+
 def test_the_shortcut_is_taken_for_clean_ids_and_names_and_not_for_a_credential_among_them() -> None:
     call = {"model": "gpt-4o", "userPrompt": "my key is ghp_C3J27XDCG2LmlZGEONYlgCtjfIZ4SOcMz9CP"}
     clean = {"trajectoryId": "t-1", "metadata": {"room": "r-4", "n": 3}, "steps": [{"llmCalls": [call]}]}

@@ -432,7 +432,12 @@ class PrivacyFilter:
             return False
         if self._secret_under_a_key is not None and self._secret_under_a_key(rest):
             return False  # `{"api_key": "…"}`: a secret by its key, which the walk reads
-        if self.personal is not None and self.personal.could_hold_any(rest):
+        if self.personal is not None and (
+            self.personal.could_hold_any(rest)
+            # a number under a key that says what it is (`"phoneNumber": 14155550123`), which the walk
+            # reads as text (`_everything_else`) and the finder's scan sets aside with every number
+            or any(key_cue(key.decode()) is not None for key in _NUMBER_UNDER_KEY.findall(rest))
+        ):
             return False
         return not self.rules.any_candidate_in_lines(rest.replace(b'"', b"\n"))
 
@@ -686,6 +691,8 @@ class PrivacyFilter:
                     numbers.append((node, key, number, value))
 
 
+#: a key followed by a number in serialised JSON
+_NUMBER_UNDER_KEY = re.compile(rb'"([^"]{1,64})":-?\d')
 #: a string of a trajectory that holds JSON: where it is (container, key), its parsed value, its text
 _Embedded = tuple[Any, Any, Any, str]
 #: an object's key: the object, the key, and a holder of one, where the key is redacted
