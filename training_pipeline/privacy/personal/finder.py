@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
-from functools import cache, cached_property
+from functools import cache, cached_property, lru_cache
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -394,7 +394,7 @@ _CUE_KEY = re.compile(
 _HUMP = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
-@cache
+@lru_cache(maxsize=4096)  # bounded: a day's objects may be keyed by ids or addresses, each new
 def key_cue(key: str) -> str | None:
     """What an object's key says its value is, written as a text says it (`phoneNumber` as `phone
     number`), when that is a cue of a kind this package finds (`"full_name"`, `"phone_number"`,
