@@ -153,6 +153,22 @@ def test_the_id_key_is_made_once_for_a_data_folder_even_by_processes_at_once(tmp
         load_id_key(None, tmp_path)
 
 
+def test_the_id_key_is_made_where_the_filesystem_has_no_hard_links(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    from training_pipeline.privacy.id_key import KEY_FILE, load_id_key
+
+    def no_links(source: object, target: object) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", no_links)
+    key = load_id_key(None, tmp_path)
+    assert len(key) == 64 and load_id_key(None, tmp_path) == key
+    assert [p.name for p in (tmp_path / KEY_FILE).parent.iterdir()] == [KEY_FILE.name]
+
+
 def test_an_address_or_number_percent_escaped_in_a_url_is_redacted_and_a_git_remote_is_not() -> None:
     """A tool's request stored in the metadata: its query's escapes are read, the finding spans them,
     and the URL's host and path stay; a repository's `git@host` remote is nobody's address."""

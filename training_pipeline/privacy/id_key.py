@@ -74,8 +74,13 @@ def load_id_key(configured: str | None, data: Path) -> bytes:
             handle.write(secrets.token_hex(32) + "\n")
             handle.flush()
             os.fsync(handle.fileno())
-        with contextlib.suppress(FileExistsError):  # another process made one first: theirs holds
+        try:
             os.link(draft, path)
+        except FileExistsError:
+            pass  # another process made one first: theirs holds
+        except OSError:  # a filesystem without hard links (some network and FUSE mounts)
+            if not path.exists():
+                os.replace(draft, path)  # two processes at once there: the last one's holds
     finally:
         draft.unlink(missing_ok=True)
     return _read(path)
