@@ -30,21 +30,15 @@ def day_check(
     run of several days (a backfill's single run), an `AssetCheckEvaluation` per day, the one form
     that names its day, which Dagster records but does not count as an output (its log says the
     blocking check "emitted no result": a failed one still fails the step)."""
-    metadata = metadata if PARTITIONED_CHECKS else {"partition": day, **metadata}
+    verdict: dict[str, Any] = {
+        "asset_key": key.asset_key,
+        "check_name": key.name,
+        "passed": passed,
+        "metadata": metadata if PARTITIONED_CHECKS else {"partition": day, **metadata},
+        "severity": AssetCheckSeverity.ERROR,
+    }
     if one_day:
-        return AssetCheckResult(
-            asset_key=key.asset_key,
-            check_name=key.name,
-            passed=passed,
-            metadata=metadata,
-            severity=AssetCheckSeverity.ERROR,
-        )
+        return AssetCheckResult(**verdict)
     return AssetCheckEvaluation(
-        asset_key=key.asset_key,
-        check_name=key.name,
-        passed=passed,
-        metadata=metadata,
-        severity=AssetCheckSeverity.ERROR,
-        blocking=blocking,
-        **({"partition": day} if PARTITIONED_CHECKS else {}),
+        **verdict, blocking=blocking, **({"partition": day} if PARTITIONED_CHECKS else {})
     )

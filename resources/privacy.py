@@ -11,7 +11,7 @@ from pydantic import Field
 from training_pipeline.environment import personal_data_setting
 from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.filter import PrivacyFilter, secret_env_values
-from training_pipeline.privacy.id_key import load_id_key
+from training_pipeline.privacy.id_key import filter_key
 from training_pipeline.privacy.personal import kinds_from_setting
 from training_pipeline.privacy.scan import SecretScanner
 from training_pipeline.workers import default_workers
@@ -76,11 +76,7 @@ class PrivacySettings(ConfigurableResource):
             directory,
             secret_env_values(self.profile, names=self.env_secrets),
             self.personal_kinds(),
-            id_key=self._id_key(),
+            id_key=filter_key(
+                self.profile, self.id_key, Path(self.id_key_folder) if self.id_key_folder else None
+            ),
         )
-
-    def _id_key(self) -> bytes | None:
-        # only `strict` changes ids (elizaOS's filter reads the prompts alone)
-        if self.profile != "strict" or (not self.id_key and not self.id_key_folder):
-            return None
-        return load_id_key(self.id_key, Path(self.id_key_folder or "."))

@@ -17,7 +17,7 @@ from training_pipeline.datasets.formats import FORMATS, write_format
 from training_pipeline.datasets.training_tasks import TASKS
 from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.filter import PrivacyFilter, secret_env_values
-from training_pipeline.privacy.id_key import load_id_key
+from training_pipeline.privacy.id_key import filter_key
 from training_pipeline.privacy.personal import kinds_from_setting
 from training_pipeline.samples import day_of_trajectories
 from training_pipeline.settings import settings
@@ -90,11 +90,8 @@ def _build(args: argparse.Namespace) -> int:
     directory = EntityDirectory.load(anonymizer) if anonymizer else None
     env_secrets = secret_env_values(args.privacy_profile, names=args.env_secrets)
     configured = settings().id_key
-    # only `strict` changes ids (elizaOS's filter reads the prompts alone): the only one that needs a key
-    id_key = (
-        load_id_key(configured.get_secret_value() if configured else None, Path(settings().data))
-        if args.privacy_profile == "strict"
-        else None
+    id_key = filter_key(
+        args.privacy_profile, configured.get_secret_value() if configured else None, Path(settings().data)
     )
     privacy = PrivacyFilter(args.privacy_profile, directory, env_secrets, args.personal_data, id_key=id_key)
     routing = args.trace_routes or TraceRouting.parse(settings().trace_routes)

@@ -272,7 +272,7 @@ class PrivacyFilter:
         original_id = trajectory.get("trajectoryId")
         keyed = self.id_key is not None and isinstance(original_id, str)
         if keyed:
-            head, _ = detached(original_id)
+            head = detached(original_id)
             trajectory["trajectoryId"] = head  # put back below when the redaction leaves it
         calls: set[int] = set()
         slots: list[tuple[Any, Any, str]] = []  # (container, key, text), in the order they are redacted

@@ -27,7 +27,7 @@ import re
 import secrets
 from pathlib import Path
 
-__all__ = ["KEY_FILE", "apart", "detached", "load_id_key"]
+__all__ = ["KEY_FILE", "apart", "detached", "filter_key", "load_id_key"]
 
 #: where the data folder keeps the key made for it
 KEY_FILE = Path("keys") / "trajectory-id.key"
@@ -45,12 +45,21 @@ def apart(redacted: str, original: str, key: bytes) -> str:
 _SUFFIX = re.compile(r"~[0-9a-f]{16}\Z")
 
 
-def detached(trajectory_id: str) -> tuple[str, str]:
-    """`trajectory_id` without a suffix `apart` appended, and the suffix ("" when it has none). A stored
-    id is filtered again without its suffix: after a word such as `auth-` the rules would take its
-    sixteen random characters for a token."""
+def detached(trajectory_id: str) -> str:
+    """`trajectory_id` without a suffix `apart` appended. A stored id is filtered again without its
+    suffix: after a word such as `auth-` the rules would take its sixteen random characters for a
+    token."""
     match = _SUFFIX.search(trajectory_id)
-    return (trajectory_id[: match.start()], match.group()) if match else (trajectory_id, "")
+    return trajectory_id[: match.start()] if match else trajectory_id
+
+
+def filter_key(profile: str, configured: str | None, data: Path | None) -> bytes | None:
+    """The key a filter of `profile` keeps redacted ids apart with (`load_id_key`): only `strict`
+    changes ids (elizaOS's filter reads the prompts alone); None, too, with neither a configured key
+    nor a data folder to keep one in."""
+    if profile != "strict" or (not configured and data is None):
+        return None
+    return load_id_key(configured, data or Path("."))
 
 
 def load_id_key(configured: str | None, data: Path) -> bytes:
