@@ -252,6 +252,37 @@ def test_a_value_is_read_as_its_key_says_and_ids_under_other_keys_stay() -> None
     )
 
 
+def test_a_list_is_read_as_its_key_says_of_each_item() -> None:
+    """A contact card's `"phones": [...]`, a config's `"api_keys": [...]`: each item is read as its
+    key's singular says (`phone`, `api_key`), numbers among them; a list of tags or ids stays."""
+    secret = "Zx8d7f6g5h4j3k2l1qwertyPL"
+    trajectory = _trajectory(("hi", "hello"))
+    trajectory["metadata"] = {
+        "contact": {
+            "names": ["Jane Doe"],
+            "phones": ["4155550123", 14155550124],
+            "emailAddresses": ["jd@example.com"],
+        },
+        "config": {"api_keys": [secret], "tokens": ["Hello", "world"]},
+        "tags": ["Search Web", "4155550125"],
+        "ids": ["4155550126"],
+    }
+    _strict().redact_sensitive(trajectory)
+    text = json.dumps(trajectory)
+    for value in ("Jane Doe", "4155550123", "14155550124", "jd@example.com", secret):
+        assert value not in text
+    contact = trajectory["metadata"]["contact"]
+    assert [p.startswith("<PII:PHONE_NUMBER:") for p in contact["phones"]] == [True, True]
+    assert trajectory["metadata"]["config"] == {
+        "api_keys": ["<REDACTED:keyed-secret>"],
+        "tokens": ["Hello", "world"],
+    }
+    assert (trajectory["metadata"]["tags"], trajectory["metadata"]["ids"]) == (
+        ["Search Web", "4155550125"],
+        ["4155550126"],
+    )
+
+
 def test_an_objects_keys_are_redacted_too_and_no_value_is_lost() -> None:
     """A tool's result keyed by its people's addresses and numbers, a config keyed by a live key: the
     keys are stored redacted, in their order, with every value; two keys redacted alike stay two."""

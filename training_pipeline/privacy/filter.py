@@ -17,6 +17,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any, Literal
 
 import hyperscan
@@ -165,16 +166,14 @@ class PrivacyFilter:
             else None
         )
         self.rules: RuleSet = PROFILES[profile]
-        #: strict: whether a value is a secret by the key it is held under (`keyed.secret_under`; imported
-        #: here, as it brings the strict rule set's modules along, which `elizaos` never needs)
-        self._secret_under: Callable[[str, str], bool] | None = None
-        self._secret_under_a_key: Callable[[bytes], bool] | None = None
-        self._keyed_label = ""
+        #: strict: the keyed rule, which tells a value a secret by the key it is held under
+        #: (`keyed.secret_under`; imported here, as it brings the strict rule set's modules along, which
+        #: `elizaos` never needs)
+        self._keyed: ModuleType | None = None
         if profile == "strict":
             from training_pipeline.privacy import keyed
 
-            self._secret_under, self._keyed_label = keyed.secret_under, keyed.KEYED_SECRET.label
-            self._secret_under_a_key = keyed.holds_secret_under_a_key
+            self._keyed = keyed
         self.directory = directory
         self.env_secrets = env_secrets
         self.id_key = id_key
@@ -278,7 +277,6 @@ class PrivacyFilter:
         slots: list[tuple[Any, Any, str]] = []  # (container, key, text), in the order they are redacted
         embedded: list[_Embedded] = []  # JSON texts whose strings are slotted one by one
         keys: list[_Key] = []  # the objects' keys, slotted too
-        numbers: list[_Number] = []  # numbers under a key that says what they are, slotted as text
         for call in iter_llm_calls(trajectory):
             calls.add(id(call))
             for name in _TEXT_FIELDS:
@@ -291,7 +289,7 @@ class PrivacyFilter:
             self.profile == "strict" and not self._nothing_else_to_redact(trajectory, slots)
         )
         if walked:
-            self._everything_else(trajectory, calls, slots, embedded, keys, numbers)
+            self._everything_else(trajectory, calls, slots, embedded, keys)
         self._clear_short_texts([text for _, _, text in slots])
         found: dict[str, str] = {}
         with budget(self.budget_seconds):
@@ -299,15 +297,16 @@ class PrivacyFilter:
                 container[key], secrets = self._redacted(text)
                 found.update(secrets)
                 if (
-                    self._secret_under is not None
+                    self._keyed is not None
                     and not secrets
                     and isinstance(key, str)
                     and isinstance(container, dict)
-                    and self._secret_under(key, container[key])
+                    and self._keyed.secret_under(key, container[key])
                 ):  # `{"api_key": "…"}`: the value is a secret by its key, as the keyed rule reads it
-                    found[container[key]] = self._keyed_label
-                    container[key] = f"<REDACTED:{self._keyed_label}>"
-                    self.stats.redactions[self._keyed_label] += 1
+                    label = self._keyed.KEYED_SECRET.label
+                    found[container[key]] = label
+                    container[key] = f"<REDACTED:{label}>"
+                    self.stats.redactions[label] += 1
             for *_, parsed, text in embedded:  # a secret told by its key in the JSON text (`"api_key": …`)
                 probed: Found = []
                 self._redact(text, {}, probed)
@@ -321,19 +320,16 @@ class PrivacyFilter:
             if found:
                 if self.profile == "strict" and not walked:
                     # the gate named no rule in the other strings, but a secret found here may be there
-                    self._everything_else(trajectory, calls, slots, embedded, keys, numbers)
+                    self._everything_else(trajectory, calls, slots, embedded, keys)
                     walked = True
                 self._redact_found_everywhere(found, slots)
             if self.personal is not None:
                 rest = None
                 if self.profile == "strict" and not walked:
                     # the gate left the other strings alone, but a value found here may be there
-                    rest = lambda: self._everything_else(trajectory, calls, slots, embedded, keys, numbers)  # noqa: E731
+                    rest = lambda: self._everything_else(trajectory, calls, slots, embedded, keys)  # noqa: E731
                 self._redact_personal(slots, rest, [text for *_, text in embedded])
         _rename(keys)
-        for node, key, holder, number in numbers:
-            if holder[key] != str(number):  # `"phone": 14155550123` is stored as its placeholder
-                node[key] = holder[key]
         # written back where a string in them changed, the innermost first (a JSON text in a JSON text)
         for container, key, parsed, text in reversed(embedded):
             if parsed != json.loads(text):
@@ -430,8 +426,10 @@ class PrivacyFilter:
                 call[name] = text
         if b"\\" in rest or b"%" in rest or self._holds_secret(rest):
             return False
-        if self._secret_under_a_key is not None and self._secret_under_a_key(rest):
+        if self._keyed is not None and self._keyed.holds_secret_under_a_key(rest):
             return False  # `{"api_key": "…"}`: a secret by its key, which the walk reads
+        if any(self._key_of_items(key.decode()) is not None for key in _LIST_UNDER_KEY.findall(rest)):
+            return False  # `"phones": […]`: items read by their list's key, as the walk reads them
         if self.personal is not None and (
             self.personal.could_hold_any(rest)
             # a number under a key that says what it is (`"phoneNumber": 14155550123`), which the walk
@@ -646,21 +644,22 @@ class PrivacyFilter:
         slots: list,
         embedded: list[_Embedded],
         keys: list[_Key],
-        numbers: list[_Number],
     ) -> None:
         """Strict (and traces): the other strings of the trajectory (metadata, tool output, provider
         data...) added to `slots`; `calls` are the LLM calls whose prompt fields are there already.
         An object's keys are slotted too (a tool's result keyed by its people's addresses, a config
-        keyed by a token), each in a holder of its own, and renamed after (`keys`, `_rename`); so is
-        a number under a key that says what it is (`"phone": 14155550123`, `key_cue`: `numbers`).
+        keyed by a token), each in a holder of its own, and renamed after (`keys`, `_rename`). A number
+        under a key that says what it is (`"phone": 14155550123`, `key_cue`) is slotted as text, and so
+        is each item of a list under such a key or its plural (`"phones": […]`, `"api_keys": […]`), in
+        a `_Held` under the key that says what it is.
 
         A string that is itself a JSON object or array (a tool call's `arguments`, a tool's JSON result)
         is read as JSON and its strings are slotted one by one, then it is written back (`embedded`):
         inside the JSON text a newline is `\\n` and a quote `\\"`, so the cues a name or a date of
         birth is told by (`Best regards,` and a line break, `"full_name": "…"`) would not be seen."""
-        stack: list[Any] = [trajectory]
+        stack: list[tuple[Any, str | None]] = [(trajectory, None)]  # a node, and what its items are
         while stack:
-            node = stack.pop()
+            node, said = stack.pop()
             items = node.items() if isinstance(node, dict) else enumerate(node)
             is_call = isinstance(node, dict) and id(node) in calls
             for key, value in items:
@@ -678,28 +677,71 @@ class PrivacyFilter:
                     if len(value) <= 3 or (is_call and key in _TEXT_FIELDS):
                         continue
                     parsed = _json_container(value)
-                    if parsed is None:
-                        slots.append((node, key, value))
-                    else:
+                    if parsed is not None:
                         embedded.append((node, key, parsed, value))
-                        stack.append(parsed)
-                elif isinstance(value, dict | list):
-                    stack.append(value)
-                elif type(value) is int and isinstance(key, str) and key_cue(key) is not None:
-                    number = {key: str(value)}
-                    slots.append((number, key, number[key]))
-                    numbers.append((node, key, number, value))
+                        stack.append((parsed, None))
+                    elif said is not None:  # an item of `"phones": […]`
+                        held = _Held(node, key, said, value)
+                        slots.append((held, said, value))
+                    else:
+                        slots.append((node, key, value))
+                elif isinstance(value, dict):
+                    stack.append((value, None))
+                elif isinstance(value, list):
+                    stack.append((value, self._key_of_items(key) if isinstance(key, str) else None))
+                elif type(value) is int:  # `"phone": 14155550123`, `"phones": [14155550123]`
+                    under = (
+                        said if said is not None else key if isinstance(key, str) and key_cue(key) else None
+                    )
+                    if under is not None:
+                        held = _Held(node, key, under, value)
+                        slots.append((held, under, held[under]))
+
+    def _key_of_items(self, key: str) -> str | None:
+        """The key a list's items are read under, when it says what they are: the list's own (`"phone":
+        […]`) or its singular (`"phones"`, `"api_keys"`, `"emailAddresses"`); None for any other list."""
+        forms = (
+            (key, key[:-1], key[:-2])
+            if key.endswith("es")
+            else (key, key[:-1])
+            if key.endswith("s")
+            else (key,)
+        )
+        for form in forms:
+            if self.personal is not None and key_cue(form) is not None:
+                return form
+            if (
+                self._keyed is not None
+                and self._keyed.secret_key(form)
+                and not self._keyed.names_something_else(key)
+            ):
+                return form
+        return None
+
+
+class _Held(dict):
+    """A value held as text under the key that says what it is, written through to where it lives when
+    the redaction changes it: a number under a cue's key (`"phone": 14155550123` is stored as its
+    placeholder), an item of a list under a plural key (`"phones": ["4155550123"]`)."""
+
+    def __init__(self, node: Any, at: Any, said: str, value: str | int) -> None:
+        super().__init__({said: str(value)})
+        self.node, self.at, self.said, self.value = node, at, said, value
+
+    def __setitem__(self, key: str, text: str) -> None:
+        super().__setitem__(key, text)
+        if text != str(self.value):
+            self.node[self.at] = text
 
 
 #: a key followed by a number in serialised JSON
 _NUMBER_UNDER_KEY = re.compile(rb'"([^"]{1,64})":-?\d')
+#: a key followed by a list in serialised JSON
+_LIST_UNDER_KEY = re.compile(rb'"([^"]{1,64})":\[')
 #: a string of a trajectory that holds JSON: where it is (container, key), its parsed value, its text
 _Embedded = tuple[Any, Any, Any, str]
 #: an object's key: the object, the key, and a holder of one, where the key is redacted
 _Key = tuple[dict[str, Any], str, list[str]]
-#: a number under a key: the object, the key, a holder of the number as text (under the same key, so
-#: the key still says what it is), and the number
-_Number = tuple[dict[str, Any], str, dict[str, str], int]
 
 
 def _rename(keys: list[_Key]) -> None:
