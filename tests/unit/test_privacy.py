@@ -182,6 +182,29 @@ def test_a_secret_held_under_its_key_in_an_object_is_redacted_and_spread() -> No
     assert elizaos["metadata"]["config"]["api_key"] == secret
 
 
+@pytest.mark.parametrize("password", ["hunter2", "correct horse battery staple", "1234", "P@ssw0rd"])
+def test_a_password_a_person_chose_is_redacted_under_its_field_however_plain(password: str) -> None:
+    """A login tool's arguments and a saved connection: what a person chose (short, words, digits) is
+    no random token, but a password's field says what it holds; a mask, a placeholder or a type stays."""
+    calls = [
+        {
+            "purpose": "action",
+            "userPrompt": "log me in",
+            "toolCallArguments": json.dumps({"username": "bob", "password": password}),
+        }
+    ]
+    masks = {"password": "********", "new_password": "<password>", "pwd": "string", "db_pwd": "${DB_PASS}"}
+    metadata = {"connection": {"user": "bob", "db_password": password}, "form": masks}
+    trajectory = {"trajectoryId": "t", "steps": [{"llmCalls": calls}], "metadata": metadata}
+    PrivacyFilter("strict", personal_data="none").redact_sensitive(trajectory)
+    assert json.loads(calls[0]["toolCallArguments"]) == {
+        "username": "bob",
+        "password": "<REDACTED:keyed-secret>",
+    }
+    assert metadata["connection"] == {"user": "bob", "db_password": "<REDACTED:keyed-secret>"}
+    assert metadata["form"] == masks
+
+
 def test_a_secret_written_with_percent_escapes_is_redacted_where_it_is_written() -> None:
     """A token in a URL nested in a query (`redirect_uri=…%3Dsk_live_…`), an environment value with
     `/` and `+` escaped in a URL: read as the URL reads, redacted as it is written, the rest of the URL

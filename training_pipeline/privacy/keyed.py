@@ -250,8 +250,40 @@ _VALUE = re.compile(r"[^\s\"'`,;<>(){}\[\]\\]{8,256}")
 def secret_under(key: str, value: str) -> bool:
     """Whether `value`, held under `key` in an object (a config in a tool's result, `{"api_key": "…"}`),
     is a secret by the rule's tests: the text form (`"api_key": "…"`) is what the rule reads in a text,
-    and a trajectory's own objects are walked string by string."""
-    return secret_key(key) and _VALUE.fullmatch(value) is not None and _credential_value(value)
+    and a trajectory's own objects are walked string by string. A password's field is read as one
+    whatever it holds (`chosen_password`)."""
+    if not secret_key(key):
+        return False
+    if _VALUE.fullmatch(value) is not None and _credential_value(value):
+        return True
+    return _password_key(key) and chosen_password(value)
+
+
+#: the last word of a key whose value a person chose
+_PASSWORD_WORDS = {"password", "passwd", "pwd", "passphrase"}
+#: what a password's field holds when it holds none: a type or a state
+_NOT_A_PASSWORD = {"string", "str", "text", "password", "secret", "required", "optional", "hidden"}
+
+
+def _password_key(key: str) -> bool:
+    words = _KEY_WORD.findall(key)
+    return bool(words) and words[-1].lower() in _PASSWORD_WORDS
+
+
+@lru_cache(maxsize=1024)
+def chosen_password(value: str) -> bool:
+    """Whether a value under a password's key (`{"username": "bob", "password": "hunter2"}`, a login
+    tool's arguments) is one. People choose short words and phrases (`hunter2`, `correct horse battery
+    staple`) that no test of length or randomness tells from prose, but an object's field says what it
+    holds, as a text's `password: …` does not: anything but a mask, a placeholder or a type is one."""
+    stripped = value.strip()
+    return (
+        bool(stripped)
+        and not is_placeholder(stripped)
+        and _PLACEHOLDER.search(stripped) is None
+        and stripped.lower() not in _NOT_A_PASSWORD
+        and stripped.strip("*•") != ""
+    )
 
 
 def holds_secret_under_a_key(serialised: bytes) -> bool:
