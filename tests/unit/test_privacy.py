@@ -205,6 +205,23 @@ def test_a_password_a_person_chose_is_redacted_under_its_field_however_plain(pas
     assert metadata["form"] == masks
 
 
+@pytest.mark.parametrize(
+    ("body", "kept"),
+    [
+        ("password=Summer2024!&user=bob", "password=<REDACTED:keyed-secret>&user=bob"),
+        (
+            "client_secret=Zx8d7f6g5h4j3k2l1qwertyPL&grant_type=client_credentials&scope=read",
+            "client_secret=<REDACTED:keyed-secret>&grant_type=client_credentials&scope=read",
+        ),
+        ("password: Tr0ub4dor&3xQ", "password: <REDACTED:keyed-secret>"),
+    ],
+)
+def test_a_forms_body_loses_its_secret_and_keeps_its_other_fields(body: str, kept: str) -> None:
+    """A form's body (an OAuth token request, a login's POST) has no `?` before its first field: the
+    secret ends where the next field begins, and a password with a `&` in it is still whole."""
+    assert PrivacyFilter("strict", personal_data="none").redact(body) == kept
+
+
 def test_a_secret_written_with_percent_escapes_is_redacted_where_it_is_written() -> None:
     """A token in a URL nested in a query (`redirect_uri=…%3Dsk_live_…`), an environment value with
     `/` and `+` escaped in a URL: read as the URL reads, redacted as it is written, the rest of the URL

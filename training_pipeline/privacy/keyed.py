@@ -192,6 +192,8 @@ class KeyedSecretRule(CredentialRule):
             if text[match.start() - 1 : match.start()] in ("?", "&"):  # a query string: `&` ends it
                 cut = text.find("&", start, end)
                 end = end if cut < 0 else cut
+            elif (field := _NEXT_FIELD.search(text, start, end)) is not None:  # a form's body
+                end = field.start()
             while end > start and text[end - 1] == ".":  # a sentence's full stop, not the value's
                 end -= 1
             key = match.group("key") or match.groupdict().get("key2") or ""
@@ -243,6 +245,8 @@ class KeyedSecretRule(CredentialRule):
         return next_match
 
 
+#: the next field of a form's body (`password=…&user=bob`, OAuth's `client_secret=…&scope=read`)
+_NEXT_FIELD = re.compile(r"&[A-Za-z_][A-Za-z0-9_.-]{0,40}=")
 #: a value as the keyed rule takes one (`_PATTERN`'s `value`)
 _VALUE = re.compile(r"[^\s\"'`,;<>(){}\[\]\\]{8,256}")
 
