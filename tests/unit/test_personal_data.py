@@ -187,6 +187,23 @@ def test_an_address_or_number_percent_escaped_in_a_url_is_redacted_and_a_git_rem
     assert metadata["repository"] == "git@github.com:acme/agent.git"
 
 
+def test_an_address_or_number_written_with_html_references_is_redacted_and_the_page_kept() -> None:
+    """A browsing agent's tool returns a page whose contacts are written with character references
+    (`jane&#64;example.com`, `&commat;`, `&#x2B;1…`), as sites write them against harvesters: each is
+    read, the finding spans its references, and the page's other references stay as written."""
+    page = (
+        "<p>Write to jane&#64;example.com, bob&commat;example&period;org or call &#x2B;14155550123."
+        " Q&amp;A&nbsp;below.</p>"
+    )
+    trajectory = _trajectory(("find the contact page", "done"))
+    trajectory["steps"][0]["llmCalls"][0]["toolResult"] = page
+    _strict().redact_sensitive(trajectory)
+    assert trajectory["steps"][0]["llmCalls"][0]["toolResult"] == (
+        "<p>Write to <PII:EMAIL_ADDRESS:1>, <PII:EMAIL_ADDRESS:2> or call <PII:PHONE_NUMBER:1>."
+        " Q&amp;A&nbsp;below.</p>"
+    )
+
+
 def test_a_value_is_read_as_its_key_says_and_ids_under_other_keys_stay() -> None:
     """A tool's structured result: a value no one could tell alone (`"Kerry Fisher"`, `"16315551234"`,
     a date, a number) is someone's by its key (`full_name`, `wa_id`, `dob`, `"phone": 14155550123`);

@@ -569,6 +569,7 @@ def test_a_trajectory_whose_other_strings_are_clean_is_redacted_as_when_each_is_
         {"names": ["Jane Doe"]},
         {"api_keys": ["q8W2e4R6t8Y0u2I4o6P8"]},
         {"login": {"user": "bob", "password": "hunter2"}},
+        {"page": "jane&#64;example.com"},
     ],
 )
 def test_a_value_read_by_its_key_is_redacted_by_the_shortcut_as_by_the_walk(metadata: dict) -> None:

@@ -1,29 +1,71 @@
-"""What a percent-escaped text reads as: URLs and form bodies write people's addresses and numbers, and
-tokens, with escapes (`?email=jane.doe%40example.com`, `tel:%2B14155550123`,
-`redirect_uri=https%3A%2F%2Fapp%2Fcb%3Fcode%3Dsk_live_…`), where no rule or recognizer reads them.
-The finder and the filter read such a text as it reads, then map what they find back onto it."""
+"""What an escaped text reads as: URLs and form bodies write people's addresses and numbers, and tokens,
+with percent-escapes (`?email=jane.doe%40example.com`, `tel:%2B14155550123`,
+`redirect_uri=https%3A%2F%2Fapp%2Fcb%3Fcode%3Dsk_live_…`), and web pages, which a browsing agent's tools
+return, write them with character references (`jane&#64;example.com`, `jane&commat;example&period;com`),
+where no rule or recognizer reads them. The finder and the filter read such a text as it reads, then map
+what they find back onto it."""
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["unescaped"]
+__all__ = ["may_be_escaped", "unescaped"]
 
-#: a percent-escape of a printable ASCII character
-_ESCAPE = re.compile(r"%([2-7][0-9A-Fa-f])")
+#: a percent-escape of a printable ASCII character, or an HTML character reference (decimal, hex, named)
+_ESCAPE = re.compile(r"%([2-7][0-9A-Fa-f])|&#([0-9]{2,3});|&#[xX]([0-9A-Fa-f]{2});|&([A-Za-z]{2,6});")
+#: the named references of the characters addresses, numbers and tokens are written with
+_NAMED = {
+    "commat": "@",
+    "period": ".",
+    "plus": "+",
+    "lowbar": "_",
+    "hyphen": "-",
+    "dash": "-",
+    "colon": ":",
+    "sol": "/",
+    "equals": "=",
+    "quest": "?",
+    "num": "#",
+    "amp": "&",
+    "quot": '"',
+    "apos": "'",
+}
+#: where a character reference may begin, in a text or in its UTF-8
+_REFERENCE = re.compile(r"&#|&[A-Za-z]{2,6};")
+_REFERENCE_BYTES = re.compile(rb"&#|&[A-Za-z]{2,6};")
+
+
+def may_be_escaped(text: str | bytes) -> bool:
+    """Whether `text` (or UTF-8) may hold an escape `unescaped` reads: a scan of it as written may miss
+    what it holds. (Most texts have neither `%` nor `&`: no pattern is run for them.)"""
+    if isinstance(text, bytes):
+        return b"%" in text or (b"&" in text and _REFERENCE_BYTES.search(text) is not None)
+    return "%" in text or ("&" in text and _REFERENCE.search(text) is not None)
+
+
+def _read(match: re.Match[str]) -> str | None:
+    """The printable ASCII character an escape stands for; None for any other (`%C3`, `&nbsp;`)."""
+    percent, decimal, hexadecimal, name = match.groups()
+    if name is not None:
+        return _NAMED.get(name.lower())
+    code = int(decimal) if decimal is not None else int(percent or hexadecimal, 16)
+    return chr(code) if 32 <= code < 127 else None
 
 
 def unescaped(text: str) -> tuple[str, list[int]] | None:
-    """`text` with its percent-escapes of printable ASCII read, and where each of its characters starts
-    in `text` (and its length, last); None when it has none. Other escapes (a UTF-8 sequence's) are left
+    """`text` with its escapes of printable ASCII read, and where each of its characters starts in `text`
+    (and its length, last); None when it has none. Other escapes (a UTF-8 sequence's, `&nbsp;`) are left
     as written: one escape, one character, so every span of the one maps onto the other."""
-    if "%" not in text:
+    if not may_be_escaped(text):
         return None
     parts: list[str] = []
     starts: list[int] = []
     position = 0
     for match in _ESCAPE.finditer(text):
-        parts += (text[position : match.start()], chr(int(match.group(1), 16)))
+        character = _read(match)
+        if character is None:
+            continue
+        parts += (text[position : match.start()], character)
         starts += (*range(position, match.start()), match.start())
         position = match.end()
     if not parts:

@@ -33,7 +33,7 @@ from training_pipeline.jscompat import utf16_len
 from training_pipeline.privacy.budget import budget
 from training_pipeline.privacy.credential_rule import Found, is_placeholder
 from training_pipeline.privacy.entities import EntityDirectory
-from training_pipeline.privacy.escapes import unescaped
+from training_pipeline.privacy.escapes import may_be_escaped, unescaped
 from training_pipeline.privacy.id_key import apart, detached
 from training_pipeline.privacy.personal import (
     ANALYZER_MODULE,
@@ -414,7 +414,7 @@ class PrivacyFilter:
         with the quotes turned into newlines each is a line of its own. A rule that could match one of
         them then has a candidate in the joined lines (`RuleGate.any_candidate_in_lines`), and a secret
         value in one is in the bytes. Anything else (an escape, a lone surrogate, a number JSON cannot
-        hold, a `%` that may start a percent-escape: `_redact_escaped`) goes the long way."""
+        hold, a `%` or `&` that may start an escape: `_redact_escaped`) goes the long way."""
         for call, name, _ in prompts:
             call[name] = None
         try:
@@ -424,7 +424,7 @@ class PrivacyFilter:
         finally:
             for call, name, text in prompts:
                 call[name] = text
-        if b"\\" in rest or b"%" in rest or self._holds_secret(rest):
+        if b"\\" in rest or may_be_escaped(rest) or self._holds_secret(rest):
             return False
         if self._keyed is not None and self._keyed.holds_secret_under_a_key(rest):
             return False  # `{"api_key": "…"}`: a secret by its key, which the walk reads
@@ -453,7 +453,8 @@ class PrivacyFilter:
         for text in texts:
             if not _MIN_BATCHED <= len(text) <= _MAX_BATCHED or text in self._memo or text in seen:
                 continue
-            if "%" in text:  # what it holds escaped (`_redact_escaped`) the joined scan would not see
+            # what it holds escaped (`_redact_escaped`) the joined scan would not see
+            if may_be_escaped(text):
                 continue
             if not text.isascii():  # a lone surrogate cannot be scanned; such texts go alone
                 try:
@@ -551,7 +552,7 @@ class PrivacyFilter:
         return _replace_found(text, _spreadable(dict(found)), counts) if found else text
 
     def _redact_escaped(self, text: str, counts: dict[str, int], found: Found) -> str:
-        """Strict: the secrets `text` holds as it reads with its percent-escapes read (`escapes`), each
+        """Strict: the secrets `text` holds as it reads with its escapes read (`escapes`), each
         redacted where it is written, escapes and all; and added to `found`, so they are redacted
         wherever else the trajectory holds them."""
         unescaped_text = unescaped(text)

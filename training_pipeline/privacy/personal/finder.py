@@ -196,7 +196,7 @@ class PersonalDataFinder:
 
     def spans(self, text: str) -> list[Span]:
         """The findings in `text`, in order, none overlapping another or a redaction already there;
-        read with its percent-escapes read (`escapes.unescaped`), each finding then spanning its escapes."""
+        read with its escapes read (`escapes.unescaped`), each finding then spanning its escapes."""
         if not self.kinds or len(text) < 5:
             return []
         read = unescaped(text)
