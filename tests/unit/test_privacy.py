@@ -184,25 +184,23 @@ def test_a_secret_held_under_its_key_in_an_object_is_redacted_and_spread() -> No
 
 @pytest.mark.parametrize("password", ["hunter2", "correct horse battery staple", "1234", "P@ssw0rd"])
 def test_a_password_a_person_chose_is_redacted_under_its_field_however_plain(password: str) -> None:
-    """A login tool's arguments and a saved connection: what a person chose (short, words, digits) is
-    no random token, but a password's field says what it holds; a mask, a placeholder or a type stays."""
+    """A login tool's arguments, the prompt that shows them and a saved connection: what a person chose
+    (short, words, digits) is no random token, but a password's field says what it holds; a mask, a
+    placeholder, a type and the shell's working directory (`PWD`) stay."""
+    arguments = json.dumps({"username": "bob", "password": password})
     calls = [
-        {
-            "purpose": "action",
-            "userPrompt": "log me in",
-            "toolCallArguments": json.dumps({"username": "bob", "password": password}),
-        }
+        {"purpose": "action", "userPrompt": "log me in", "toolCallArguments": arguments},
+        {"purpose": "response", "userPrompt": f"Tool call: login({arguments})\nResult: ok", "response": "in"},
     ]
     masks = {"password": "********", "new_password": "<password>", "pwd": "string", "db_pwd": "${DB_PASS}"}
-    metadata = {"connection": {"user": "bob", "db_password": password}, "form": masks}
+    metadata = {"connection": {"user": "bob", "db_password": password}, "form": masks, "env": {"PWD": "/srv"}}
     trajectory = {"trajectoryId": "t", "steps": [{"llmCalls": calls}], "metadata": metadata}
     PrivacyFilter("strict", personal_data="none").redact_sensitive(trajectory)
-    assert json.loads(calls[0]["toolCallArguments"]) == {
-        "username": "bob",
-        "password": "<REDACTED:keyed-secret>",
-    }
+    redacted = {"username": "bob", "password": "<REDACTED:keyed-secret>"}
+    assert json.loads(calls[0]["toolCallArguments"]) == redacted
+    assert calls[1]["userPrompt"] == f"Tool call: login({json.dumps(redacted)})\nResult: ok"
     assert metadata["connection"] == {"user": "bob", "db_password": "<REDACTED:keyed-secret>"}
-    assert metadata["form"] == masks
+    assert metadata["form"] == masks and metadata["env"] == {"PWD": "/srv"}
 
 
 @pytest.mark.parametrize(

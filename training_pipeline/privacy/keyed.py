@@ -270,8 +270,9 @@ _NOT_A_PASSWORD = {"string", "str", "text", "password", "secret", "required", "o
 
 
 def _password_key(key: str) -> bool:
+    """Whether a key's last word names a password; the shell's `PWD` is its working directory."""
     words = _KEY_WORD.findall(key)
-    return bool(words) and words[-1].lower() in _PASSWORD_WORDS
+    return bool(words) and words[-1].lower() in _PASSWORD_WORDS and key != "PWD"
 
 
 @lru_cache(maxsize=1024)
@@ -354,6 +355,37 @@ def _key_shaped(value: str) -> bool:
     )
 
 
+#: a password's field written out in a text, JSON's or a Python dict's (`"password": "hunter2"`), both
+#: quoted: the value is whole whatever it holds, spaces too
+_QUOTED_PASSWORD = LazyPattern(
+    r"[\"'](?P<key>[A-Za-z0-9_.-]{0,40}?(?:password|passwd|pwd|passphrase))[\"'][ \t]{0,4}:[ \t]{0,4}"
+    r"[\"'](?P<value>[^\"'\\\r\n]{1,256})[\"']",
+    re.IGNORECASE | re.ASCII,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class QuotedPasswordRule(CredentialRule):
+    """A password's field written out in a text, as a prompt that shows a login tool's arguments holds
+    it: a value that is one by `chosen_password`, which the keyed rule's tests of length and randomness
+    leave (`"password": "hunter2"`)."""
+
+    def redact(self, text: str, found: Found | None = None) -> tuple[str, int]:
+        placeholder = f"<REDACTED:{self.label}>"
+        hits = 0
+
+        def replace(match: re.Match[str]) -> str | tuple[str, int]:
+            nonlocal hits
+            if not (_password_key(match.group("key")) and chosen_password(match.group("value"))):
+                return match.group()
+            hits += 1
+            return self.redacted(text, match, match.span("value"), placeholder, found)
+
+        return self.sub(replace, text), hits
+
+
 KEYED_SECRET = KeyedSecretRule("keyed-secret", _PATTERN, group=2)
 #: the same label: a reader of a dataset sees a keyed value either way
 KEYED_SPACED = KeyedSecretRule("keyed-secret", _SPACED_PATTERN, spaced=True)
+#: the same label again: a password's field is a key's secret
+KEYED_PASSWORD = QuotedPasswordRule("keyed-secret", _QUOTED_PASSWORD)
