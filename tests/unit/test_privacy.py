@@ -203,6 +203,30 @@ def test_a_password_a_person_chose_is_redacted_under_its_field_however_plain(pas
     assert metadata["form"] == masks and metadata["env"] == {"PWD": "/srv"}
 
 
+def test_a_password_set_in_a_config_file_an_agent_reads_is_redacted_and_code_is_not() -> None:
+    """A coding agent's `cat` of a `.env`, a YAML and an INI file: each line that sets a password loses
+    its value whatever it is; a line of code that reads one (a call, a reference, a type) stays."""
+    files = (
+        "DB_HOST=db\nDB_PASSWORD=hunter2\nexport SMTP_PASS=letmein1\n"
+        "database:\n  user: bob\n  password: correct-horse\n"
+        "[db]\npassword = s3cr3t  # prod\n"
+    )
+    code = (
+        "    password = getpass.getpass()\n    password = self.password\n    password: str\n"
+        "    password = None\n    password: Optional[str] = None\nPassword: Forgot password?\nPWD=/srv\n"
+    )
+    out = PrivacyFilter("strict", personal_data="none").redact(files + code)
+    assert (
+        out
+        == (
+            "DB_HOST=db\nDB_PASSWORD=<REDACTED:keyed-secret>\nexport SMTP_PASS=<REDACTED:keyed-secret>\n"
+            "database:\n  user: bob\n  password: <REDACTED:keyed-secret>\n"
+            "[db]\npassword = <REDACTED:keyed-secret>  # prod\n"
+        )
+        + code
+    )
+
+
 @pytest.mark.parametrize(
     ("body", "kept"),
     [

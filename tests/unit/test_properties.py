@@ -626,6 +626,23 @@ def test_joined_texts_have_a_candidate_whenever_one_of_them_has(pattern: str) ->
     assert not gate.any_candidate_in_lines(b"abcdefg\nh")
 
 
+@pytest.mark.parametrize(
+    ("pattern", "flags", "text"),
+    [
+        (r"^tok_[a-z]{8}$", re.MULTILINE, "first line\ntok_abcdefgh\nlast line"),
+        (r"begin.*tok_[a-z]{8}", re.DOTALL, "begin\n\ntok_abcdefgh"),
+        (r"TOK_[A-Z]{8}", re.IGNORECASE, "tok_abcdefgh"),
+    ],
+)
+def test_the_gate_names_a_rule_wherever_its_flags_let_it_match(pattern: str, flags: int, text: str) -> None:
+    """A rule's flags are the gate's: a multi-line rule's `^` at any line (a config file's), a `.` that
+    crosses lines, a rule's case; a gate that read the pattern without them never ran the rule."""
+    compiled = re.compile(pattern, flags)
+    assert compiled.search(text) is not None
+    gate = RuleGate(lambda: [compiled], 1)
+    assert gate.candidates(text) == {0} and gate.any_candidate_in_lines(text.encode())
+
+
 def test_a_credential_among_many_clean_short_texts_is_redacted() -> None:
     neighbours = [f"step {index} finished in {index * 7} ms" for index in range(40)]
     trajectory = {

@@ -265,25 +265,50 @@ def secret_under(key: str, value: str) -> bool:
 
 #: the last word of a key whose value a person chose
 _PASSWORD_WORDS = {"password", "passwd", "pwd", "passphrase"}
-#: what a password's field holds when it holds none: a type or a state
-_NOT_A_PASSWORD = {"string", "str", "text", "password", "secret", "required", "optional", "hidden"}
+#: what a password's field holds when it holds none: a type, a state, a setting's switch
+#: (`PuttyPassword=0`, `SavePassword=yes`)
+_NOT_A_PASSWORD = {
+    "string",
+    "str",
+    "text",
+    "password",
+    "secret",
+    "required",
+    "optional",
+    "hidden",
+    "yes",
+    "no",
+    "on",
+    "off",
+}
 
 
 def _password_key(key: str) -> bool:
-    """Whether a key's last word names a password; the shell's `PWD` is its working directory."""
+    """Whether a key's last word names a password, or an environment variable's `_PASS` does (`DB_PASS`,
+    `SMTP_PASS`; a lower-case `pass` is as often a pass of something); the shell's `PWD` is its
+    working directory."""
     words = _KEY_WORD.findall(key)
-    return bool(words) and words[-1].lower() in _PASSWORD_WORDS and key != "PWD"
+    if not words or key == "PWD":
+        return False
+    return words[-1].lower() in _PASSWORD_WORDS or (key.isupper() and key.endswith("_PASS"))
+
+
+def _a_password_variable(value: str) -> bool:
+    """Whether an unquoted value is code's variable that holds a password (`self.passwd = passwd`,
+    `password = password_mgr`): one of its words names one."""
+    return any(word.lower() in _PASSWORD_WORDS for word in _KEY_WORD.findall(value))
 
 
 @lru_cache(maxsize=1024)
 def chosen_password(value: str) -> bool:
     """Whether a value under a password's key (`{"username": "bob", "password": "hunter2"}`, a login
     tool's arguments) is one. People choose short words and phrases (`hunter2`, `correct horse battery
-    staple`) that no test of length or randomness tells from prose, but an object's field says what it
-    holds, as a text's `password: …` does not: anything but a mask, a placeholder or a type is one."""
+    staple`) that no test of length or randomness tells from prose, but an object's field, a quoted
+    field or a config file's line says what it holds, as prose's `the password: …` does not: anything
+    but a mask, a placeholder, a type or a switch (one character, `yes`, `off`) is one."""
     stripped = value.strip()
     return (
-        bool(stripped)
+        len(stripped) > 1
         and not is_placeholder(stripped)
         and _PLACEHOLDER.search(stripped) is None
         and stripped.lower() not in _NOT_A_PASSWORD
@@ -355,20 +380,31 @@ def _key_shaped(value: str) -> bool:
     )
 
 
+_PASSWORD_KEY = r"(?P<key>[A-Za-z0-9_.-]{0,40}?(?:password|passwd|pwd|passphrase|_pass))"
 #: a password's field written out in a text, JSON's or a Python dict's (`"password": "hunter2"`), both
 #: quoted: the value is whole whatever it holds, spaces too
 _QUOTED_PASSWORD = LazyPattern(
-    r"[\"'](?P<key>[A-Za-z0-9_.-]{0,40}?(?:password|passwd|pwd|passphrase))[\"'][ \t]{0,4}:[ \t]{0,4}"
-    r"[\"'](?P<value>[^\"'\\\r\n]{1,256})[\"']",
+    rf"[\"']{_PASSWORD_KEY}[\"'][ \t]{{0,4}}:[ \t]{{0,4}}[\"'](?P<value>[^\"'\\\r\n]{{1,256}})[\"']",
     re.IGNORECASE | re.ASCII,
+)
+#: a config's line that sets a password: a `.env` file's, a shell's `export`, YAML's, INI's, an
+#: assignment in code (`DB_PASSWORD=hunter2`, `  password: hunter2`, `password = "s3cr3t"`), a line of
+#: its own as an agent's `cat` of the file shows it. Unquoted, the value is one token with no bracket,
+#: so a call, a subscript or a type annotation is not taken (`password = getpass()`), nor prose
+#: (`Password: Forgot password?`)
+_CONFIG_PASSWORD = LazyPattern(
+    rf"^[ \t]*(?:export[ \t]+|-[ \t]+)?{_PASSWORD_KEY}[ \t]*[:=][ \t]*"
+    r"(?:[\"'](?P<value>[^\"'\r\n]{1,256})[\"']|(?P<bare>[^\s\"'#()\[\]{}<>,;]{1,256}))[ \t]*(?:#[^\r\n]*)?$",
+    re.IGNORECASE | re.ASCII | re.MULTILINE,
 )
 
 
 @dataclass(frozen=True, slots=True)
-class QuotedPasswordRule(CredentialRule):
-    """A password's field written out in a text, as a prompt that shows a login tool's arguments holds
-    it: a value that is one by `chosen_password`, which the keyed rule's tests of length and randomness
-    leave (`"password": "hunter2"`)."""
+class PasswordFieldRule(CredentialRule):
+    """A password's field written out in a text (a prompt that shows a login tool's arguments, an
+    agent's `cat .env`): a value that is one by `chosen_password`, which the keyed rule's tests of
+    length and randomness leave (`"password": "hunter2"`, `DB_PASSWORD=hunter2`); unquoted, not a
+    reference or a variable in code (`password = self.password`, `self.passwd = passwd`)."""
 
     def redact(self, text: str, found: Found | None = None) -> tuple[str, int]:
         placeholder = f"<REDACTED:{self.label}>"
@@ -376,10 +412,14 @@ class QuotedPasswordRule(CredentialRule):
 
         def replace(match: re.Match[str]) -> str | tuple[str, int]:
             nonlocal hits
-            if not (_password_key(match.group("key")) and chosen_password(match.group("value"))):
+            group = "value" if match.group("value") is not None else "bare"
+            value = match.group(group)
+            if not (_password_key(match.group("key")) and chosen_password(value)) or (
+                group == "bare" and (is_reference(value) or _a_password_variable(value))
+            ):
                 return match.group()
             hits += 1
-            return self.redacted(text, match, match.span("value"), placeholder, found)
+            return self.redacted(text, match, match.span(group), placeholder, found)
 
         return self.sub(replace, text), hits
 
@@ -388,4 +428,5 @@ KEYED_SECRET = KeyedSecretRule("keyed-secret", _PATTERN, group=2)
 #: the same label: a reader of a dataset sees a keyed value either way
 KEYED_SPACED = KeyedSecretRule("keyed-secret", _SPACED_PATTERN, spaced=True)
 #: the same label again: a password's field is a key's secret
-KEYED_PASSWORD = QuotedPasswordRule("keyed-secret", _QUOTED_PASSWORD)
+KEYED_PASSWORD = PasswordFieldRule("keyed-secret", _QUOTED_PASSWORD)
+KEYED_CONFIG_PASSWORD = PasswordFieldRule("keyed-secret", _CONFIG_PASSWORD)

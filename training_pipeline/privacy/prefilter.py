@@ -215,12 +215,19 @@ class RuleGate:
             raise ValueError(f"{len(patterns)} patterns for a gate of {len(self._everything)}")
         # `joined`: for texts scanned joined by newlines, compiled multi-line (`gate_expression`)
         expressions = [gate_expression(p.pattern, joined) for p in patterns]
-        extra = hyperscan.HS_FLAG_MULTILINE if joined else 0
-        flags = [
-            _BASE_FLAGS | extra | (hyperscan.HS_FLAG_CASELESS if p.flags & re.IGNORECASE else 0)
-            for p in patterns
-        ]
-        return PatternDatabase(expressions, flags)
+        return PatternDatabase(expressions, [_gate_flags(p.flags, joined) for p in patterns])
+
+
+def _gate_flags(flags: int, joined: bool) -> int:
+    """Hyperscan's flags for a pattern compiled with `re`'s `flags`: its case, its `.` across lines and
+    its `^` and `$` at each line are the pattern's own (a rule for a config file's lines is
+    multi-line), so what `re` matches Hyperscan does too."""
+    return (
+        _BASE_FLAGS
+        | (hyperscan.HS_FLAG_MULTILINE if joined or flags & re.MULTILINE else 0)
+        | (hyperscan.HS_FLAG_DOTALL if flags & re.DOTALL else 0)
+        | (hyperscan.HS_FLAG_CASELESS if flags & re.IGNORECASE else 0)
+    )
 
 
 class PatternDatabase:

@@ -126,7 +126,12 @@ def strict_rules() -> tuple[CredentialRule, ...]:
     compiled when the gate first names its rule, `credential_rule.LazyPattern`) is still tens of milliseconds,
     which a process that filters with `elizaos` (or not at all) does not pay."""
     from training_pipeline.privacy import gitleaks, kingfisher
-    from training_pipeline.privacy.keyed import KEYED_PASSWORD, KEYED_SECRET, KEYED_SPACED
+    from training_pipeline.privacy.keyed import (
+        KEYED_CONFIG_PASSWORD,
+        KEYED_PASSWORD,
+        KEYED_SECRET,
+        KEYED_SPACED,
+    )
     from training_pipeline.privacy.proximity import KEYWORD_PROXIMITY
 
     # two maintained sources: gitleaks' vendor families, then Kingfisher's service-named keys; each
@@ -145,6 +150,7 @@ def strict_rules() -> tuple[CredentialRule, ...]:
         KEYED_SECRET,
         KEYED_SPACED,
         KEYED_PASSWORD,
+        KEYED_CONFIG_PASSWORD,
         KEYWORD_PROXIMITY,
     )
 
