@@ -87,7 +87,7 @@ _AWS_PREFIXES = "A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|A
 
 # What gitleaks' rule set does not cover, or covers with an expensive pattern: PEM and PuTTY private
 # keys (a linear scan), passwords in URLs, AWS secret keys beside their name, npm's `_authToken`, Azure
-# storage account keys, and `Authorization`/`Bearer` values.
+# storage account keys, `Authorization`/`Bearer` values, and the keys of the services agents call.
 _STRICT_OWN: tuple[CredentialRule, ...] = (
     PrivateKeyBlocks(),
     _rule("private-key", r"PuTTY-User-Key-File-\d:[^\n]*"),
@@ -112,6 +112,15 @@ _STRICT_OWN: tuple[CredentialRule, ...] = (
         group=1,
     ),
     _rule("bearer", rf"\bBearer[{JS_WS_CLASS}]+([A-Za-z0-9._~+/-]{{16,}}=*)", _I, group=1),
+    # the services agents call, whose keys an agent's environment and tool calls hold and neither
+    # maintained set knows: tracing (LangSmith), retrieval (Pinecone), search (Tavily), crawling
+    # (Firecrawl), sandboxes (E2B) and browsers (Browserbase)
+    _rule("langsmith-key", r"\blsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}\b"),
+    _rule("pinecone-key", r"\bpcsk_[A-Za-z0-9]{5,6}_[A-Za-z0-9]{63}\b"),
+    _rule("tavily-key", r"\btvly-(?:dev-|prod-)?[A-Za-z0-9]{24,64}\b"),
+    _rule("firecrawl-key", r"\bfc-[a-f0-9]{32}\b"),
+    _rule("e2b-key", r"\be2b_[a-f0-9]{40}\b"),
+    _rule("browserbase-key", r"\bbb_live_[A-Za-z0-9_-]{20,64}"),
 )
 
 
