@@ -212,28 +212,58 @@ def test_a_password_a_person_chose_is_redacted_under_its_field_however_plain(pas
     assert metadata["form"] == masks and metadata["env"] == {"PWD": "/srv"}
 
 
-def test_a_password_set_in_a_config_file_an_agent_reads_is_redacted_and_code_is_not() -> None:
-    """A coding agent's `cat` of a `.env`, a YAML and an INI file: each line that sets a password loses
-    its value whatever it is; a line of code that reads one (a call, a reference, a type) stays."""
-    files = (
-        "DB_HOST=db\nDB_PASSWORD=hunter2\nexport SMTP_PASS=letmein1\n"
-        "database:\n  user: bob\n  password: correct-horse\n"
-        "[db]\npassword = s3cr3t  # prod\n"
-    )
-    code = (
-        "    password = getpass.getpass()\n    password = self.password\n    password: str\n"
-        "    password = None\n    password: Optional[str] = None\nPassword: Forgot password?\nPWD=/srv\n"
-    )
-    out = PrivacyFilter("strict", personal_data="none").redact(files + code)
-    assert (
-        out
-        == (
-            "DB_HOST=db\nDB_PASSWORD=<REDACTED:keyed-secret>\nexport SMTP_PASS=<REDACTED:keyed-secret>\n"
-            "database:\n  user: bob\n  password: <REDACTED:keyed-secret>\n"
-            "[db]\npassword = <REDACTED:keyed-secret>  # prod\n"
-        )
-        + code
-    )
+_SET = "<REDACTED:keyed-secret>"
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        (
+            "DB_HOST=db\nDB_PASSWORD=hunter2\nexport SMTP_PASS=letmein1\n",
+            f"DB_HOST=db\nDB_PASSWORD={_SET}\nexport SMTP_PASS={_SET}\n",
+        ),
+        (
+            "database:\n  user: bob\n  password: correct-horse\n",
+            f"database:\n  user: bob\n  password: {_SET}\n",
+        ),
+        ("[db]\npassword = s3cr3t  # prod\n", f"[db]\npassword = {_SET}  # prod\n"),
+        ("const cfg = {\n  password: 'hunter2',\n}", f"const cfg = {{\n  password: '{_SET}',\n}}"),
+        ("PGPASSWORD=hunter2 psql -h db", f"PGPASSWORD={_SET} psql -h db"),
+        ("mysql -u root --password=hunter2 app", f"mysql -u root --password={_SET} app"),
+        (
+            "psql 'host=db user=bob password=hunter2 dbname=app'",
+            f"psql 'host=db user=bob password={_SET} dbname=app'",
+        ),
+        ("Server=db;User Id=sa;Password=hunter2;", f"Server=db;User Id=sa;Password={_SET};"),
+        ('connect(user="bob", password="hunter2")', f'connect(user="bob", password="{_SET}")'),
+    ],
+)
+def test_a_password_a_config_a_command_or_a_connection_string_sets_is_redacted(text: str, kept: str) -> None:
+    """What a coding agent reads and runs: a `.env`, YAML, INI and JavaScript config, a command's
+    password, a connection string's; each loses its value whatever it is, and keeps the rest."""
+    assert PrivacyFilter("strict", personal_data="none").redact(text) == kept
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "    password = getpass.getpass()",
+        "    password = self.password",
+        "    password: str",
+        "    password = None",
+        "    password: Optional[str] = None",
+        "Password: Forgot password?",
+        "PWD=/srv",
+        "db.connect(user=user, password=pw)",
+        "self.user, self.password = user, password",
+        "self.password = credentials",
+        "userid = passwd = acct = ''",
+        "PuttyPassword=0",
+    ],
+)
+def test_code_that_reads_or_passes_a_password_is_left_alone(code: str) -> None:
+    """A call, a reference, a type, a variable passed on or unpacked, a switch: no password is in it."""
+    assert PrivacyFilter("strict", personal_data="none").redact(code) == code
 
 
 @pytest.mark.parametrize(

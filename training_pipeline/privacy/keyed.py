@@ -284,19 +284,37 @@ _NOT_A_PASSWORD = {
 
 
 def _password_key(key: str) -> bool:
-    """Whether a key's last word names a password, or an environment variable's `_PASS` does (`DB_PASS`,
-    `SMTP_PASS`; a lower-case `pass` is as often a pass of something); the shell's `PWD` is its
-    working directory."""
+    """Whether a key's last word names a password (or ends with its name, `PGPASSWORD`), or an
+    environment variable's `_PASS` does (`DB_PASS`, `SMTP_PASS`; a lower-case `pass` is as often a pass
+    of something); the shell's `PWD` is its working directory."""
     words = _KEY_WORD.findall(key)
     if not words or key == "PWD":
         return False
-    return words[-1].lower() in _PASSWORD_WORDS or (key.isupper() and key.endswith("_PASS"))
+    last = words[-1].lower()
+    return (
+        last in _PASSWORD_WORDS
+        or last.endswith(("password", "passwd"))  # `PGPASSWORD`, `newpassword`
+        or (key.isupper() and key.endswith("_PASS"))
+    )
 
 
-def _a_password_variable(value: str) -> bool:
-    """Whether an unquoted value is code's variable that holds a password (`self.passwd = passwd`,
-    `password = password_mgr`): one of its words names one."""
-    return any(word.lower() in _PASSWORD_WORDS for word in _KEY_WORD.findall(value))
+#: after an unquoted value: more code (a call's next argument or its end, a tuple's next item, a
+#: chained assignment), where a bare word is a variable
+_CODE_AFTER = re.compile(r"[ \t]*[,)=]")
+
+
+def _code_variable(key: str, value: str, text: str, end: int) -> bool:
+    """Whether an unquoted value set under a password's key is code's variable, not a password: a
+    reference (`self.password`), a name that says it holds one (`passwd`, `password_mgr`), an
+    argument or a tuple's item (`connect(password=pw)`, `self.user, self.password = user, password`),
+    or what an object's attribute is set to (`self.password = credentials`). A `.env` file, a
+    command and a connection string write none of these."""
+    return (
+        is_reference(value)
+        or any(word.lower() in _PASSWORD_WORDS for word in _KEY_WORD.findall(value))
+        or _CODE_AFTER.match(text, end) is not None
+        or key.lower().startswith(("self.", "this.", "cls."))
+    )
 
 
 @lru_cache(maxsize=1024)
@@ -387,14 +405,24 @@ _QUOTED_PASSWORD = LazyPattern(
     rf"[\"']{_PASSWORD_KEY}[\"'][ \t]{{0,4}}:[ \t]{{0,4}}[\"'](?P<value>[^\"'\\\r\n]{{1,256}})[\"']",
     re.IGNORECASE | re.ASCII,
 )
-#: a config's line that sets a password: a `.env` file's, a shell's `export`, YAML's, INI's, an
-#: assignment in code (`DB_PASSWORD=hunter2`, `  password: hunter2`, `password = "s3cr3t"`), a line of
-#: its own as an agent's `cat` of the file shows it. Unquoted, the value is one token with no bracket,
-#: so a call, a subscript or a type annotation is not taken (`password = getpass()`), nor prose
-#: (`Password: Forgot password?`)
+#: a value as a password's field sets it: quoted, whole; unquoted, one whole token with no bracket or
+#: separator, so a call, a subscript or a type annotation is not taken (`password = getpass()`)
+_SET_VALUE = (
+    r"(?:[\"'](?P<value>[^\"'\r\n]{1,256})[\"']"
+    r"|(?P<bare>[^\s\"'#()\[\]{}<>,;&|`]{1,256})(?=[\s\"'#)\]{}<>,;&|`]|$))"
+)
+#: a password set with `=` wherever it is: a `.env` file's line, a shell's `PGPASSWORD=… psql`, a
+#: command's `--password=…`, a connection string's `Password=…;`, libpq's `password=… dbname=…`, a
+#: keyword argument in code (`password="s3cr3t"`)
+_ASSIGNED_PASSWORD = LazyPattern(
+    rf"(?<![A-Za-z0-9_.-])(?:--)?{_PASSWORD_KEY}[ \t]*=[ \t]*{_SET_VALUE}",
+    re.IGNORECASE | re.ASCII,
+)
+#: a config's line that sets a password with `:`, YAML's or a JavaScript object's, a line of its own as
+#: an agent's `cat` of the file shows it (`  password: hunter2`, `password: "s3cr3t",`); not prose's
+#: `Password: Forgot password?`
 _CONFIG_PASSWORD = LazyPattern(
-    rf"^[ \t]*(?:export[ \t]+|-[ \t]+)?{_PASSWORD_KEY}[ \t]*[:=][ \t]*"
-    r"(?:[\"'](?P<value>[^\"'\r\n]{1,256})[\"']|(?P<bare>[^\s\"'#()\[\]{}<>,;]{1,256}))[ \t]*(?:#[^\r\n]*)?$",
+    rf"^[ \t]*(?:-[ \t]+)?{_PASSWORD_KEY}[ \t]*:[ \t]*{_SET_VALUE}[ \t]*,?[ \t]*(?:(?:#|//)[^\r\n]*)?$",
     re.IGNORECASE | re.ASCII | re.MULTILINE,
 )
 
@@ -403,8 +431,8 @@ _CONFIG_PASSWORD = LazyPattern(
 class PasswordFieldRule(CredentialRule):
     """A password's field written out in a text (a prompt that shows a login tool's arguments, an
     agent's `cat .env`): a value that is one by `chosen_password`, which the keyed rule's tests of
-    length and randomness leave (`"password": "hunter2"`, `DB_PASSWORD=hunter2`); unquoted, not a
-    reference or a variable in code (`password = self.password`, `self.passwd = passwd`)."""
+    length and randomness leave (`"password": "hunter2"`, `DB_PASSWORD=hunter2`); unquoted, not code's
+    variable (`_code_variable`)."""
 
     def redact(self, text: str, found: Found | None = None) -> tuple[str, int]:
         placeholder = f"<REDACTED:{self.label}>"
@@ -415,7 +443,7 @@ class PasswordFieldRule(CredentialRule):
             group = "value" if match.group("value") is not None else "bare"
             value = match.group(group)
             if not (_password_key(match.group("key")) and chosen_password(value)) or (
-                group == "bare" and (is_reference(value) or _a_password_variable(value))
+                group == "bare" and _code_variable(match.group("key"), value, text, match.end("bare"))
             ):
                 return match.group()
             hits += 1
@@ -429,4 +457,5 @@ KEYED_SECRET = KeyedSecretRule("keyed-secret", _PATTERN, group=2)
 KEYED_SPACED = KeyedSecretRule("keyed-secret", _SPACED_PATTERN, spaced=True)
 #: the same label again: a password's field is a key's secret
 KEYED_PASSWORD = PasswordFieldRule("keyed-secret", _QUOTED_PASSWORD)
+KEYED_ASSIGNED_PASSWORD = PasswordFieldRule("keyed-secret", _ASSIGNED_PASSWORD)
 KEYED_CONFIG_PASSWORD = PasswordFieldRule("keyed-secret", _CONFIG_PASSWORD)

@@ -136,6 +136,7 @@ def strict_rules() -> tuple[CredentialRule, ...]:
     which a process that filters with `elizaos` (or not at all) does not pay."""
     from training_pipeline.privacy import gitleaks, kingfisher
     from training_pipeline.privacy.keyed import (
+        KEYED_ASSIGNED_PASSWORD,
         KEYED_CONFIG_PASSWORD,
         KEYED_PASSWORD,
         KEYED_SECRET,
@@ -159,6 +160,7 @@ def strict_rules() -> tuple[CredentialRule, ...]:
         KEYED_SECRET,
         KEYED_SPACED,
         KEYED_PASSWORD,
+        KEYED_ASSIGNED_PASSWORD,
         KEYED_CONFIG_PASSWORD,
         KEYWORD_PROXIMITY,
     )
