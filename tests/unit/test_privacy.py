@@ -66,6 +66,8 @@ FAMILIES = [
         "AccountKey=9HK2gOCZPeJMQW9cy78kyEk2FINMdB8FAsHzMtxHsEPrJ7sQTVsbaXpLcOkAWRyd5uVzdLU8ueZ5oBUEqWpcHg==",
     ),
     ("artifactory-api-key", "AKCp7ZU6Dj90pMThdNADhn3dwHjhxCiQADMqOLRAxXVH0i8sUipEhG5tYGN2wrrNRUKSLmOrW"),
+    ("command-password", "mysql -uroot -phunter2 app"),
+    ("command-password", "sshpass -p hunter2 ssh bob@db.example.com"),
     ("langsmith-key", "tracing with 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 on"),
     (
         "pinecone-key",
@@ -259,6 +261,8 @@ def test_a_password_a_config_a_command_or_a_connection_string_sets_is_redacted(t
         "self.password = credentials",
         "userid = passwd = acct = ''",
         "PuttyPassword=0",
+        "mysql -u root -p app",
+        "mysqldump -u bob -p$DB_PASS app",
     ],
 )
 def test_code_that_reads_or_passes_a_password_is_left_alone(code: str) -> None:

@@ -112,6 +112,15 @@ _STRICT_OWN: tuple[CredentialRule, ...] = (
         group=1,
     ),
     _rule("bearer", rf"\bBearer[{JS_WS_CLASS}]+([A-Za-z0-9._~+/-]{{16,}}=*)", _I, group=1),
+    # a password a command takes as an option: MySQL's and MariaDB's `-p` with the value attached
+    # (`mysql -uroot -phunter2`), sshpass' `-p`, redis-cli's `-a`, the MongoDB shell's `-p`
+    _rule(
+        "command-password",
+        r"\b(?:(?:mysql(?:dump|admin|import|check)?|mariadb(?:-dump|-admin)?)\b[^\n|;&]{0,200}?[ \t]-p"
+        r"|(?:sshpass[ \t]+-p|redis-cli\b[^\n|;&]{0,200}?[ \t]-a"
+        r"|mongo(?:sh)?\b[^\n|;&]{0,200}?[ \t]-p)[ \t]*)(?![$\-])([^\s'\"`;|&]{2,256})",
+        group=1,
+    ),
     # the services agents call, whose keys an agent's environment and tool calls hold and neither
     # maintained set knows: tracing (LangSmith), retrieval (Pinecone), search (Tavily), crawling
     # (Firecrawl), sandboxes (E2B) and browsers (Browserbase)
