@@ -15,6 +15,9 @@ IN_TRAJECTORY = [
     "xoxb-123456789012-PLANTEDsecretAbCdEf",
     # no vendor's shape: a secret only by the key it is held under in an object (`"api_key": …`)
     "Zq4Lm8Rt2Vx6Bn0Ws3Yd7P",
+    # a password a person chose, in a login's arguments and the `.env` an agent read: no rule of
+    # randomness or length tells it
+    "marmalade sunrise planted",
 ]
 IN_ENVIRONMENT = "planted-env-secret-Zq9x8w7v"
 #: A customer's data, planted beside the credentials: none of it may be stored either (the strict
@@ -26,6 +29,10 @@ PERSONAL = {
     "name": "Marguerite Okonkwo",
     # the phone dialled with its country code, as a messaging platform names its user (and a session)
     "dialled": "+442079460958",
+    # bare digits, someone's by the list they are in (`"phones": […]`)
+    "listed": "2079460977",
+    # an address a web page writes with a character reference against harvesters
+    "referenced": "marguerite.okonkwo&#64;example.org",
 }
 API_KEY = "sk-PLANTEDopenaiKeyForTheFakeServer01"
 
@@ -54,6 +61,10 @@ def write_planted_day(folder: Path, name: str = "2026-11-24.jsonl") -> None:
                     # a tool's result keyed by the customer's address, a config keyed by a token
                     "contacts": {PERSONAL["email"]: "primary", secret: "api"},
                     "config": {"api_key": IN_TRAJECTORY[3], "region": "eu-west-1"},
+                    "login": {"user": "bob", "password": IN_TRAJECTORY[4]},
+                    "shell": f'$ cat .env\nDB_HOST=db\nDB_PASSWORD="{IN_TRAJECTORY[4]}"\n',
+                    "contact": {"phones": [PERSONAL["listed"]]},
+                    "page": f"<p>Write to {PERSONAL['referenced']}</p>",
                 },
             }
         )
