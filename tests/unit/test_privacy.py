@@ -204,14 +204,21 @@ def test_a_password_a_person_chose_is_redacted_under_its_field_however_plain(pas
         {"purpose": "response", "userPrompt": f"Tool call: login({arguments})\nResult: ok", "response": "in"},
     ]
     masks = {"password": "********", "new_password": "<password>", "pwd": "string", "db_pwd": "${DB_PASS}"}
-    metadata = {"connection": {"user": "bob", "db_password": password}, "form": masks, "env": {"PWD": "/srv"}}
+    metadata = {
+        "connection": {"user": "bob", "db_password": password},
+        "form": masks,
+        "env": {"PWD": "/srv", "PGPASSWORD": password},
+    }
     trajectory = {"trajectoryId": "t", "steps": [{"llmCalls": calls}], "metadata": metadata}
     PrivacyFilter("strict", personal_data="none").redact_sensitive(trajectory)
     redacted = {"username": "bob", "password": "<REDACTED:keyed-secret>"}
     assert json.loads(calls[0]["toolCallArguments"]) == redacted
     assert calls[1]["userPrompt"] == f"Tool call: login({json.dumps(redacted)})\nResult: ok"
     assert metadata["connection"] == {"user": "bob", "db_password": "<REDACTED:keyed-secret>"}
-    assert metadata["form"] == masks and metadata["env"] == {"PWD": "/srv"}
+    assert metadata["form"] == masks and metadata["env"] == {
+        "PWD": "/srv",
+        "PGPASSWORD": "<REDACTED:keyed-secret>",
+    }
 
 
 _SET = "<REDACTED:keyed-secret>"

@@ -255,24 +255,19 @@ def secret_under(key: str, value: str) -> bool:
     """Whether `value`, held under `key` in an object (a config in a tool's result, `{"api_key": "…"}`),
     is a secret by the rule's tests: the text form (`"api_key": "…"`) is what the rule reads in a text,
     and a trajectory's own objects are walked string by string. A password's field is read as one
-    whatever it holds (`chosen_password`)."""
-    if not secret_key(key):
-        return False
-    if _VALUE.fullmatch(value) is not None and _credential_value(value):
+    whatever it holds (`chosen_password`), as the text's password rules read it."""
+    if _password_key(key) and chosen_password(value):
         return True
-    return _password_key(key) and chosen_password(value)
+    return secret_key(key) and _VALUE.fullmatch(value) is not None and _credential_value(value)
 
 
 #: the last word of a key whose value a person chose
 _PASSWORD_WORDS = {"password", "passwd", "pwd", "passphrase"}
 #: what a password's field holds when it holds none: a type, a state, a setting's switch
-#: (`PuttyPassword=0`, `SavePassword=yes`)
+#: (`PuttyPassword=0`, `SavePassword=yes`); `password` and `secret` are people's passwords too
 _NOT_A_PASSWORD = {
     "string",
     "str",
-    "text",
-    "password",
-    "secret",
     "required",
     "optional",
     "hidden",
