@@ -701,13 +701,11 @@ class PrivacyFilter:
     def _key_of_items(self, key: str) -> str | None:
         """The key a list's items are read under, when it says what they are: the list's own (`"phone":
         […]`) or its singular (`"phones"`, `"api_keys"`, `"emailAddresses"`); None for any other list."""
-        forms = (
-            (key, key[:-1], key[:-2])
-            if key.endswith("es")
-            else (key, key[:-1])
-            if key.endswith("s")
-            else (key,)
-        )
+        forms = [key]
+        if key.endswith("s"):
+            forms.append(key[:-1])
+        if key.endswith("es"):
+            forms.append(key[:-2])
         for form in forms:
             if self.personal is not None and key_cue(form) is not None:
                 return form
@@ -727,7 +725,7 @@ class _Held(dict):
 
     def __init__(self, node: Any, at: Any, said: str, value: str | int) -> None:
         super().__init__({said: str(value)})
-        self.node, self.at, self.said, self.value = node, at, said, value
+        self.node, self.at, self.value = node, at, value
 
     def __setitem__(self, key: str, text: str) -> None:
         super().__setitem__(key, text)
