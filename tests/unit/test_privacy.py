@@ -245,11 +245,17 @@ _SET = "<REDACTED:keyed-secret>"
         ),
         ("Server=db;User Id=sa;Password=hunter2;", f"Server=db;User Id=sa;Password={_SET};"),
         ('connect(user="bob", password="hunter2")', f'connect(user="bob", password="{_SET}")'),
+        ('requests.get(url, auth=("bob", "hunter2"))', f'requests.get(url, auth=("bob", "{_SET}"))'),
+        ('server.login("bob@example.com", "hunter2")', f'server.login("bob@example.com", "{_SET}")'),
+        ("The password is hunter2.", f"The password is {_SET}."),
+        ("My PIN is 48213", f"My PIN is {_SET}"),
+        ("the passphrase was 'P@ss!word'", f"the passphrase was '{_SET}'"),
     ],
 )
 def test_a_password_a_config_a_command_or_a_connection_string_sets_is_redacted(text: str, kept: str) -> None:
-    """What a coding agent reads and runs: a `.env`, YAML, INI and JavaScript config, a command's
-    password, a connection string's; each loses its value whatever it is, and keeps the rest."""
+    """What a coding agent reads and runs and what people tell it: a `.env`, YAML, INI and JavaScript
+    config, a command's password, a connection string's, a login's in code, one said in a sentence;
+    each loses its value whatever it is, and keeps the rest."""
     assert PrivacyFilter("strict", personal_data="none").redact(text) == kept
 
 
@@ -270,10 +276,15 @@ def test_a_password_a_config_a_command_or_a_connection_string_sets_is_redacted(t
         "PuttyPassword=0",
         "mysql -u root -p app",
         "mysqldump -u bob -p$DB_PASS app",
+        "the password is incorrect",
+        "The password is 12 characters long",
+        "if the password is None:",
+        "the password is self.password",
     ],
 )
 def test_code_that_reads_or_passes_a_password_is_left_alone(code: str) -> None:
-    """A call, a reference, a type, a variable passed on or unpacked, a switch: no password is in it."""
+    """A call, a reference, a type, a variable passed on or unpacked, a switch, a sentence about a
+    password: no password is in it."""
     assert PrivacyFilter("strict", personal_data="none").redact(code) == code
 
 

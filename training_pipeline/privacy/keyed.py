@@ -312,6 +312,18 @@ def _code_variable(key: str, value: str, text: str, end: int) -> bool:
     )
 
 
+def _said_password(value: str) -> bool:
+    """Whether a token said to be a password in prose is one, not the sentence going on (`my password
+    is incorrect`, `is 12 characters long`, code's `is self.password`): a digit or a symbol in it,
+    beside a letter or five digits (`hunter2`, `P@ss!word`, `123456`)."""
+    if is_reference(value):
+        return False
+    letters = any(c.isalpha() for c in value)
+    digits = sum(c.isdigit() for c in value)
+    symbols = any(not c.isalnum() and c not in "-'" for c in value)
+    return (letters and (digits > 0 or symbols)) or (not letters and digits >= 5)
+
+
 @lru_cache(maxsize=1024)
 def chosen_password(value: str) -> bool:
     """Whether a value under a password's key (`{"username": "bob", "password": "hunter2"}`, a login
@@ -421,13 +433,32 @@ _CONFIG_PASSWORD = LazyPattern(
     re.IGNORECASE | re.ASCII | re.MULTILINE,
 )
 
+#: a password said in prose (`my password is hunter2`, `the passphrase was "Tr0ub4dor!"`): one token,
+#: which must look like no word of the sentence (`_said_password`)
+_SAID_PASSWORD = LazyPattern(
+    r"(?<![A-Za-z0-9_.-])(?:password|passwd|passphrase|pass ?code|pin)[ \t]+(?:is|was)[ \t]+"
+    r"[\"'“‘`]?(?P<value>[^\s\"'”’`]{4,255}?[^\s\"'”’`.,;:!?)])[\"'”’`]?(?=[.,;:!?)]*(?:\s|$))",
+    re.IGNORECASE,
+)
+#: a password passed to a login by position, in code: requests' and aiohttp's `auth=("bob", "…")`,
+#: `HTTPBasicAuth("bob", "…")`, smtplib's, imaplib's and ftplib's `.login("bob", "…")`
+_POSITIONAL_PASSWORD = LazyPattern(
+    r"(?:\bauth[ \t]*=[ \t]*\(|\b(?:HTTPBasicAuth|HTTPDigestAuth|BasicAuth)\(|\.login\()[ \t]*"
+    r"[\"'][^\"'\r\n]{0,256}[\"'][ \t]*,[ \t]*[\"'](?P<value>[^\"'\r\n]{1,256})[\"']",
+)
+
 
 @dataclass(frozen=True, slots=True)
 class PasswordFieldRule(CredentialRule):
     """A password's field written out in a text (a prompt that shows a login tool's arguments, an
     agent's `cat .env`): a value that is one by `chosen_password`, which the keyed rule's tests of
     length and randomness leave (`"password": "hunter2"`, `DB_PASSWORD=hunter2`); unquoted, not code's
-    variable (`_code_variable`)."""
+    variable (`_code_variable`).
+
+    With no key (`_POSITIONAL_PASSWORD`) the form alone says it is a password."""
+
+    #: said in prose (`_SAID_PASSWORD`): the value must also look like no word
+    said: bool = False
 
     def redact(self, text: str, found: Found | None = None) -> tuple[str, int]:
         placeholder = f"<REDACTED:{self.label}>"
@@ -435,11 +466,14 @@ class PasswordFieldRule(CredentialRule):
 
         def replace(match: re.Match[str]) -> str | tuple[str, int]:
             nonlocal hits
-            group = "value" if match.group("value") is not None else "bare"
-            value = match.group(group)
-            if not (_password_key(match.group("key")) and chosen_password(value)) or (
-                group == "bare" and _code_variable(match.group("key"), value, text, match.end("bare"))
-            ):
+            groups = match.groupdict()
+            group = "value" if groups["value"] is not None else "bare"
+            value, key = groups[group], groups.get("key")
+            if not chosen_password(value) or (key is not None and not _password_key(key)):
+                return match.group()
+            if group == "bare" and _code_variable(key or "", value, text, match.end("bare")):
+                return match.group()
+            if self.said and not _said_password(value):
                 return match.group()
             hits += 1
             return self.redacted(text, match, match.span(group), placeholder, found)
@@ -454,3 +488,5 @@ KEYED_SPACED = KeyedSecretRule("keyed-secret", _SPACED_PATTERN, spaced=True)
 KEYED_PASSWORD = PasswordFieldRule("keyed-secret", _QUOTED_PASSWORD)
 KEYED_ASSIGNED_PASSWORD = PasswordFieldRule("keyed-secret", _ASSIGNED_PASSWORD)
 KEYED_CONFIG_PASSWORD = PasswordFieldRule("keyed-secret", _CONFIG_PASSWORD)
+KEYED_SAID_PASSWORD = PasswordFieldRule("keyed-secret", _SAID_PASSWORD, said=True)
+KEYED_POSITIONAL_PASSWORD = PasswordFieldRule("keyed-secret", _POSITIONAL_PASSWORD)

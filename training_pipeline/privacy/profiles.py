@@ -148,6 +148,8 @@ def strict_rules() -> tuple[CredentialRule, ...]:
         KEYED_ASSIGNED_PASSWORD,
         KEYED_CONFIG_PASSWORD,
         KEYED_PASSWORD,
+        KEYED_POSITIONAL_PASSWORD,
+        KEYED_SAID_PASSWORD,
         KEYED_SECRET,
         KEYED_SPACED,
     )
@@ -171,6 +173,8 @@ def strict_rules() -> tuple[CredentialRule, ...]:
         KEYED_PASSWORD,
         KEYED_ASSIGNED_PASSWORD,
         KEYED_CONFIG_PASSWORD,
+        KEYED_SAID_PASSWORD,
+        KEYED_POSITIONAL_PASSWORD,
         KEYWORD_PROXIMITY,
     )
 
