@@ -271,6 +271,7 @@ def test_a_password_a_config_a_command_or_a_connection_string_sets_is_redacted(t
         "PWD=/srv",
         "db.connect(user=user, password=pw)",
         "self.user, self.password = user, password",
+        "login, account, password = auth_from_netrc",
         "self.password = credentials",
         "userid = passwd = acct = ''",
         "PuttyPassword=0",

@@ -298,16 +298,17 @@ def _password_key(key: str) -> bool:
 _CODE_AFTER = re.compile(r"[ \t]*[,)=]")
 
 
-def _code_variable(key: str, value: str, text: str, end: int) -> bool:
-    """Whether an unquoted value set under a password's key is code's variable, not a password: a
-    reference (`self.password`), a name that says it holds one (`passwd`, `password_mgr`), an
-    argument or a tuple's item (`connect(password=pw)`, `self.user, self.password = user, password`),
-    or what an object's attribute is set to (`self.password = credentials`). A `.env` file, a
-    command and a connection string write none of these."""
+def _code_variable(key: str, value: str, text: str, start: int, end: int) -> bool:
+    """Whether an unquoted value set under a password's key (at `start`; the value ends at `end`) is
+    code's variable, not a password: a reference (`self.password`), a name that says it holds one
+    (`passwd`, `password_mgr`), an argument or a tuple's item (`connect(password=pw)`, `user, password
+    = credentials`), or what an object's attribute is set to (`self.password = credentials`). A `.env`
+    file, a command and a connection string write none of these."""
     return (
         is_reference(value)
         or any(word.lower() in _PASSWORD_WORDS for word in _KEY_WORD.findall(value))
         or _CODE_AFTER.match(text, end) is not None
+        or text[max(0, start - 8) : start].rstrip(" \t").endswith(",")
         or key.lower().startswith(("self.", "this.", "cls."))
     )
 
@@ -471,7 +472,7 @@ class PasswordFieldRule(CredentialRule):
             value, key = groups[group], groups.get("key")
             if not chosen_password(value) or (key is not None and not _password_key(key)):
                 return match.group()
-            if group == "bare" and _code_variable(key or "", value, text, match.end("bare")):
+            if group == "bare" and _code_variable(key or "", value, text, match.start(), match.end("bare")):
                 return match.group()
             if self.said and not _said_password(value):
                 return match.group()
