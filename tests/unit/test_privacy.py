@@ -272,6 +272,7 @@ def test_a_password_a_config_a_command_or_a_connection_string_sets_is_redacted(t
         "db.connect(user=user, password=pw)",
         "self.user, self.password = user, password",
         "login, account, password = auth_from_netrc",
+        "    s3_disable_express_session_auth=s3_disable_express_session_auth,",
         "self.password = credentials",
         "userid = passwd = acct = ''",
         "PuttyPassword=0",

@@ -198,8 +198,8 @@ class KeyedSecretRule(CredentialRule):
                 end -= 1
             key = match.group("key") or match.groupdict().get("key2") or ""
             value = text[start:end]
-            if not looks_like_credential(key, value, text, end):
-                return match.group()
+            if value == key or not looks_like_credential(key, value, text, end):
+                return match.group()  # `session_auth=session_auth`: code passing a variable on
             if self.spaced and not _key_shaped(value):
                 return match.group()
             hits += 1
