@@ -12,7 +12,6 @@ the trajectory too, since the filtered trajectories are stored and shared as wel
 from __future__ import annotations
 
 import fnmatch
-import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -51,11 +50,11 @@ from training_pipeline.privacy.profiles import (
     STRICT_SECRET_ENV_NAME,
     RuleSet,
 )
+from training_pipeline.privacy.strings import TEXT_FIELDS, Slot, TrajectoryStrings
 from training_pipeline.trajectories.models import is_trace, iter_llm_calls
 
 Profile = Literal["elizaos", "strict"]
 HANDLE = re.compile(r"@[a-zA-Z0-9_.-]{2,}")
-_TEXT_FIELDS = ("systemPrompt", "userPrompt", "response")
 ENV_SECRET_LABEL = "env-secret"
 _ENV_PLACEHOLDER = f"<REDACTED:{ENV_SECRET_LABEL}>"
 _ENV_PLACEHOLDER_BYTES = _ENV_PLACEHOLDER.encode()
@@ -244,7 +243,7 @@ class PrivacyFilter:
         entities: set[str] = set()
         if self.directory is not None:
             for call in iter_llm_calls(trajectory):
-                for name in _TEXT_FIELDS:
+                for name in TEXT_FIELDS:
                     value = call.get(name)
                     if isinstance(value, str):
                         call[name] = self._anonymise(value, entities)
@@ -273,23 +272,12 @@ class PrivacyFilter:
         if keyed:
             head = detached(original_id)
             trajectory["trajectoryId"] = head  # put back below when the redaction leaves it
-        calls: set[int] = set()
-        slots: list[tuple[Any, Any, str]] = []  # (container, key, text), in the order they are redacted
-        embedded: list[_Embedded] = []  # JSON texts whose strings are slotted one by one
-        keys: list[_Key] = []  # the objects' keys, slotted too
-        for call in iter_llm_calls(trajectory):
-            calls.add(id(call))
-            for name in _TEXT_FIELDS:
-                value = call.get(name)
-                if isinstance(value, str):
-                    slots.append((call, name, value))
+        strings = TrajectoryStrings(trajectory, self._key_of_items)
+        slots, strict = strings.slots, self.profile == "strict"
         # a trace's conversations, tools and steps are all redacted, whatever the profile: the elizaos
         # profile's narrower reach is elizaOS's contract for its own export format only
-        walked = is_trace(trajectory) or (
-            self.profile == "strict" and not self._nothing_else_to_redact(trajectory, slots)
-        )
-        if walked:
-            self._everything_else(trajectory, calls, slots, embedded, keys)
+        if is_trace(trajectory) or (strict and not self._nothing_else_to_redact(trajectory, slots)):
+            strings.walk()
         self._clear_short_texts([text for _, _, text in slots])
         found: dict[str, str] = {}
         with budget(self.budget_seconds):
@@ -307,7 +295,11 @@ class PrivacyFilter:
                     found[container[key]] = label
                     container[key] = f"<REDACTED:{label}>"
                     self.stats.redactions[label] += 1
-            for *_, parsed, text in embedded:  # a secret told by its key in the JSON text (`"api_key": …`)
+            for (
+                *_,
+                parsed,
+                text,
+            ) in strings.embedded:  # a secret told by its key in the JSON text (`"api_key": …`)
                 probed: Found = []
                 self._redact(text, {}, probed)
                 # a rule may take the JSON string's quotes with the value: the value is what the strings hold
@@ -318,22 +310,14 @@ class PrivacyFilter:
                 if short:
                     self._redact_values(parsed, short)
             if found:
-                if self.profile == "strict" and not walked:
-                    # the gate named no rule in the other strings, but a secret found here may be there
-                    self._everything_else(trajectory, calls, slots, embedded, keys)
-                    walked = True
+                if strict:  # the gate may have named no rule in the other strings: a secret found here
+                    strings.walk()  # may be there
                 self._redact_found_everywhere(found, slots)
             if self.personal is not None:
-                rest = None
-                if self.profile == "strict" and not walked:
-                    # the gate left the other strings alone, but a value found here may be there
-                    rest = lambda: self._everything_else(trajectory, calls, slots, embedded, keys)  # noqa: E731
-                self._redact_personal(slots, rest, [text for *_, text in embedded])
-        _rename(keys)
-        # written back where a string in them changed, the innermost first (a JSON text in a JSON text)
-        for container, key, parsed, text in reversed(embedded):
-            if parsed != json.loads(text):
-                container[key] = json.dumps(parsed, ensure_ascii=False)
+                # the gate may have left the other strings alone, but a value found here may be there
+                rest = strings.walk if strict else None
+                self._redact_personal(slots, rest, [text for *_, text in strings.embedded])
+        strings.finish()
         if keyed:
             redacted_id = trajectory["trajectoryId"]
             trajectory["trajectoryId"] = (
@@ -342,7 +326,7 @@ class PrivacyFilter:
         return self.stats.redaction_count - before
 
     def _redact_personal(
-        self, slots: list[tuple[Any, Any, str]], rest: Callable[[], None] | None, probes: Sequence[str] = ()
+        self, slots: list[Slot], rest: Callable[[], None] | None, probes: Sequence[str] = ()
     ) -> None:
         """Personal data in every slot, as placeholders numbered across the trajectory; then each value
         found is redacted wherever else the trajectory holds it (`Pseudonyms.spread`), in the strings
@@ -392,7 +376,7 @@ class PrivacyFilter:
             self._spans_chars += len(text)
         return spans
 
-    def _redact_found_everywhere(self, found: dict[str, str], slots: list[tuple[Any, Any, str]]) -> None:
+    def _redact_found_everywhere(self, found: dict[str, str], slots: list[Slot]) -> None:
         """A secret found once is redacted wherever else the trajectory holds it: a rule that knows a
         key by the service's name beside it (`airbrake key = …`) does not see the agent repeat the key
         alone three calls later."""
@@ -402,9 +386,7 @@ class PrivacyFilter:
         for container, key, _ in slots:
             container[key] = _replace_found(container[key], secrets, self.stats.redactions)
 
-    def _nothing_else_to_redact(
-        self, trajectory: dict[str, Any], prompts: list[tuple[Any, Any, str]]
-    ) -> bool:
+    def _nothing_else_to_redact(self, trajectory: dict[str, Any], prompts: list[Slot]) -> bool:
         """Strict only: whether no string of the trajectory but its prompt fields (`prompts`) can hold
         anything to redact, from one scan of the rest serialised; then it is not walked string by string
         (ids, names, settings: a few dozen strings, a fifth of a trajectory's redaction).
@@ -638,66 +620,6 @@ class PrivacyFilter:
                 elif isinstance(value, dict | list):
                     stack.append(value)
 
-    def _everything_else(
-        self,
-        trajectory: dict[str, Any],
-        calls: set[int],
-        slots: list,
-        embedded: list[_Embedded],
-        keys: list[_Key],
-    ) -> None:
-        """Strict (and traces): the other strings of the trajectory (metadata, tool output, provider
-        data...) added to `slots`; `calls` are the LLM calls whose prompt fields are there already.
-        An object's keys are slotted too (a tool's result keyed by its people's addresses, a config
-        keyed by a token), each in a holder of its own, and renamed after (`keys`, `_rename`). A number
-        under a key that says what it is (`"phone": 14155550123`, `key_cue`) is slotted as text, and so
-        is each item of a list under such a key or its plural (`"phones": […]`, `"api_keys": […]`), in
-        a `_Held` under the key that says what it is.
-
-        A string that is itself a JSON object or array (a tool call's `arguments`, a tool's JSON result)
-        is read as JSON and its strings are slotted one by one, then it is written back (`embedded`):
-        inside the JSON text a newline is `\\n` and a quote `\\"`, so the cues a name or a date of
-        birth is told by (`Best regards,` and a line break, `"full_name": "…"`) would not be seen."""
-        stack: list[tuple[Any, str | None]] = [(trajectory, None)]  # a node, and what its items are
-        while stack:
-            node, said = stack.pop()
-            items = node.items() if isinstance(node, dict) else enumerate(node)
-            is_call = isinstance(node, dict) and id(node) in calls
-            for key, value in items:
-                # an object's key (a list's are numbers); a word of letters alone, a field's name,
-                # is none of the kinds and no rule's (a name needs a cue, a secret digits or more length)
-                if (
-                    isinstance(key, str)
-                    and len(key) > 3
-                    and not (len(key) <= 32 and key.isascii() and key.isalpha())
-                ):
-                    holder = [key]
-                    slots.append((holder, 0, key))
-                    keys.append((node, key, holder))
-                if isinstance(value, str):
-                    if len(value) <= 3 or (is_call and key in _TEXT_FIELDS):
-                        continue
-                    parsed = _json_container(value)
-                    if parsed is not None:
-                        embedded.append((node, key, parsed, value))
-                        stack.append((parsed, None))
-                    elif said is not None:  # an item of `"phones": […]`
-                        held = _Held(node, key, said, value)
-                        slots.append((held, said, value))
-                    else:
-                        slots.append((node, key, value))
-                elif isinstance(value, dict):
-                    stack.append((value, None))
-                elif isinstance(value, list):
-                    stack.append((value, self._key_of_items(key) if isinstance(key, str) else None))
-                elif type(value) is int:  # `"phone": 14155550123`, `"phones": [14155550123]`
-                    under = (
-                        said if said is not None else key if isinstance(key, str) and key_cue(key) else None
-                    )
-                    if under is not None:
-                        held = _Held(node, key, under, value)
-                        slots.append((held, under, held[under]))
-
     def _key_of_items(self, key: str) -> str | None:
         """The key a list's items are read under, when it says what they are: the list's own (`"phone":
         […]`) or its singular (`"phones"`, `"api_keys"`, `"emailAddresses"`); None for any other list."""
@@ -718,68 +640,10 @@ class PrivacyFilter:
         return None
 
 
-class _Held(dict):
-    """A value held as text under the key that says what it is, written through to where it lives when
-    the redaction changes it: a number under a cue's key (`"phone": 14155550123` is stored as its
-    placeholder), an item of a list under a plural key (`"phones": ["4155550123"]`)."""
-
-    def __init__(self, node: Any, at: Any, said: str, value: str | int) -> None:
-        super().__init__({said: str(value)})
-        self.node, self.at, self.value = node, at, value
-
-    def __setitem__(self, key: str, text: str) -> None:
-        super().__setitem__(key, text)
-        if text != str(self.value):
-            self.node[self.at] = text
-
-
 #: a key followed by a number in serialised JSON
 _NUMBER_UNDER_KEY = re.compile(rb'"([^"]{1,64})":-?\d')
 #: a key followed by a list in serialised JSON
 _LIST_UNDER_KEY = re.compile(rb'"([^"]{1,64})":\[')
-#: a string of a trajectory that holds JSON: where it is (container, key), its parsed value, its text
-_Embedded = tuple[Any, Any, Any, str]
-#: an object's key: the object, the key, and a holder of one, where the key is redacted
-_Key = tuple[dict[str, Any], str, list[str]]
-
-
-def _rename(keys: list[_Key]) -> None:
-    """Each object whose keys the redaction changed, in place and in its order. Two keys that became
-    one (two secrets' `<REDACTED:…>`) stay two: the later is numbered (`… (2)`), as is a key that
-    became one the object already had, so no value is lost."""
-    changed: dict[int, dict[str, str]] = {}
-    objects: dict[int, dict[str, Any]] = {}
-    for node, key, (redacted,) in keys:
-        if redacted != key:
-            changed.setdefault(id(node), {})[key] = redacted
-            objects[id(node)] = node
-    for identity, names in changed.items():
-        node = objects[identity]
-        items = list(node.items())
-        node.clear()
-        for key, value in items:
-            node[free_key(names.get(key, key), node)] = value
-
-
-def free_key(name: str, taken: Mapping[str, Any]) -> str:
-    """`name`, or where `taken` has it already, the first of `name (2)`, `name (3)`… it does not: two keys
-    their redaction made one stay two."""
-    if name not in taken:
-        return name
-    return next(f"{name} ({n})" for n in range(2, len(taken) + 3) if f"{name} ({n})" not in taken)
-
-
-def _json_container(text: str) -> dict | list | None:
-    """`text` parsed, when it is a JSON object or array (None otherwise: most strings, told by their
-    first character without parsing)."""
-    start = text.lstrip()[:1]
-    if start not in ("{", "["):
-        return None
-    try:
-        parsed = json.loads(text)
-    except ValueError:
-        return None
-    return parsed if isinstance(parsed, dict | list) and parsed else None
 
 
 #: a redaction remembered: the text redacted (None: unchanged), the counts by rule, the secrets found

@@ -13,7 +13,8 @@ from typing import Any
 
 from training_pipeline.environment import process_environment
 from training_pipeline.privacy.budget import OverBudget, budget
-from training_pipeline.privacy.filter import PrivacyFilter, free_key, secret_env_values
+from training_pipeline.privacy.filter import PrivacyFilter, secret_env_values
+from training_pipeline.privacy.strings import free_key
 
 #: what a stored text becomes when its redaction ran past its budget: nothing of it is kept
 OVER_BUDGET = "<REDACTED:over-budget>"
