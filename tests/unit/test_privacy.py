@@ -245,6 +245,7 @@ _SET = "<REDACTED:keyed-secret>"
         ),
         ("Server=db;User Id=sa;Password=hunter2;", f"Server=db;User Id=sa;Password={_SET};"),
         ('connect(user="bob", password="hunter2")', f'connect(user="bob", password="{_SET}")'),
+        ('os.environ["DB_PASSWORD"] = "hunter2"', f'os.environ["DB_PASSWORD"] = "{_SET}"'),
         ('requests.get(url, auth=("bob", "hunter2"))', f'requests.get(url, auth=("bob", "{_SET}"))'),
         ('server.login("bob@example.com", "hunter2")', f'server.login("bob@example.com", "{_SET}")'),
         ("The password is hunter2.", f"The password is {_SET}."),
@@ -281,6 +282,7 @@ def test_a_password_a_config_a_command_or_a_connection_string_sets_is_redacted(t
         "the password is incorrect",
         "The password is 12 characters long",
         "if the password is None:",
+        'if config["password"] == "":',
         "the password is self.password",
     ],
 )

@@ -421,9 +421,9 @@ _SET_VALUE = (
 )
 #: a password set with `=` wherever it is: a `.env` file's line, a shell's `PGPASSWORD=… psql`, a
 #: command's `--password=…`, a connection string's `Password=…;`, libpq's `password=… dbname=…`, a
-#: keyword argument in code (`password="s3cr3t"`)
+#: keyword argument or a subscript in code (`password="s3cr3t"`, `os.environ["DB_PASSWORD"] = "…"`)
 _ASSIGNED_PASSWORD = LazyPattern(
-    rf"(?<![A-Za-z0-9_.-])(?:--)?{_PASSWORD_KEY}[ \t]*=[ \t]*{_SET_VALUE}",
+    rf"(?<![A-Za-z0-9_.-])(?:--)?{_PASSWORD_KEY}(?:[\"']\])?[ \t]*=[ \t]*{_SET_VALUE}",
     re.IGNORECASE | re.ASCII,
 )
 #: a config's line that sets a password with `:`, YAML's or a JavaScript object's, a line of its own as
