@@ -249,7 +249,7 @@ _SET = "<REDACTED:keyed-secret>"
         ('requests.get(url, auth=("bob", "hunter2"))', f'requests.get(url, auth=("bob", "{_SET}"))'),
         ('server.login("bob@example.com", "hunter2")', f'server.login("bob@example.com", "{_SET}")'),
         ("The password is hunter2.", f"The password is {_SET}."),
-        ("My PIN is 48213", f"My PIN is {_SET}"),
+        ("My PIN is 4821", f"My PIN is {_SET}"),
         ("the passphrase was 'P@ss!word'", f"the passphrase was '{_SET}'"),
     ],
 )
@@ -281,6 +281,8 @@ def test_a_password_a_config_a_command_or_a_connection_string_sets_is_redacted(t
         "mysqldump -u bob -p$DB_PASS app",
         "the password is incorrect",
         "The password is 12 characters long",
+        "The PIN is 4 digits",
+        "the password is 2024",
         "if the password is None:",
         'if config["password"] == "":',
         "the password is self.password",

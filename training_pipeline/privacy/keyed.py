@@ -313,16 +313,19 @@ def _code_variable(key: str, value: str, text: str, start: int, end: int) -> boo
     )
 
 
-def _said_password(value: str) -> bool:
-    """Whether a token said to be a password in prose is one, not the sentence going on (`my password
-    is incorrect`, `is 12 characters long`, code's `is self.password`): a digit or a symbol in it,
-    beside a letter or five digits (`hunter2`, `P@ss!word`, `123456`)."""
+def _said_password(value: str, word: str) -> bool:
+    """Whether a token said (after `word`) to be a password in prose is one, not the sentence going on
+    (`my password is incorrect`, `is 12 characters long`, code's `is self.password`): five characters
+    or more with a digit or a symbol beside a letter, or five digits (`hunter2`, `P@ss!word`,
+    `123456`); a PIN's or a passcode's four digits (`My PIN is 4821`)."""
     if is_reference(value):
         return False
+    if value.isdigit():
+        return len(value) >= (4 if word.lower().replace(" ", "") in ("pin", "passcode") else 5)
     letters = any(c.isalpha() for c in value)
     digits = sum(c.isdigit() for c in value)
     symbols = any(not c.isalnum() and c not in "-'" for c in value)
-    return (letters and (digits > 0 or symbols)) or (not letters and digits >= 5)
+    return len(value) >= 5 and letters and (digits > 0 or symbols)
 
 
 @lru_cache(maxsize=1024)
@@ -437,8 +440,8 @@ _CONFIG_PASSWORD = LazyPattern(
 #: a password said in prose (`my password is hunter2`, `the passphrase was "Tr0ub4dor!"`): one token,
 #: which must look like no word of the sentence (`_said_password`)
 _SAID_PASSWORD = LazyPattern(
-    r"(?<![A-Za-z0-9_.-])(?:password|passwd|passphrase|pass ?code|pin)[ \t]+(?:is|was)[ \t]+"
-    r"[\"'“‘`]?(?P<value>[^\s\"'”’`]{4,255}?[^\s\"'”’`.,;:!?)])[\"'”’`]?(?=[.,;:!?)]*(?:\s|$))",
+    r"(?<![A-Za-z0-9_.-])(?P<word>password|passwd|passphrase|pass ?code|pin)[ \t]+(?:is|was)[ \t]+"
+    r"[\"'“‘`]?(?P<value>[^\s\"'”’`]{3,255}?[^\s\"'”’`.,;:!?)])[\"'”’`]?(?=[.,;:!?)]*(?:\s|$))",
     re.IGNORECASE,
 )
 #: a password passed to a login by position, in code: requests' and aiohttp's `auth=("bob", "…")`,
@@ -474,7 +477,7 @@ class PasswordFieldRule(CredentialRule):
                 return match.group()
             if group == "bare" and _code_variable(key or "", value, text, match.start(), match.end("bare")):
                 return match.group()
-            if self.said and not _said_password(value):
+            if self.said and not _said_password(value, groups["word"]):
                 return match.group()
             hits += 1
             return self.redacted(text, match, match.span(group), placeholder, found)
