@@ -35,7 +35,7 @@ class TrajectoryStrings:
         #: the objects' keys, slotted too
         self.keys: list[_Key] = []
         #: whether `walk` has slotted the other strings
-        self.walked = False
+        self._walked = False
         self._key_of_items = key_of_items
         self._calls: set[int] = set()
         for call in iter_llm_calls(trajectory):
@@ -57,9 +57,9 @@ class TrajectoryStrings:
         is read as JSON and its strings are slotted one by one, then it is written back (`embedded`):
         inside the JSON text a newline is `\\n` and a quote `\\"`, so the cues a name or a date of
         birth is told by (`Best regards,` and a line break, `"full_name": "…"`) would not be seen."""
-        if self.walked:
+        if self._walked:
             return
-        self.walked = True
+        self._walked = True
         slots, embedded, keys = self.slots, self.embedded, self.keys
         stack: list[tuple[Any, str | None]] = [(self.trajectory, None)]  # a node, and what its items are
         while stack:
