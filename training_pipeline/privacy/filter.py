@@ -295,11 +295,8 @@ class PrivacyFilter:
                     found[container[key]] = label
                     container[key] = f"<REDACTED:{label}>"
                     self.stats.redactions[label] += 1
-            for (
-                *_,
-                parsed,
-                text,
-            ) in strings.embedded:  # a secret told by its key in the JSON text (`"api_key": …`)
+            # a secret told by its key in a JSON text (`"api_key": …`)
+            for *_, parsed, text in strings.embedded:
                 probed: Found = []
                 self._redact(text, {}, probed)
                 # a rule may take the JSON string's quotes with the value: the value is what the strings hold
@@ -310,8 +307,10 @@ class PrivacyFilter:
                 if short:
                     self._redact_values(parsed, short)
             if found:
-                if strict:  # the gate may have named no rule in the other strings: a secret found here
-                    strings.walk()  # may be there
+                if strict:
+                    # the gate may have named no rule in the other strings, but a secret found here
+                    # may be there
+                    strings.walk()
                 self._redact_found_everywhere(found, slots)
             if self.personal is not None:
                 # the gate may have left the other strings alone, but a value found here may be there
