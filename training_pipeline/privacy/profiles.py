@@ -143,16 +143,8 @@ def strict_rules() -> tuple[CredentialRule, ...]:
     Built on first use: reading gitleaks' config and translating its few hundred patterns (each
     compiled when the gate first names its rule, `credential_rule.LazyPattern`) is still tens of milliseconds,
     which a process that filters with `elizaos` (or not at all) does not pay."""
-    from training_pipeline.privacy import gitleaks, kingfisher
-    from training_pipeline.privacy.keyed import (
-        KEYED_ASSIGNED_PASSWORD,
-        KEYED_CONFIG_PASSWORD,
-        KEYED_PASSWORD,
-        KEYED_POSITIONAL_PASSWORD,
-        KEYED_SAID_PASSWORD,
-        KEYED_SECRET,
-        KEYED_SPACED,
-    )
+    from training_pipeline.privacy import gitleaks, kingfisher, passwords
+    from training_pipeline.privacy.keyed import KEYED_SECRET, KEYED_SPACED
     from training_pipeline.privacy.proximity import KEYWORD_PROXIMITY
 
     # two maintained sources: gitleaks' vendor families, then Kingfisher's service-named keys; each
@@ -170,11 +162,11 @@ def strict_rules() -> tuple[CredentialRule, ...]:
         *vendors,
         KEYED_SECRET,
         KEYED_SPACED,
-        KEYED_PASSWORD,
-        KEYED_ASSIGNED_PASSWORD,
-        KEYED_CONFIG_PASSWORD,
-        KEYED_SAID_PASSWORD,
-        KEYED_POSITIONAL_PASSWORD,
+        passwords.QUOTED,
+        passwords.ASSIGNED,
+        passwords.CONFIG_LINE,
+        passwords.SAID,
+        passwords.POSITIONAL,
         KEYWORD_PROXIMITY,
     )
 

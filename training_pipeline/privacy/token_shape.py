@@ -1,5 +1,5 @@
 """What a credential looks like by itself, whatever names it: shared by the rules that find a value by
-its key (`keyed`) and a token by the credential word near it (`proximity`)."""
+its key (`keyed`, `passwords`) and a token by the credential word near it (`proximity`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from functools import lru_cache
 from training_pipeline.privacy.credential_rule import REFERENCE, is_placeholder, looks_fake
 from training_pipeline.privacy.gitleaks import shannon_entropy
 
-__all__ = ["WORDS_ONLY", "credential_shaped", "is_reference"]
+__all__ = ["KEY_WORD", "PLACEHOLDER_VALUE", "WORDS_ONLY", "credential_shaped", "is_reference"]
 
 #: `password_mgr`, `Proxy-Authorization`, `TestSourcePassword`: words, each of two letters or more.
 #: Each word is an atomic group: a run of lowercase letters is one word, never split into several,
@@ -17,6 +17,15 @@ __all__ = ["WORDS_ONLY", "credential_shaped", "is_reference"]
 #: (without it, 60 letters and a `!` after a `password:` took hours).
 _WORD = r"(?>[A-Z]?[a-z]{2,}|[A-Z]{2,}(?![a-z]))"
 WORDS_ONLY = re.compile(rf"^{_WORD}(?:[-_.]?{_WORD})*$")
+#: the words of a key (`clientSecret`, `CLIENT_SECRET`, `client-secret`, `db.password`)
+KEY_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
+#: what a value under a secret's key holds when it holds none: a mask, a template's or a variable's
+#: stand-in, an example, a literal of code
+PLACEHOLDER_VALUE = re.compile(
+    r"x{4,}|\*{3,}|#{4,}|\.{3}|example|your[_.-]|changeme|placeholder|dummy|redacted|^\$|^%|\{\{|<|^null$"
+    r"|^none$|^true$|^false$|^undefined$",
+    re.IGNORECASE,
+)
 _RUN = re.compile(r"[A-Za-z0-9]{12}")
 #: an alphabet or a counting run, as in documentation and test fixtures (`ABCDEFGHIJ…`)
 _SEQUENCE = re.compile(r"abcdefgh|ABCDEFGH|01234567|12345678")

@@ -1,0 +1,198 @@
+"""Passwords people choose, wherever they are written: a short word or a phrase (`hunter2`, `1234`,
+`correct horse battery staple`) that no test of length or randomness tells from prose, found by what
+says it is a password: a field's key (an object's, a quoted JSON field's, a config file's line, an
+assignment, a command's option, a connection string's), a login's arguments in code, a sentence that
+says so. The keyed rule (`keyed`) finds the random values a secret's key holds; these rules find
+what it leaves, with the same label, `keyed-secret`."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from training_pipeline.privacy.credential_rule import CredentialRule, Found, LazyPattern, is_placeholder
+from training_pipeline.privacy.token_shape import KEY_WORD, PLACEHOLDER_VALUE, is_reference
+
+__all__ = [
+    "ASSIGNED",
+    "CONFIG_LINE",
+    "POSITIONAL",
+    "QUOTED",
+    "SAID",
+    "PasswordFieldRule",
+    "chosen_password",
+    "password_key",
+]
+
+#: what a reader of a dataset sees where a password was
+LABEL = "keyed-secret"
+
+#: the last word of a key whose value a person chose
+_PASSWORD_WORDS = {"password", "passwd", "pwd", "passphrase"}
+#: what a password's field holds when it holds none: a type, a state, a setting's switch
+#: (`PuttyPassword=0`, `SavePassword=yes`); `password` and `secret` are people's passwords too
+_NOT_A_PASSWORD = {
+    "string",
+    "str",
+    "required",
+    "optional",
+    "hidden",
+    "yes",
+    "no",
+    "on",
+    "off",
+}
+
+
+def password_key(key: str) -> bool:
+    """Whether a key's last word names a password (or ends with its name, `PGPASSWORD`), or an
+    environment variable's `_PASS` does (`DB_PASS`, `SMTP_PASS`; a lower-case `pass` is as often a pass
+    of something); the shell's `PWD` is its working directory."""
+    words = KEY_WORD.findall(key)
+    if not words or key == "PWD":
+        return False
+    last = words[-1].lower()
+    return (
+        last in _PASSWORD_WORDS
+        or last.endswith(("password", "passwd"))  # `PGPASSWORD`, `newpassword`
+        or (key.isupper() and key.endswith("_PASS"))
+    )
+
+
+#: after an unquoted value: more code (a call's next argument or its end, a tuple's next item, a
+#: chained assignment), where a bare word is a variable
+_CODE_AFTER = re.compile(r"[ \t]*[,)=]")
+
+
+def _code_variable(key: str, value: str, text: str, start: int, end: int) -> bool:
+    """Whether an unquoted value set under a password's key (at `start`; the value ends at `end`) is
+    code's variable, not a password: a reference (`self.password`), a name that says it holds one
+    (`passwd`, `password_mgr`), an argument or a tuple's item (`connect(password=pw)`, `user, password
+    = credentials`), or what an object's attribute is set to (`self.password = credentials`). A `.env`
+    file, a command and a connection string write none of these."""
+    return (
+        is_reference(value)
+        or any(word.lower() in _PASSWORD_WORDS for word in KEY_WORD.findall(value))
+        or _CODE_AFTER.match(text, end) is not None
+        or text[max(0, start - 8) : start].rstrip(" \t").endswith(",")
+        or key.lower().startswith(("self.", "this.", "cls."))
+    )
+
+
+def _said_password(value: str, word: str) -> bool:
+    """Whether a token said (after `word`) to be a password in prose is one, not the sentence going on
+    (`my password is incorrect`, `is 12 characters long`, code's `is self.password`): five characters
+    or more with a digit or a symbol beside a letter, or five digits (`hunter2`, `P@ss!word`,
+    `123456`); a PIN's or a passcode's four digits (`My PIN is 4821`)."""
+    if is_reference(value):
+        return False
+    if value.isdigit():
+        return len(value) >= (4 if word.lower().replace(" ", "") in ("pin", "passcode") else 5)
+    letters = any(c.isalpha() for c in value)
+    digits = sum(c.isdigit() for c in value)
+    symbols = any(not c.isalnum() and c not in "-'" for c in value)
+    return len(value) >= 5 and letters and (digits > 0 or symbols)
+
+
+@lru_cache(maxsize=1024)
+def chosen_password(value: str) -> bool:
+    """Whether a value under a password's key (`{"username": "bob", "password": "hunter2"}`, a login
+    tool's arguments) is one. People choose short words and phrases (`hunter2`, `correct horse battery
+    staple`) that no test of length or randomness tells from prose, but an object's field, a quoted
+    field or a config file's line says what it holds, as prose's `the password: …` does not: anything
+    but a mask, a placeholder, a type or a switch (one character, `yes`, `off`) is one."""
+    stripped = value.strip()
+    return (
+        len(stripped) > 1
+        and not is_placeholder(stripped)
+        and PLACEHOLDER_VALUE.search(stripped) is None
+        and stripped.lower() not in _NOT_A_PASSWORD
+        and stripped.strip("*•") != ""
+    )
+
+
+#: a key that may name a password (`password_key` decides): its run of key characters up to the word
+_PASSWORD_KEY = r"(?P<key>[A-Za-z0-9_.-]{0,40}?(?:password|passwd|pwd|passphrase|_pass))"
+#: a password's field written out in a text, JSON's or a Python dict's (`"password": "hunter2"`), both
+#: quoted: the value is whole whatever it holds, spaces too
+_QUOTED = LazyPattern(
+    rf"[\"']{_PASSWORD_KEY}[\"'][ \t]{{0,4}}:[ \t]{{0,4}}[\"'](?P<value>[^\"'\\\r\n]{{1,256}})[\"']",
+    re.IGNORECASE | re.ASCII,
+)
+#: a value as a password's field sets it: quoted, whole; unquoted, one whole token with no bracket or
+#: separator, so a call, a subscript or a type annotation is not taken (`password = getpass()`)
+_SET_VALUE = (
+    r"(?:[\"'](?P<value>[^\"'\r\n]{1,256})[\"']"
+    r"|(?P<bare>[^\s\"'#()\[\]{}<>,;&|`]{1,256})(?=[\s\"'#)\]{}<>,;&|`]|$))"
+)
+#: a password set with `=` wherever it is: a `.env` file's line, a shell's `PGPASSWORD=… psql`, a
+#: command's `--password=…`, a connection string's `Password=…;`, libpq's `password=… dbname=…`, a
+#: keyword argument or a subscript in code (`password="s3cr3t"`, `os.environ["DB_PASSWORD"] = "…"`)
+_ASSIGNED = LazyPattern(
+    rf"(?<![A-Za-z0-9_.-])(?:--)?{_PASSWORD_KEY}(?:[\"']\])?[ \t]*=[ \t]*{_SET_VALUE}",
+    re.IGNORECASE | re.ASCII,
+)
+#: a config's line that sets a password with `:`, YAML's or a JavaScript object's, a line of its own as
+#: an agent's `cat` of the file shows it (`  password: hunter2`, `password: "s3cr3t",`); not prose's
+#: `Password: Forgot password?`
+_CONFIG_LINE = LazyPattern(
+    rf"^[ \t]*(?:-[ \t]+)?{_PASSWORD_KEY}[ \t]*:[ \t]*{_SET_VALUE}[ \t]*,?[ \t]*(?:(?:#|//)[^\r\n]*)?$",
+    re.IGNORECASE | re.ASCII | re.MULTILINE,
+)
+#: a password said in prose (`my password is hunter2`, `the passphrase was "Tr0ub4dor!"`): one token,
+#: which must look like no word of the sentence (`_said_password`)
+_SAID = LazyPattern(
+    r"(?<![A-Za-z0-9_.-])(?P<word>password|passwd|passphrase|pass ?code|pin)[ \t]+(?:is|was)[ \t]+"
+    r"[\"'“‘`]?(?P<value>[^\s\"'”’`]{3,255}?[^\s\"'”’`.,;:!?)])[\"'”’`]?(?=[.,;:!?)]*(?:\s|$))",
+    re.IGNORECASE,
+)
+#: a password passed to a login by position, in code: requests' and aiohttp's `auth=("bob", "…")`,
+#: `HTTPBasicAuth("bob", "…")`, smtplib's, imaplib's and ftplib's `.login("bob", "…")`
+_POSITIONAL = LazyPattern(
+    r"(?:\bauth[ \t]*=[ \t]*\(|\b(?:HTTPBasicAuth|HTTPDigestAuth|BasicAuth)\(|\.login\()[ \t]*"
+    r"[\"'][^\"'\r\n]{0,256}[\"'][ \t]*,[ \t]*[\"'](?P<value>[^\"'\r\n]{1,256})[\"']",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PasswordFieldRule(CredentialRule):
+    """A password's field written out in a text (a prompt that shows a login tool's arguments, an
+    agent's `cat .env`): a value that is one by `chosen_password`, which the keyed rule's tests of
+    length and randomness leave (`"password": "hunter2"`, `DB_PASSWORD=hunter2`); unquoted, not code's
+    variable (`_code_variable`).
+
+    With no key (`_POSITIONAL`) the form alone says it is a password."""
+
+    #: said in prose (`_SAID`): the value must also look like no word
+    said: bool = False
+
+    def redact(self, text: str, found: Found | None = None) -> tuple[str, int]:
+        placeholder = f"<REDACTED:{self.label}>"
+        hits = 0
+
+        def replace(match: re.Match[str]) -> str | tuple[str, int]:
+            nonlocal hits
+            groups = match.groupdict()
+            group = "value" if groups["value"] is not None else "bare"
+            value, key = groups[group], groups.get("key")
+            if not chosen_password(value) or (key is not None and not password_key(key)):
+                return match.group()
+            if group == "bare" and _code_variable(key or "", value, text, match.start(), match.end("bare")):
+                return match.group()
+            if self.said and not _said_password(value, groups["word"]):
+                return match.group()
+            hits += 1
+            return self.redacted(text, match, match.span(group), placeholder, found)
+
+        return self.sub(replace, text), hits
+
+
+#: a quoted field's (`"password": "hunter2"`), an assignment's (`DB_PASSWORD=…`, `--password=…`,
+#: `Password=…;`), a config line's (`  password: …`), a sentence's (`my password is …`) and a login's
+#: in code (`auth=("bob", "…")`), in the strict profile's order
+QUOTED = PasswordFieldRule(LABEL, _QUOTED)
+ASSIGNED = PasswordFieldRule(LABEL, _ASSIGNED)
+CONFIG_LINE = PasswordFieldRule(LABEL, _CONFIG_LINE)
+SAID = PasswordFieldRule(LABEL, _SAID, said=True)
+POSITIONAL = PasswordFieldRule(LABEL, _POSITIONAL)
