@@ -25,6 +25,7 @@ def response() -> None:
 
 @dg.asset(
     partitions_def=dg.DailyPartitionsDefinition(start_date="2026-11-20"),
+    backfill_policy=dg.BackfillPolicy.single_run(),  # as the layers': a range is one run (docs/adopting.md)
     ins={
         "dataset": dg.AssetIn(key=["agents", "response"]),
         "stored": dg.AssetIn(key=["agents", "trajectories"]),
