@@ -226,6 +226,12 @@ _credentials = [text for _, text in FAMILIES] + [
     f"sgp_{_HEX40}\n",
     "FACEBOO\u212a 123456789012345|Q7xk2Lp9Rw4Tz8Nv3Mb6Hc1Jd5Fg0Ys ",
     "ghu_Q7xk2Lp9Rw4Tz8Nv3Mb6Hc1Jd5Fg0YsAe2Ui",
+    # passwords people choose, told by the field or the sentence (`passwords`): a line's rules too
+    "DB_PASSWORD=hunter2\n",
+    "\n  password: correct-horse\n",
+    '{"password": "hunter2"}',
+    "The password is hunter2.",
+    'auth=("bob", "hunter2")',
 ]
 _pieces = st.sampled_from(_credentials) | st.tuples(
     st.sampled_from(_credentials), st.integers(0, 120), st.integers(0, 120)
