@@ -51,6 +51,26 @@ def _trajectory(*messages: tuple[str, str]) -> dict:
     return {"trajectoryId": "t1", "agentId": "a", "startTime": 1, "steps": [{"llmCalls": calls}]}
 
 
+def test_the_people_git_and_mail_name_are_redacted_and_groups_are_not() -> None:
+    """A coding agent's `git log` and a commit's trailers, a package's author, a mail's display name:
+    each person's name goes with the address; a team or a foundation is nobody."""
+    text = (
+        "commit 3f2a1b7\nAuthor: Jane Doe <jane.doe@example.com>\nDate:   Mon Dec 7 10:00:00 2026\n\n"
+        "    Fix the parser\n\n    Signed-off-by: Bob Smith <bob@example.org>\n"
+        "    Co-authored-by: Rui Costa <rui@example.pt>\n"
+        "__author__ = 'Ka-Ping Yee <ping@example.net>'\n"
+        "Assignee: Platform Team\nsee the Python Software Foundation <psf@example.org>"
+    )
+    out = _strict().redact(text)
+    assert out == (
+        "commit 3f2a1b7\nAuthor: <PII:PERSON:1> <<PII:EMAIL_ADDRESS:1>>\nDate:   Mon Dec 7 10:00:00 2026\n\n"
+        "    Fix the parser\n\n    Signed-off-by: <PII:PERSON:2> <<PII:EMAIL_ADDRESS:2>>\n"
+        "    Co-authored-by: <PII:PERSON:3> <<PII:EMAIL_ADDRESS:3>>\n"
+        "__author__ = '<PII:PERSON:4> <<PII:EMAIL_ADDRESS:4>>'\n"
+        "Assignee: Platform Team\nsee the Python Software Foundation <<PII:EMAIL_ADDRESS:5>>"
+    )
+
+
 def test_an_address_glued_to_a_counter_in_an_id_is_redacted_and_a_version_is_not() -> None:
     """Agent frameworks name runs and sessions after their user (`run-jane.doe@example.com-1`): the
     address is personal data there too, in every field stored; `build@1.2.3-4` has no address in it."""

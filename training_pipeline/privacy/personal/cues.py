@@ -31,6 +31,7 @@ __all__ = [
     "NAME_FIELD",
     "NAME_TWO",
     "NOT_NAMES",
+    "ORGANISATION_WORDS",
     "STREET_NAME_WORD",
     "STREET_WORDS_EN",
     "STREET_WORDS_OTHER",
@@ -64,6 +65,14 @@ _NOT_NAME_WORDS = """
     none true false null nil self cls default unknown anonymous test example string object
 """
 NOT_NAMES = frozenset(_NOT_NAME_WORDS.split())
+#: words that make capitalised words a group's name, not a person's ("Platform Team", "Python Software
+#: Foundation <psf@…>", "Acme Labs")
+_ORGANISATION_WORDS = """
+    team teams foundation group inc ltd llc gmbh corp corporation company project developers community
+    bot bots service services labs lab university department association society committee council
+    office desk center centre organization organisation
+"""
+ORGANISATION_WORDS = frozenset(_ORGANISATION_WORDS.split())
 
 #: what introduces a name (`my name is Dana`); `INTRO_TWO` introduces many other things too ("this is
 #: Python's", "I am Happy"), so a name after it needs two words
@@ -92,7 +101,10 @@ FIELD = (
     r"(?i:full[_ ]?name|first[_ ]?name|last[_ ]?name|given[_ ]?name|family[_ ]?name|sur[_ ]?name|"
     r"customer[_ ]?name|contact[_ ]?name|client[_ ]?name|patient[_ ]?name|holder[_ ]?name|"
     r"card[_ ]?holder|account[_ ]?holder|passenger|recipient|customer|client|contact|patient|guest|"
-    r"employee|applicant|member|attendee|signed|from|to|cc|nombre|nom|nome|imię|nazwisko|naam)"
+    r"employee|applicant|member|attendee|signed|from|to|cc|nombre|nom|nome|imię|nazwisko|naam|"
+    # git's people (`git log`'s `Author:`, a commit's trailers) and a tracker's
+    r"author|committer|maintainer|assignee|reporter|"
+    r"(?:signed[-_ ]off|co[-_ ]authored|reviewed|reported|tested|acked|suggested|helped)[-_ ]by)"
 )
 #: a field only called `name`: a tool's, a product's or a person's; a person's has two words or more
 NAME_FIELD = r"(?i:name)"

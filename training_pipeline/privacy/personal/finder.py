@@ -43,7 +43,8 @@ Span = tuple[int, int, str]
 #: its family's matches. (Hyperscan's syntax: PCRE's, `\p{Lu}` a capital in any script.)
 _UPPER = r"\p{Lu}"
 _FAMILIES: tuple[tuple[str, tuple[str, ...], int], ...] = (
-    (r"[\w.+-]@[\w-]", ("EMAIL_ADDRESS",), 64),
+    # an address, and the display name before it (`Jane Doe <jane@…>`: `NameCueRecognizer`)
+    (r"[\w.+-]@[\w-]", ("EMAIL_ADDRESS", "PERSON"), 64),
     # phone numbers: seven digits or more, in groups (`_looks_dialled` reads each before Presidio does)
     (r"[+(]?\d(?:[ \t().\-/]{0,2}\d){6,14}", ("PHONE_NUMBER",), 2),
     # card, account and id numbers: eight digits or more (shorter ids hold letters too, and are the

@@ -55,6 +55,7 @@ from training_pipeline.privacy.personal.cues import (
     NAME_FIELD,
     NAME_TWO,
     NOT_NAMES,
+    ORGANISATION_WORDS,
     STREET_NAME_WORD,
     STREET_WORDS_EN,
     STREET_WORDS_OTHER,
@@ -88,7 +89,10 @@ _HOUSE_NUMBER = regex.compile(r"(?<![\p{L}\d.])\d{1,5}[a-zA-Z]?(?![\d.])", _FLAG
 
 
 def _is_name(value: str) -> bool:
-    return bool(value) and value.split()[0].lower() not in NOT_NAMES
+    """Whether capitalised words after a cue are a person's name: not a word that follows a cue
+    without being one ("I'm Sorry", "Dear Customer"), not a group's name ("Platform Team")."""
+    words = value.lower().split()
+    return bool(words) and words[0] not in NOT_NAMES and ORGANISATION_WORDS.isdisjoint(words)
 
 
 def _result(recognizer: LocalRecognizer, entity: str, start: int, end: int, score: float) -> RecognizerResult:
@@ -152,6 +156,9 @@ class NameCueRecognizer(_Recognizer):
             "PERSON",
             0.7,
         ),
+        # a display name before its address, as mail headers, git and package metadata write one
+        # (`Jane Doe <jane@example.com>`, `"Doe, Jane" <…>`)
+        (rf"(?:^|[\s\"'(,:=])\"?({NAME_TWO})\"?[ \t]+<[\w.+-]+@", "PERSON", 0.7),
     )
 
     def accept(self, value: str, entity: str) -> bool:
