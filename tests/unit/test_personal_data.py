@@ -71,6 +71,24 @@ def test_the_people_git_and_mail_name_are_redacted_and_groups_are_not() -> None:
     )
 
 
+def test_a_field_that_may_name_a_person_takes_two_words_and_a_tools_name_is_nobodys() -> None:
+    """`author`, `assignee` and `name` name people and things alike: a person's name has two words or
+    more (`"author": "Google"` is a company's) and a tool's starts with what it does (`Search Web`)."""
+    trajectory = _trajectory(("hi", "hello"))
+    trajectory["metadata"] = {
+        "package": {"author": "Google", "maintainer": "Jane Doe"},
+        "issue": {"assignee": "Bob Smith", "reporter": "Platform Team"},
+        "tools": [{"name": "Search Web"}, {"name": "Send Email"}],
+    }
+    _strict().redact_sensitive(trajectory)
+    metadata = trajectory["metadata"]
+    assert metadata["package"]["author"] == "Google"
+    assert metadata["package"]["maintainer"].startswith("<PII:PERSON:")
+    assert metadata["issue"]["assignee"].startswith("<PII:PERSON:")
+    assert metadata["issue"]["reporter"] == "Platform Team"
+    assert metadata["tools"] == [{"name": "Search Web"}, {"name": "Send Email"}]
+
+
 def test_an_address_glued_to_a_counter_in_an_id_is_redacted_and_a_version_is_not() -> None:
     """Agent frameworks name runs and sessions after their user (`run-jane.doe@example.com-1`): the
     address is personal data there too, in every field stored; `build@1.2.3-4` has no address in it."""

@@ -53,7 +53,8 @@ _DEGREE = r"(?:,?[ \t]+(?:MBA|PhD|MSc|BSc|B\.Sc|M\.Sc|MD|Jr|Sr|II|III|IV|B\.A|M\
 NAME = rf"{_TITLE}{{0,2}}{_WORD}(?:[ \t]+(?:{_PARTICLE}[ \t]+){{0,2}}{_WORD}){{0,3}}{_DEGREE}{{0,2}}"
 #: a name of two words or more
 NAME_TWO = rf"{_TITLE}{{0,2}}{_WORD}(?:[ \t]+(?:{_PARTICLE}[ \t]+){{0,2}}{_WORD}){{1,3}}{_DEGREE}{{0,2}}"
-#: capitalised words that follow a cue without being a name ("I'm Sorry", "Hi Team,", "Dear Customer")
+#: capitalised words that follow a cue without being a name ("I'm Sorry", "Hi Team,", "Dear Customer",
+#: a tool's `"name": "Search Web"`)
 _NOT_NAME_WORDS = """
     sorry happy glad not here just looking going still so really also back new sure afraid fine good
     great ok okay trying writing calling reaching having working interested available unable able
@@ -63,6 +64,7 @@ _NOT_NAME_WORDS = """
     thursday friday saturday sunday january february march april may june july august september
     october november december mr mrs ms dr prof assistant agent bot eliza human system model
     none true false null nil self cls default unknown anonymous test example string object
+    search get send create list fetch read write update delete run find open check add remove query
 """
 NOT_NAMES = frozenset(_NOT_NAME_WORDS.split())
 #: words that make capitalised words a group's name, not a person's ("Platform Team", "Python Software
@@ -101,13 +103,15 @@ FIELD = (
     r"(?i:full[_ ]?name|first[_ ]?name|last[_ ]?name|given[_ ]?name|family[_ ]?name|sur[_ ]?name|"
     r"customer[_ ]?name|contact[_ ]?name|client[_ ]?name|patient[_ ]?name|holder[_ ]?name|"
     r"card[_ ]?holder|account[_ ]?holder|passenger|recipient|customer|client|contact|patient|guest|"
-    r"employee|applicant|member|attendee|signed|from|to|cc|nombre|nom|nome|imię|nazwisko|naam|"
-    # git's people (`git log`'s `Author:`, a commit's trailers) and a tracker's
-    r"author|committer|maintainer|assignee|reporter|"
+    r"employee|applicant|member|attendee|signed|from|to|cc|nombre|nom|nome|imię|nazwisko|naam)"
+)
+#: a field that names a tool, a product, a company or a person: `name`, and git's and a tracker's
+#: people (`git log`'s `Author:`, a commit's trailers, `"assignee"`); a person's has two words or more
+#: (`"author": "Google"` is a company)
+NAME_FIELD = (
+    r"(?i:name|author|committer|maintainer|assignee|reporter|"
     r"(?:signed[-_ ]off|co[-_ ]authored|reviewed|reported|tested|acked|suggested|helped)[-_ ]by)"
 )
-#: a field only called `name`: a tool's, a product's or a person's; a person's has two words or more
-NAME_FIELD = r"(?i:name)"
 
 STREET_WORDS_EN = (
     "Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Place|Pl|Square|Sq|Terrace|"
