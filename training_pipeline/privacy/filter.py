@@ -409,14 +409,16 @@ class PrivacyFilter:
             return False
         if self._keyed is not None and self._keyed.holds_secret_under_a_key(rest):
             return False  # `{"api_key": "…"}`: a secret by its key, which the walk reads
-        if any(self._key_of_items(key.decode()) is not None for key in _LIST_UNDER_KEY.findall(rest)):
-            return False  # `"phones": […]`: items read by their list's key, as the walk reads them
-        if self.personal is not None and (
-            self.personal.could_hold_any(rest)
-            # a number under a key that says what it is (`"phoneNumber": 14155550123`), which the walk
-            # reads as text (`_everything_else`) and the finder's scan sets aside with every number
-            or any(key_cue(key.decode()) is not None for key in _NUMBER_UNDER_KEY.findall(rest))
-        ):
+        # a list or a number under a key that says what it holds (`"phones": […]`, `"phoneNumber":
+        # 14155550123`), which the walk reads by that key, and the scans below read without it (the
+        # finder's sets every number aside)
+        for key, opening in _LIST_OR_NUMBER_UNDER_KEY.findall(rest):
+            if opening == b"[":
+                if self._key_of_items(key.decode()) is not None:
+                    return False
+            elif self.personal is not None and key_cue(key.decode()) is not None:
+                return False
+        if self.personal is not None and self.personal.could_hold_any(rest):
             return False
         return not self.rules.any_candidate_in_lines(rest.replace(b'"', b"\n"))
 
@@ -639,10 +641,8 @@ class PrivacyFilter:
         return None
 
 
-#: a key followed by a number in serialised JSON
-_NUMBER_UNDER_KEY = re.compile(rb'"([^"]{1,64})":-?\d')
-#: a key followed by a list in serialised JSON
-_LIST_UNDER_KEY = re.compile(rb'"([^"]{1,64})":\[')
+#: a key followed by a list or a number in serialised JSON: the key, and `[` or the number's start
+_LIST_OR_NUMBER_UNDER_KEY = re.compile(rb'"([^"]{1,64})":(\[|-?\d)')
 
 
 #: a redaction remembered: the text redacted (None: unchanged), the counts by rule, the secrets found

@@ -45,6 +45,7 @@ _NOT_A_PASSWORD = {
 }
 
 
+@lru_cache(maxsize=4096)  # an object's keys come back in every trajectory
 def password_key(key: str) -> bool:
     """Whether a key's last word names a password (or ends with its name, `PGPASSWORD`), or an
     environment variable's `_PASS` does (`DB_PASS`, `SMTP_PASS`; a lower-case `pass` is as often a pass
