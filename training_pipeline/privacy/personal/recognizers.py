@@ -157,7 +157,7 @@ class NameCueRecognizer(_Recognizer):
             0.7,
         ),
         # a display name before its address, as mail headers, git and package metadata write one
-        # (`Jane Doe <jane@example.com>`, `"Doe, Jane" <…>`)
+        # (`Jane Doe <jane@example.com>`, `"Jane Doe" <…>`)
         (rf"(?:^|[\s\"'(,:=])\"?({NAME_TWO})\"?[ \t]+<[\w.+-]+@", "PERSON", 0.7),
     )
 
