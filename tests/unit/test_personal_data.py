@@ -338,6 +338,34 @@ def test_a_list_is_read_as_its_key_says_of_each_item() -> None:
     )
 
 
+def test_a_plural_key_holding_one_value_is_read_as_its_singular() -> None:
+    """`"phones": "4155550123"`, `"api_keys": "…"`, `"names": "Jane Doe"`: a plural key often holds one
+    value (a form's field, a CSV's column); it is read as its singular says, numbers too, whether the
+    rest of the trajectory is walked or not; `"status"`, `"tokens"`, `"ids"` stay."""
+    secret = "Zx8d7f6g5h4j3k2l1qwertyPL"
+    for extra in ({}, {"prompt": "call Jane Doe at 4155550111"}):
+        trajectory = _trajectory(("hi", "hello"))
+        trajectory["metadata"] = {
+            "contact": {"names": "Jane Doe", "phones": "4155550123", "emails": 14155550124},
+            "config": {"api_keys": secret, "tokens": "Hello world"},
+            "status": "4155550125",
+            "ids": "4155550126",
+            **extra,
+        }
+        _strict().redact_sensitive(trajectory)
+        text = json.dumps(trajectory)
+        for value in ("Jane Doe", "4155550123", secret):
+            assert value not in text, (value, extra)
+        metadata = trajectory["metadata"]
+        assert metadata["contact"]["phones"].startswith("<PII:PHONE_NUMBER:")
+        assert metadata["config"]["api_keys"].startswith("<REDACTED:")
+        assert (metadata["config"]["tokens"], metadata["status"], metadata["ids"]) == (
+            "Hello world",
+            "4155550125",
+            "4155550126",
+        )
+
+
 def test_an_objects_keys_are_redacted_too_and_no_value_is_lost() -> None:
     """A tool's result keyed by its people's addresses and numbers, a config keyed by a live key: the
     keys are stored redacted, in their order, with every value; two keys redacted alike stay two."""

@@ -205,6 +205,8 @@ class PrivacyFilter:
         #: text (credentials redacted) -> where its personal data is
         self._spans: dict[str, list[Span]] = {}
         self._spans_chars = 0
+        #: key -> the key its values are read under (`_key_of_items`); a trajectory's keys repeat
+        self._keys_of_items: dict[str, str | None] = {}
 
     def recipe(
         self,
@@ -409,14 +411,12 @@ class PrivacyFilter:
             return False
         if self._keyed is not None and self._keyed.holds_secret_under_a_key(rest):
             return False  # `{"api_key": "…"}`: a secret by its key, which the walk reads
-        # a list or a number under a key that says what it holds (`"phones": […]`, `"phoneNumber":
-        # 14155550123`), which the walk reads by that key, and the scans below read without it (the
-        # finder's sets every number aside)
-        for key, opening in _LIST_OR_NUMBER_UNDER_KEY.findall(rest):
-            if opening == b"[":
-                if self._key_of_items(key.decode()) is not None:
-                    return False
-            elif self.personal is not None and key_cue(key.decode()) is not None:
+        # a list, a number or a plural key's string under a key that says what it holds (`"phones":
+        # […]`, `"phoneNumber": 14155550123`, `"api_keys": "…"`), which the walk reads by that key,
+        # and the scans below read without it (the finder's sets every number aside)
+        for key, opening in _UNDER_A_KEY.findall(rest):
+            said = self._key_of_items(key.decode())
+            if said is not None and (opening != b'"' or said != key.decode()):
                 return False
         if self.personal is not None and self.personal.could_hold_any(rest):
             return False
@@ -622,27 +622,36 @@ class PrivacyFilter:
                     stack.append(value)
 
     def _key_of_items(self, key: str) -> str | None:
-        """The key a list's items are read under, when it says what they are: the list's own (`"phone":
-        […]`) or its singular (`"phones"`, `"api_keys"`, `"emailAddresses"`); None for any other list."""
+        """The key a value is read under when its key says what it is: the key itself (`"phone"`) or
+        its singular (`"phones"`, `"api_keys"`, `"emailAddresses"`: a list's items, or one value, as
+        a form's or a CSV's plural field often holds); None for any other key. Remembered."""
+        known = self._keys_of_items.get(key, _UNKNOWN)
+        if known is not _UNKNOWN:
+            return known
         forms = [key]
         if key.endswith("s"):
             forms.append(key[:-1])
         if key.endswith("es"):
             forms.append(key[:-2])
+        said = None
         for form in forms:
-            if self.personal is not None and key_cue(form) is not None:
-                return form
-            if (
+            if (self.personal is not None and key_cue(form) is not None) or (
                 self._keyed is not None
                 and self._keyed.secret_key(form)
                 and not self._keyed.names_something_else(key)
             ):
-                return form
-        return None
+                said = form
+                break
+        if len(self._keys_of_items) >= _MEMO_MAX_ENTRIES:
+            self._keys_of_items.clear()
+        self._keys_of_items[key] = said
+        return said
 
 
-#: a key followed by a list or a number in serialised JSON: the key, and `[` or the number's start
-_LIST_OR_NUMBER_UNDER_KEY = re.compile(rb'"([^"]{1,64})":(\[|-?\d)')
+_UNKNOWN: Any = object()
+#: in serialised JSON, a key followed by a list or a number (the key, and `[` or the number's start), or
+#: a plural key followed by a string (the key, and `"`)
+_UNDER_A_KEY = re.compile(rb'"([^"]{1,64})":(\[|-?\d|(?<=s":)")')
 
 
 #: a redaction remembered: the text redacted (None: unchanged), the counts by rule, the secrets found

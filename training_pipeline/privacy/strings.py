@@ -12,7 +12,6 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from training_pipeline.privacy.personal import key_cue
 from training_pipeline.trajectories.models import iter_llm_calls
 
 __all__ = ["TEXT_FIELDS", "Slot", "TrajectoryStrings", "free_key"]
@@ -24,8 +23,8 @@ Slot = tuple[Any, Any, str]
 
 
 class TrajectoryStrings:
-    """The slots of one trajectory's redaction. `key_of_items(key)`: the key a list's items are read
-    under when the list's key says what they are (the filter's, as it depends on what it looks for)."""
+    """The slots of one trajectory's redaction. `key_of_items(key)`: the key a value is read under when
+    its key (or its singular) says what it is (the filter's, as it depends on what it looks for)."""
 
     def __init__(self, trajectory: dict[str, Any], key_of_items: Callable[[str], str | None]) -> None:
         self.trajectory = trajectory
@@ -50,8 +49,9 @@ class TrajectoryStrings:
         slots, once (a second call adds nothing). An object's keys are slotted too (a tool's result
         keyed by its people's addresses, a config keyed by a token), each in a holder of its own, and
         renamed by `finish`. A number under a key that says what it is (`"phone": 14155550123`,
-        `key_cue`) is slotted as text, and so is each item of a list under such a key or its plural
-        (`"phones": […]`, `"api_keys": […]`), in a `_Held` under the key that says what it is.
+        `key_of_items`) is slotted as text, and so is each item of a list under such a key or its plural
+        (`"phones": […]`, `"api_keys": […]`) and a string under its plural (`"phones": "…"`), in a
+        `_Held` under the key that says what it is.
 
         A string that is itself a JSON object or array (a tool call's `arguments`, a tool's JSON result)
         is read as JSON and its strings are slotted one by one, then it is written back (`embedded`):
@@ -85,8 +85,10 @@ class TrajectoryStrings:
                         embedded.append((node, key, parsed, value))
                         stack.append((parsed, None))
                     elif said is not None:  # an item of `"phones": […]`
-                        held = _Held(node, key, said, value)
-                        slots.append((held, said, value))
+                        slots.append((_Held(node, key, said, value), said, value))
+                    elif isinstance(key, str) and (under := self._key_of_items(key)) not in (None, key):
+                        # one value under a plural key (`"phones": "…"`), read as its singular says
+                        slots.append((_Held(node, key, under, value), under, value))
                     else:
                         slots.append((node, key, value))
                 elif isinstance(value, dict):
@@ -95,7 +97,11 @@ class TrajectoryStrings:
                     stack.append((value, self._key_of_items(key) if isinstance(key, str) else None))
                 elif type(value) is int:  # `"phone": 14155550123`, `"phones": [14155550123]`
                     under = (
-                        said if said is not None else key if isinstance(key, str) and key_cue(key) else None
+                        said
+                        if said is not None
+                        else self._key_of_items(key)
+                        if isinstance(key, str)
+                        else None
                     )
                     if under is not None:
                         held = _Held(node, key, under, value)
