@@ -214,6 +214,36 @@ def test_the_checks_inspect_files_side_by_side_as_one_scanner_would(tmp_path: Pa
     assert not alone[1][1].clean and [e[:17] for e in alone[2][0].errors] == ["line 4: not JSON "]
 
 
+def test_a_pooled_days_bad_records_are_quarantined_redacted_where_they_were_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bad record's quarantine entry is made, redacted, on the worker that read it: the step's
+    process (Dagster's, which holds no privacy models) never loads the stored redaction for a day's few
+    bad records."""
+    from training_pipeline.privacy import stored
+
+    monkeypatch.setattr(ingest, "POOL_FROM_BYTES", 0)
+    monkeypatch.setattr(ingest, "_SHARE_CHARS", 64 << 10)
+    source = tmp_path / "2026-11-01.jsonl"
+    write_long_sample(source, 200, target_bytes=3000)
+    duplicate = source.read_text().splitlines()[150]
+    key = "sk_live_4eC39HqLyjWDarjtT1zdp7dc"
+    with source.open("a") as handle:  # a line cut short and a repeated id, each holding a live key
+        handle.write(
+            '{"trajectoryId": "broken", "note": "' + key + '"\n' + duplicate[:-1] + ', "k": "' + key + '"}\n'
+        )
+
+    def refused() -> None:
+        raise AssertionError("the step's process redacted a quarantine entry")
+
+    monkeypatch.setattr(stored, "stored_filter", refused)
+    manifest = _day(source, tmp_path / "out", 2, records="spans")
+    assert manifest["quarantined"] == 2
+    entries = [json.loads(line) for line in (tmp_path / "out" / "q.jsonl").read_text().splitlines()]
+    assert [entry["reason"].split(":")[0] for entry in entries] == ["invalid JSON", "duplicate trajectory id"]
+    assert all(key not in entry["record"] and "<REDACTED:" in entry["record"] for entry in entries)
+
+
 def test_what_the_pass_records_of_each_file_is_what_reading_it_finds(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -134,8 +134,8 @@ def ingest_records(
         )
         for done in results:
             counted[0] += done.records
-            for parsed in done.quarantined:
-                bad.add(parsed)
+            for line, reason in done.quarantined:
+                bad.add_line(line, reason)
             store.add_batch(done.stored)
             if kept is not None:
                 kept.add_batch(

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 import pyarrow as pa
 
 from training_pipeline import jscompat
+from training_pipeline.intake.quarantine import quarantine_line
 from training_pipeline.privacy.budget import OverBudget
 from training_pipeline.privacy.filter import FilterStats, PrivacyFilter, worker_filter
 from training_pipeline.trajectories.files import Unparsed, UnparsedSpan, with_spans_read
@@ -63,9 +64,11 @@ class Ingested:
     #: what `Derive.gather` made of the share's kept trajectories
     derived: Any
     stats: FilterStats
-    #: records of the share's unparsed ones that belong to the day, and those of them that failed
+    #: records of the share's unparsed ones that belong to the day, and the quarantine entries (JSONL
+    #: line, reason) of those that failed, made here: the stored redaction they need is loaded where the
+    #: share's filter is, never in the step's process for a day's few bad records
     records: int
-    quarantined: list[ParsedRecord]
+    quarantined: list[tuple[str, str]]
     #: (trajectory id, origin) of each stored row, in order: what the day's other shares are checked against
     ids: list[tuple[str, str]] = field(default_factory=list)
 
@@ -78,7 +81,12 @@ def ingest_share(privacy: PrivacyFilter | None, share: Share) -> Ingested:
     if privacy is not None:
         privacy.stats = FilterStats()  # this share's counts only; the caller merges them
     stored, filtered, derived = StoreRows(), StoreRows(), []
-    records, quarantined, kept, anonymised = 0, [], [], False
+    records, kept, anonymised = 0, [], False
+    quarantined: list[tuple[str, str]] = []
+
+    def quarantine(parsed: ParsedRecord) -> None:
+        quarantined.append((quarantine_line(parsed), parsed.reason or "unknown"))
+
     first: dict[str, str] = {}  # this share's own (the day's earlier shares' are only looked up)
     ids: list[tuple[str, str]] = []
     for item in with_spans_read(items):
@@ -88,7 +96,7 @@ def ingest_share(privacy: PrivacyFilter | None, share: Share) -> Ingested:
                 continue  # another day's
             records += 1
             if parsed.trajectory is None:
-                quarantined.append(parsed)
+                quarantine(parsed)
                 continue
             origin, text, trajectory = parsed.origin, parsed.text, parsed.trajectory
         else:
@@ -97,14 +105,14 @@ def ingest_share(privacy: PrivacyFilter | None, share: Share) -> Ingested:
         trajectory_id = str(trajectory.get("trajectoryId"))
         first_read = first.get(trajectory_id) or earlier.get(trajectory_id)
         if first_read is not None:
-            quarantined.append(duplicate(origin, text, trajectory_id, first_read))
+            quarantine(duplicate(origin, text, trajectory_id, first_read))
             continue
         if privacy is not None:
             try:
                 if privacy.redact_sensitive(trajectory):
                     text = None  # stored as re-serialised, not as it came
             except OverBudget as err:
-                quarantined.append(over_budget(origin, text, err))  # counted where it was read
+                quarantine(over_budget(origin, text, err))  # counted where it was read
                 continue
         first[trajectory_id] = origin  # stored: a later record with this id is a duplicate of it
         raw = stored.add(trajectory, origin, text)
