@@ -14,13 +14,12 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Literal
 
 import hyperscan
-import orjson
 
 from training_pipeline.environment import (
     ner_model_setting,
@@ -275,10 +274,10 @@ class PrivacyFilter:
             head = detached(original_id)
             trajectory["trajectoryId"] = head  # put back below when the redaction leaves it
         strings = TrajectoryStrings(trajectory, self._key_of_items)
-        slots, strict = strings.slots, self.profile == "strict"
-        # a trace's conversations, tools and steps are all redacted, whatever the profile: the elizaos
-        # profile's narrower reach is elizaOS's contract for its own export format only
-        if is_trace(trajectory) or (strict and not self._nothing_else_to_redact(trajectory, slots)):
+        slots = strings.slots
+        # strict redacts every string; a trace's conversations, tools and steps are all redacted, whatever
+        # the profile: the elizaos profile's narrower reach is elizaOS's contract for its own export format
+        if self.profile == "strict" or is_trace(trajectory):
             strings.walk()
         self._clear_short_texts([text for _, _, text in slots])
         found: dict[str, str] = {}
@@ -309,15 +308,9 @@ class PrivacyFilter:
                 if short:
                     self._redact_values(parsed, short)
             if found:
-                if strict:
-                    # the gate may have named no rule in the other strings, but a secret found here
-                    # may be there
-                    strings.walk()
                 self._redact_found_everywhere(found, slots)
             if self.personal is not None:
-                # the gate may have left the other strings alone, but a value found here may be there
-                rest = strings.walk if strict else None
-                self._redact_personal(slots, rest, [text for *_, text in strings.embedded])
+                self._redact_personal(slots, [text for *_, text in strings.embedded])
         strings.finish()
         if keyed:
             redacted_id = trajectory["trajectoryId"]
@@ -326,15 +319,12 @@ class PrivacyFilter:
             )
         return self.stats.redaction_count - before
 
-    def _redact_personal(
-        self, slots: list[Slot], rest: Callable[[], None] | None, probes: Sequence[str] = ()
-    ) -> None:
+    def _redact_personal(self, slots: list[Slot], probes: Sequence[str] = ()) -> None:
         """Personal data in every slot, as placeholders numbered across the trajectory; then each value
-        found is redacted wherever else the trajectory holds it (`Pseudonyms.spread`), in the strings
-        `rest` adds to `slots` too (the ones the gate left unwalked: a name said with a cue in a prompt
-        is the same person in the metadata's `"assignee": "Jane Doe"`). `probes` are JSON texts whose
-        strings are slots: what is found in them whole (a name told by its key, `"full_name": "…"`)
-        is spread into their strings, and counted there."""
+        found is redacted wherever else the trajectory holds it (`Pseudonyms.spread`: a name said with a
+        cue in a prompt is the same person in the metadata's `"assignee": "Jane Doe"`). `probes` are
+        JSON texts whose strings are slots: what is found in them whole (a name told by its key,
+        `"full_name": "…"`) is spread into their strings, and counted there."""
         pseudonyms = Pseudonyms()
         for text in probes:
             spans = self._personal_spans(text)
@@ -355,8 +345,6 @@ class PrivacyFilter:
             if spans:
                 container[key] = pseudonyms.replace(text, spans, counts)
         if pseudonyms.found_any:
-            if rest is not None:
-                rest()
             for container, key, _ in slots:
                 container[key] = pseudonyms.spread(container[key], counts)
         self.stats.redactions.update(counts)
@@ -386,41 +374,6 @@ class PrivacyFilter:
             return
         for container, key, _ in slots:
             container[key] = _replace_found(container[key], secrets, self.stats.redactions)
-
-    def _nothing_else_to_redact(self, trajectory: dict[str, Any], prompts: list[Slot]) -> bool:
-        """Strict only: whether no string of the trajectory but its prompt fields (`prompts`) can hold
-        anything to redact, from one scan of the rest serialised; then it is not walked string by string
-        (ids, names, settings: a few dozen strings, a fifth of a trajectory's redaction).
-
-        The rest is serialised with the prompt fields set aside (None, in place, so no copy is made).
-        With no backslash in it, no string of it was escaped: each appears as it is, between quotes, and
-        with the quotes turned into newlines each is a line of its own. A rule that could match one of
-        them then has a candidate in the joined lines (`RuleGate.any_candidate_in_lines`), and a secret
-        value in one is in the bytes. Anything else (an escape, a lone surrogate, a number JSON cannot
-        hold, a `%` or `&` that may start an escape: `_redact_escaped`) goes the long way."""
-        for call, name, _ in prompts:
-            call[name] = None
-        try:
-            rest = orjson.dumps(trajectory)
-        except orjson.JSONEncodeError:
-            return False
-        finally:
-            for call, name, text in prompts:
-                call[name] = text
-        if b"\\" in rest or may_be_escaped(rest) or self._holds_secret(rest):
-            return False
-        if self._keyed is not None and self._keyed.holds_secret_under_a_key(rest):
-            return False  # `{"api_key": "…"}`: a secret by its key, which the walk reads
-        # a list, a number or a plural key's string under a key that says what it holds (`"phones":
-        # […]`, `"phoneNumber": 14155550123`, `"api_keys": "…"`), which the walk reads by that key,
-        # and the scans below read without it (the finder's sets every number aside)
-        for key, opening in _UNDER_A_KEY.findall(rest):
-            said = self._key_of_items(key.decode())
-            if said is not None and (opening != b'"' or said != key.decode()):
-                return False
-        if self.personal is not None and self.personal.could_hold_any(rest):
-            return False
-        return not self.rules.any_candidate_in_lines(rest.replace(b'"', b"\n"))
 
     def _clear_short_texts(self, texts: list[str]) -> None:
         """Remember as clean the short texts nothing could be redacted in, found a batch at a time.
@@ -649,10 +602,6 @@ class PrivacyFilter:
 
 
 _UNKNOWN: Any = object()
-#: in serialised JSON, a key followed by a list or a number (the key, and `[` or the number's start), or
-#: a plural key followed by a string (the key, and `"`)
-_UNDER_A_KEY = re.compile(rb'"([^"]{1,64})":(\[|-?\d|(?<=s":)")')
-
 
 #: a redaction remembered: the text redacted (None: unchanged), the counts by rule, the secrets found
 _Remembered = tuple[str | None, tuple[tuple[str, int], ...], tuple[tuple[str, str], ...]]

@@ -259,25 +259,6 @@ def secret_under(key: str, value: str) -> bool:
     return secret_key(key) and _VALUE.fullmatch(value) is not None and _credential_value(value)
 
 
-def holds_secret_under_a_key(serialised: bytes) -> bool:
-    """Whether JSON serialised without escapes holds an object's string that is a secret by its key
-    (`secret_under`): each key around one of the secret words' openings, followed by a string, is asked.
-    (A word inside a value is followed by that value's closing quote, never by `":"`.)"""
-    lowered = serialised.lower()
-    for opening in _WORD_OPENINGS:
-        at = lowered.find(opening)
-        while at != -1:
-            key_end = serialised.find(b'"', at)
-            if key_end != -1 and serialised.startswith(b'":"', key_end):
-                key_start = serialised.rfind(b'"', 0, at) + 1
-                value_end = serialised.find(b'"', key_end + 3)
-                key, value = serialised[key_start:key_end], serialised[key_end + 3 : value_end]
-                if value_end != -1 and secret_under(key.decode(), value.decode()):
-                    return True
-            at = lowered.find(opening, at + len(opening))
-    return False
-
-
 def looks_like_credential(key: str, value: str, text: str, end: int) -> bool:
     if text[end : end + 1] in ("(", "[") or not secret_key(key):
         return False

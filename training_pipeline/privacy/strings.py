@@ -33,8 +33,6 @@ class TrajectoryStrings:
         self.embedded: list[_Embedded] = []
         #: the objects' keys, slotted too
         self.keys: list[_Key] = []
-        #: whether `walk` has slotted the other strings
-        self._walked = False
         self._key_of_items = key_of_items
         self._calls: set[int] = set()
         for call in iter_llm_calls(trajectory):
@@ -46,7 +44,7 @@ class TrajectoryStrings:
 
     def walk(self) -> None:
         """The other strings of the trajectory (metadata, tool output, provider data...) added to the
-        slots, once (a second call adds nothing). An object's keys are slotted too (a tool's result
+        slots. An object's keys are slotted too (a tool's result
         keyed by its people's addresses, a config keyed by a token), each in a holder of its own, and
         renamed by `finish`. A number under a key that says what it is (`"phone": 14155550123`,
         `key_of_items`) is slotted as text, and so is each item of a list under such a key or its plural
@@ -57,9 +55,6 @@ class TrajectoryStrings:
         is read as JSON and its strings are slotted one by one, then it is written back (`embedded`):
         inside the JSON text a newline is `\\n` and a quote `\\"`, so the cues a name or a date of
         birth is told by (`Best regards,` and a line break, `"full_name": "…"`) would not be seen."""
-        if self._walked:
-            return
-        self._walked = True
         slots, embedded, keys = self.slots, self.embedded, self.keys
         stack: list[tuple[Any, str | None]] = [(self.trajectory, None)]  # a node, and what its items are
         while stack:

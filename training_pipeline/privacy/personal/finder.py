@@ -117,14 +117,6 @@ def _gate() -> PatternDatabase:
     return PatternDatabase([expression.encode() for expression, _, _ in _FAMILIES], flags)
 
 
-@cache
-def _families_gate() -> PatternDatabase:
-    """Which families match at all: each reported once (a trajectory's digits are otherwise a call
-    from Hyperscan for every place a number's match could end)."""
-    flags = [hyperscan.HS_FLAG_UTF8 | hyperscan.HS_FLAG_SINGLEMATCH] * len(_FAMILIES)
-    return PatternDatabase([expression.encode() for expression, _, _ in _FAMILIES], flags)
-
-
 #: room before a gate's match for Presidio's context words (five tokens) and a cue; after it, each
 #: family says how much (the value a cue introduces)
 _BEFORE = 48
@@ -133,8 +125,6 @@ _BEFORE = 48
 _WIDEST = 512
 #: how far a window's edge moves to reach a space
 _WORD_REACH = 48
-#: a number in JSON (`"startTime":1795478500000`), which is no string of the trajectory
-_JSON_NUMBER = re.compile(rb"(?<=[:,\[])-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?=[,\]}])")
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 #: what the filter leaves where it redacted: nothing inside one is anyone's data
 _LEFT_BY_A_REDACTION = re.compile(r"<(?:REDACTED|PII|entity|MASKED):[^<>]*>")
@@ -175,21 +165,6 @@ class PersonalDataFinder:
         use these (`engine.analyzer` keeps one per process)."""
         if self.kinds:
             _ = self._analyzer, self._ner
-
-    def could_hold_any(self, serialised: bytes) -> bool:
-        """Whether a trajectory's other strings, serialised as JSON, could hold a kind this finder looks
-        for: a window the gate and its filters leave (ids, timestamps and other numbers are not
-        strings, and are set aside). With an NER model every text could. (Percent-escapes are not read
-        here: the filter walks a trajectory whose other strings hold a `%`.)"""
-        if self._ner_wanted:
-            return True
-        if not any(
-            family_kinds
-            for family_kinds in (self._family_kinds[f] for f in _families_gate().matching(serialised))
-        ):
-            return False
-        strings = _JSON_NUMBER.sub(b"0", serialised).decode("utf-8", "replace")
-        return bool(self._windows(strings))
 
     @property
     def _ner_wanted(self) -> bool:
