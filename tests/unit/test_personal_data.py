@@ -565,6 +565,27 @@ def test_the_corpus_leaks_nothing_and_over_redacts_at_most_five_percent() -> Non
     }
 
 
+def test_a_window_our_recognizers_could_find_nothing_in_holds_nothing_of_theirs() -> None:
+    """The finder skips Presidio's analysis of a window when each recognizer of its kinds says none of
+    its patterns matches there (`could_find`): over the corpus's texts, with their values and near
+    misses, and each text's halves, whatever one of ours finds it was told it could."""
+    from training_pipeline.privacy.personal.engine import PHONE_REGIONS
+    from training_pipeline.privacy.personal.recognizers import own_recognizers
+
+    texts = [json.loads(line)["text"] for line in (REPO / "bench/data/personal_corpus.jsonl").open()]
+    texts += [half for text in texts for half in (text[: len(text) // 2], text[len(text) // 2 :])]
+    found = 0
+    for recognizer in own_recognizers(PHONE_REGIONS):
+        if not hasattr(recognizer, "could_find"):
+            continue
+        entities = list(recognizer.supported_entities)
+        for text in texts:
+            if recognizer.analyze(text, entities):
+                found += 1
+                assert recognizer.could_find(text, entities), (type(recognizer).__name__, text)
+    assert found > 1000
+
+
 @pytest.mark.parametrize("built_before_fork", [False, True], ids=["workers' own", "built before fork"])
 def test_a_day_with_personal_data_gives_the_same_datasets_on_one_process_and_on_the_pool(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, built_before_fork: bool
