@@ -33,6 +33,8 @@ PERSONAL = {
     "listed": "2079460977",
     # an address a web page writes with a character reference against harvesters
     "referenced": "marguerite.okonkwo&#64;example.org",
+    # an account's name, in the home folder a coding agent works in
+    "account": "mokonkwo",
 }
 API_KEY = "sk-PLANTEDopenaiKeyForTheFakeServer01"
 
@@ -65,6 +67,7 @@ def write_planted_day(folder: Path, name: str = "2026-11-24.jsonl") -> None:
                     "shell": f'$ cat .env\nDB_HOST=db\nDB_PASSWORD="{IN_TRAJECTORY[4]}"\n',
                     "contact": {"phones": [PERSONAL["listed"]]},
                     "page": f"<p>Write to {PERSONAL['referenced']}</p>",
+                    "cwd": f"/Users/{PERSONAL['account']}/src/app",
                 },
             }
         )

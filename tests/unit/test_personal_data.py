@@ -565,6 +565,35 @@ def test_the_corpus_leaks_nothing_and_over_redacts_at_most_five_percent() -> Non
     }
 
 
+def test_a_home_folders_user_name_is_redacted_wherever_the_trajectory_says_it() -> None:
+    """A coding agent's commands, tracebacks and working folder name its user's account (`/Users/…`,
+    `/home/…`, `C:\\Users\\…`): one placeholder per account across the trajectory, `whoami`'s answer
+    too; CI and system accounts, placeholders and a URL's `/home/` page stay."""
+    trajectory = _trajectory(
+        ("run whoami", "janedoe"),
+        ("ls /Users/janedoe/src", "ok, janedoe owns it"),
+        (
+            'File "/home/mkowalski/.venv/lib/python3.11/site-packages/x.py", line 3',
+            r"saved to C:\Users\Jane Doe\Documents\report.docx",
+        ),
+        ("PATH=/home/mkowalski/bin:/home/mkowalski/.local/bin", "see https://example.com/home/about"),
+        ("/home/runner/work/repo and /Users/Shared/x", "/home/$USER/x, /home/ubuntu/app, /srv/home/bob/x"),
+    )
+    trajectory["metadata"] = {"cwd": "/Users/janedoe/src"}
+    _strict().redact_sensitive(trajectory)
+    text = json.dumps(trajectory)
+    for value in ("janedoe", "mkowalski", "Jane Doe"):
+        assert value not in text
+    calls = [call for step in trajectory["steps"] for call in step["llmCalls"]]
+    assert calls[0]["response"] == "<PII:USERNAME:1>"
+    assert calls[1]["userPrompt"] == "ls /Users/<PII:USERNAME:1>/src"
+    assert calls[3]["userPrompt"] == "PATH=/home/<PII:USERNAME:2>/bin:/home/<PII:USERNAME:2>/.local/bin"
+    assert trajectory["metadata"]["cwd"] == "/Users/<PII:USERNAME:1>/src"
+    assert calls[3]["response"] == "see https://example.com/home/about"
+    assert calls[4]["userPrompt"] == "/home/runner/work/repo and /Users/Shared/x"
+    assert calls[4]["response"] == "/home/$USER/x, /home/ubuntu/app, /srv/home/bob/x"
+
+
 def test_a_window_our_recognizers_could_find_nothing_in_holds_nothing_of_theirs() -> None:
     """The finder skips Presidio's analysis of a window when each recognizer of its kinds says none of
     its patterns matches there (`could_find`): over the corpus's texts, with their values and near

@@ -7,6 +7,8 @@ in any script).
 
 from __future__ import annotations
 
+import re
+
 __all__ = [
     "ADDRESS_CUE",
     "ADDRESS_GATE",
@@ -75,6 +77,23 @@ _ORGANISATION_WORDS = """
     office desk center centre organization organisation
 """
 ORGANISATION_WORDS = frozenset(_ORGANISATION_WORDS.split())
+
+#: a home folder's name that is no one's: system, service and CI accounts, shared folders, and the
+#: generic words a container's or a tutorial's account is named by (a user's name is also redacted
+#: wherever else the trajectory says it as a word: `Pseudonyms.spread`)
+_NOT_A_USER = """
+    root admin administrator user users username guest nobody shared public default defaultapppool
+    runner ubuntu debian centos fedora alpine ec2-user azureuser vagrant pi linuxbrew node app apps
+    www-data git build builder buildkite ci circleci jenkins travis gitlab gitlab-runner docker
+    codespace codespaces vscode gitpod coder jovyan sandbox agent runneradmin dev developer devuser
+    test tests tester work code data home temp tmp src project projects workspace workspaces repo repos
+    me you your yourname your-name your_name yourusername your-username your_username name example
+    john.doe jane.doe foo bar baz docs
+"""
+NOT_A_USER = frozenset(_NOT_A_USER.split()) | {"all users", "default user"}
+#: a home folder written as a template or variable (`$USER`, `%USERNAME%`, `<you>`, `{user}`, `*`), or a
+#: numbered stand-in (`user1`)
+PLACEHOLDER_USER = re.compile(r"[$%<>{}*]|^\.\.?$|^x+$|^(?:user|test|guest|admin)[-_]?\d+$", re.IGNORECASE)
 
 #: what introduces a name (`my name is Dana`); `INTRO_TWO` introduces many other things too ("this is
 #: Python's", "I am Happy"), so a name after it needs two words

@@ -81,6 +81,8 @@ _FAMILIES: tuple[tuple[str, tuple[str, ...], int], ...] = (
     ),
     # written-out birth dates (numeric ones are in the numbers' family)
     (rf"{cues.BIRTH_CUE}[^\n]{{0,24}}?\d", ("DATE_OF_BIRTH",), 40),
+    # a home folder (`UserFolderRecognizer`)
+    (r"/home/|/Users/|[A-Za-z]:[\\/](?i:users|documents and settings)[\\/]", ("USERNAME",), 64),
 )
 
 

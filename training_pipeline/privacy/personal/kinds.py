@@ -1,7 +1,8 @@
 """Which kinds of personal data the strict profile redacts, and what each is replaced by.
 
 The names are Presidio's entity types where Presidio has a recognizer (`EMAIL_ADDRESS`, `US_SSN`, …) and
-our own where it has none (`STREET_ADDRESS`, `DATE_OF_BIRTH`, `PASSPORT`, `PERSON` found by cue): a
+our own where it has none (`STREET_ADDRESS`, `DATE_OF_BIRTH`, `PASSPORT`, `PERSON` found by cue,
+`USERNAME` in a home folder): a
 placeholder says what was there, `<PII:EMAIL_ADDRESS:1>`, and its number tells one value from another
 within a trajectory, never what the value was.
 """
@@ -67,7 +68,8 @@ NATIONAL_IDS = (
     # any country's id number, given as one ("DNI: …", "my BSN is …"): `LabelledValueRecognizer`
     "NATIONAL_ID",
 )
-PEOPLE = ("PERSON", "DATE_OF_BIRTH")
+#: a person's name (said to be one), birth date, and account name (a home folder's: `/Users/janedoe`)
+PEOPLE = ("PERSON", "DATE_OF_BIRTH", "USERNAME")
 #: the kinds found in runs of digits, or of capitals and digits (the finder's gate reads these)
 NUMBERS = ("PHONE_NUMBER", "CREDIT_CARD", "IBAN_CODE", "US_BANK_NUMBER", *NATIONAL_IDS)
 #: what `strict` redacts unless the deployment says otherwise

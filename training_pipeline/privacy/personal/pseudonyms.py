@@ -24,7 +24,15 @@ def _key(kind: str, value: str) -> str:
     """What makes two writings of a value one value: digits alone for numbers (`+1 415-555-0132` is
     `14155550132`), letters and digits without case for the rest."""
     digits = "".join(c for c in value if c.isdigit())
-    if kind in ("EMAIL_ADDRESS", "PERSON", "STREET_ADDRESS", "DATE_OF_BIRTH", "CRYPTO", "IP_ADDRESS"):
+    if kind in (
+        "EMAIL_ADDRESS",
+        "PERSON",
+        "STREET_ADDRESS",
+        "DATE_OF_BIRTH",
+        "CRYPTO",
+        "IP_ADDRESS",
+        "USERNAME",
+    ):
         return " ".join(value.casefold().split())
     return digits or value.casefold()
 

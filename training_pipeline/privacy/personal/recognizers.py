@@ -54,8 +54,10 @@ from training_pipeline.privacy.personal.cues import (
     NAME,
     NAME_FIELD,
     NAME_TWO,
+    NOT_A_USER,
     NOT_NAMES,
     ORGANISATION_WORDS,
+    PLACEHOLDER_USER,
     STREET_NAME_WORD,
     STREET_WORDS_EN,
     STREET_WORDS_OTHER,
@@ -72,6 +74,7 @@ __all__ = [
     "PhoneRecognizer",
     "PublicIpRecognizer",
     "StreetAddressRecognizer",
+    "UserFolderRecognizer",
     "own_recognizers",
 ]
 
@@ -274,6 +277,34 @@ class LabelledValueRecognizer(_Recognizer):
         )
 
 
+class UserFolderRecognizer(_Recognizer):
+    """The user name in a home folder's path (`/Users/janedoe/…`, `/home/jdoe/…`, `C:\\Users\\Jane Doe\\…`),
+    which a coding agent's every command and tool output repeats: an account's name is someone's
+    identifier, as Sentry's `@userpath` scrubbing rule treats it. Service and system accounts
+    (`runner`, `ubuntu`, `root`, `Shared`…), placeholders (`$USER`, `<you>`) and a URL's path
+    (`example.com/home/about`) are nobody's."""
+
+    PATTERNS = (
+        # the folder starts a path: not inside a URL's or another path's (`/srv/home/…`)
+        (r"(?<![\w.~/-])(?:/home|/Users)/([\w.-]+)(?=/|[\s\"'`),;:\]]|$)", "USERNAME", 0.7),
+        (
+            r"(?<!\w)[A-Za-z]:[\\/](?i:users|documents and settings)[\\/]"
+            r"([^\\/:*?\"<>|\r\n]+?)(?=[\\/]|[\"'`),;\]]|$)",
+            "USERNAME",
+            0.7,
+        ),
+    )
+
+    def accept(self, value: str, entity: str) -> bool:
+        value = value.strip()
+        return (
+            len(value) >= 2
+            and any(c.isalpha() for c in value)
+            and value.casefold() not in NOT_A_USER
+            and not PLACEHOLDER_USER.search(value)
+        )
+
+
 class PhoneRecognizer(LocalRecognizer):
     """Phone numbers read by `phonenumbers` (Google's libphonenumber, which Presidio's own recognizer
     also uses): each phone-shaped run is parsed as it is written, with its `+` country code, or as a
@@ -401,6 +432,7 @@ def own_recognizers(phone_regions: tuple[str, ...]) -> list[LocalRecognizer]:
         PhoneRecognizer(phone_regions),
         NameCueRecognizer(),
         StreetAddressRecognizer(),
+        UserFolderRecognizer(),
         DateOfBirthRecognizer(),
         PassportRecognizer(),
         LabelledSsnRecognizer(),
