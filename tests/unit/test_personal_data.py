@@ -71,6 +71,26 @@ def test_the_people_git_and_mail_name_are_redacted_and_groups_are_not() -> None:
     )
 
 
+def test_every_person_a_field_lists_is_redacted_and_a_name_written_last_name_first() -> None:
+    """A people's field lists several (`Author: A, B`, `Signed-off-by: A, B and C`) and a mail client
+    writes a name last name first (`"Doe, Jane" <…>`): each goes; a title after a name and a
+    company's `"Acme, Inc"` stay."""
+    text = (
+        "# Author: Ben Gertzfield, Barry Warsaw\n"
+        "Signed-off-by: Jane Doe, John Smith and Ana Lima\n"
+        'From: "Doe, Jane" <jane.doe@example.com>\n'
+        "Name: Rui Costa, Senior Engineer\n"
+        'Reply to "Acme, Inc" <sales@example.com>'
+    )
+    assert _strict().redact(text) == (
+        "# Author: <PII:PERSON:1>, <PII:PERSON:2>\n"
+        "Signed-off-by: <PII:PERSON:3>, <PII:PERSON:4> and <PII:PERSON:5>\n"
+        'From: "<PII:PERSON:6>" <<PII:EMAIL_ADDRESS:1>>\n'
+        "Name: <PII:PERSON:7>, Senior Engineer\n"
+        'Reply to "Acme, Inc" <<PII:EMAIL_ADDRESS:2>>'
+    )
+
+
 def test_a_field_that_may_name_a_person_takes_two_words_and_a_tools_name_is_nobodys() -> None:
     """`author`, `assignee` and `name` name people and things alike: a person's name has two words or
     more (`"author": "Google"` is a company's) and a tool's starts with what it does (`Search Web`)."""

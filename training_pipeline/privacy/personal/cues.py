@@ -56,7 +56,7 @@ NAME = rf"{_TITLE}{{0,2}}{_WORD}(?:[ \t]+(?:{_PARTICLE}[ \t]+){{0,2}}{_WORD}){{0
 #: a name of two words or more
 NAME_TWO = rf"{_TITLE}{{0,2}}{_WORD}(?:[ \t]+(?:{_PARTICLE}[ \t]+){{0,2}}{_WORD}){{1,3}}{_DEGREE}{{0,2}}"
 #: capitalised words that follow a cue without being a name ("I'm Sorry", "Hi Team,", "Dear Customer",
-#: a tool's `"name": "Search Web"`)
+#: a tool's `"name": "Search Web"`, a title after a name: "Name: Jane Doe, Senior Engineer")
 _NOT_NAME_WORDS = """
     sorry happy glad not here just looking going still so really also back new sure afraid fine good
     great ok okay trying writing calling reaching having working interested available unable able
@@ -67,6 +67,8 @@ _NOT_NAME_WORDS = """
     october november december mr mrs ms dr prof assistant agent bot eliza human system model
     none true false null nil self cls default unknown anonymous test example string object
     search get send create list fetch read write update delete run find open check add remove query
+    senior junior head lead chief principal staff manager engineer director founder president vice
+    ceo cto cfo coo vp
 """
 NOT_NAMES = frozenset(_NOT_NAME_WORDS.split())
 #: words that make capitalised words a group's name, not a person's ("Platform Team", "Python Software

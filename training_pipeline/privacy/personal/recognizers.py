@@ -168,9 +168,18 @@ class NameCueRecognizer(_Recognizer):
             "PERSON",
             0.7,
         ),
+        # the names after the first in a people's field (`Author: Ben Gertzfield, Barry Warsaw`)
+        (
+            rf"(?<=[\"']?\b{NAME_FIELD}[\"']?[ \t]*:[ \t]*[\"']?{NAME_TWO}"
+            rf"(?:(?:,|[ \t]+and)[ \t]+{NAME_TWO})*(?:,|[ \t]+and)[ \t]+)"
+            rf"({NAME_TWO})(?=[\"'<,;\n]|[ \t]*$|[ \t]+<|[ \t]+and[ \t])",
+            "PERSON",
+            0.7,
+        ),
         # a display name before its address, as mail headers, git and package metadata write one
-        # (`Jane Doe <jane@example.com>`, `"Jane Doe" <…>`)
+        # (`Jane Doe <jane@example.com>`, `"Jane Doe" <…>`), or last name first (`"Doe, Jane" <…>`)
         (rf"(?:^|[\s\"'(,:=])\"?({NAME_TWO})\"?[ \t]+<[\w.+-]+@", "PERSON", 0.7),
+        (rf"(?:^|[\s(,:=])\"({NAME},[ \t]*{NAME})\"[ \t]*<[\w.+-]+@", "PERSON", 0.7),
     )
 
     def accept(self, value: str, entity: str) -> bool:
