@@ -601,6 +601,7 @@ class PrivacyFilter:
         return said
 
 
+#: a key `_key_of_items` has not met yet (what it remembers of a key may be None)
 _UNKNOWN: Any = object()
 
 #: a redaction remembered: the text redacted (None: unchanged), the counts by rule, the secrets found
