@@ -597,12 +597,13 @@ def test_a_home_folders_user_name_is_redacted_wherever_the_trajectory_says_it() 
             r"saved to C:\Users\Jane Doe\Documents\report.docx",
         ),
         ("PATH=/home/mkowalski/bin:/home/mkowalski/.local/bin", "see https://example.com/home/about"),
+        ("open file:///home/tnguyen/notes.txt", "cd /mnt/c/Users/rpatel/Desktop"),
         ("/home/runner/work/repo and /Users/Shared/x", "/home/$USER/x, /home/ubuntu/app, /srv/home/bob/x"),
     )
     trajectory["metadata"] = {"cwd": "/Users/janedoe/src"}
     _strict().redact_sensitive(trajectory)
     text = json.dumps(trajectory)
-    for value in ("janedoe", "mkowalski", "Jane Doe"):
+    for value in ("janedoe", "mkowalski", "Jane Doe", "tnguyen", "rpatel"):
         assert value not in text
     calls = [call for step in trajectory["steps"] for call in step["llmCalls"]]
     assert calls[0]["response"] == "<PII:USERNAME:1>"
@@ -610,8 +611,8 @@ def test_a_home_folders_user_name_is_redacted_wherever_the_trajectory_says_it() 
     assert calls[3]["userPrompt"] == "PATH=/home/<PII:USERNAME:2>/bin:/home/<PII:USERNAME:2>/.local/bin"
     assert trajectory["metadata"]["cwd"] == "/Users/<PII:USERNAME:1>/src"
     assert calls[3]["response"] == "see https://example.com/home/about"
-    assert calls[4]["userPrompt"] == "/home/runner/work/repo and /Users/Shared/x"
-    assert calls[4]["response"] == "/home/$USER/x, /home/ubuntu/app, /srv/home/bob/x"
+    assert calls[5]["userPrompt"] == "/home/runner/work/repo and /Users/Shared/x"
+    assert calls[5]["response"] == "/home/$USER/x, /home/ubuntu/app, /srv/home/bob/x"
 
 
 def test_a_window_our_recognizers_could_find_nothing_in_holds_nothing_of_theirs() -> None:

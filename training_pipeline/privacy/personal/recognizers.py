@@ -294,8 +294,13 @@ class UserFolderRecognizer(_Recognizer):
     (`example.com/home/about`) are nobody's."""
 
     PATTERNS = (
-        # the folder starts a path: not inside a URL's or another path's (`/srv/home/…`)
-        (r"(?<![\w.~/-])(?:/home|/Users)/([\w.-]+)(?=/|[\s\"'`),;:\]]|$)", "USERNAME", 0.7),
+        # the folder starts a path (a file URL's, WSL's `/mnt/c/Users/…` too): not inside a web URL's
+        # or another path's (`/srv/home/…`)
+        (
+            r"(?:(?<![\w.~/-])|(?<=file://))(?:/mnt/[a-z])?(?:/home|/Users)/([\w.-]+)(?=/|[\s\"'`),;:\]]|$)",
+            "USERNAME",
+            0.7,
+        ),
         (
             r"(?<!\w)[A-Za-z]:[\\/](?i:users|documents and settings)[\\/]"
             r"([^\\/:*?\"<>|\r\n]+?)(?=[\\/]|[\"'`),;\]]|$)",
