@@ -91,6 +91,26 @@ def test_every_person_a_field_lists_is_redacted_and_a_name_written_last_name_fir
     )
 
 
+def test_a_packages_people_set_in_code_or_configuration_are_redacted() -> None:
+    """A coding agent reads `setup.py`, `pyproject.toml` and modules' headers: each author or
+    maintainer set there goes, every one a list holds; a company or a foundation, and a `name` that is
+    no one's, stay."""
+    text = (
+        "__author__ = 'Ka-Ping Yee, Jane Doe and Ana Lima'\n"
+        'setup(name="pkg", author="Bob Smith", version="1")\n'
+        'authors = ["Rui Costa", "Lena Berg <lena@example.org>"]\n'
+        'maintainers = [{ name = "Omar Haddad", email = "omar@example.org" }]\n'
+        "author = 'Google'\n__author__ = 'Python Software Foundation'\nname = \"Data Loader\""
+    )
+    assert _strict().redact(text) == (
+        "__author__ = '<PII:PERSON:1>, <PII:PERSON:2> and <PII:PERSON:3>'\n"
+        'setup(name="pkg", author="<PII:PERSON:4>", version="1")\n'
+        'authors = ["<PII:PERSON:5>", "<PII:PERSON:6> <<PII:EMAIL_ADDRESS:1>>"]\n'
+        'maintainers = [{ name = "<PII:PERSON:7>", email = "<PII:EMAIL_ADDRESS:2>" }]\n'
+        "author = 'Google'\n__author__ = 'Python Software Foundation'\nname = \"Data Loader\""
+    )
+
+
 def test_a_field_that_may_name_a_person_takes_two_words_and_a_tools_name_is_nobodys() -> None:
     """`author`, `assignee` and `name` name people and things alike: a person's name has two words or
     more (`"author": "Google"` is a company's) and a tool's starts with what it does (`Search Web`)."""

@@ -13,6 +13,7 @@ __all__ = [
     "ADDRESS_CUE",
     "ADDRESS_GATE",
     "ADDRESS_JOIN",
+    "ASSIGNED_PEOPLE",
     "BIRTH_CUE",
     "CLOSING",
     "DATE",
@@ -135,6 +136,9 @@ NAME_FIELD = (
     r"(?i:name|author|committer|maintainer|assignee|reporter|"
     r"(?:signed[-_ ]off|co[-_ ]authored|reviewed|reported|tested|acked|suggested|helped)[-_ ]by)"
 )
+#: a package's people set in code or configuration (`__author__ = "…"`, `author="…"`, `authors = […]`,
+#: `maintainer = …`), up to the quote their value opens with
+ASSIGNED_PEOPLE = r"\b(?:__)?(?i:author|maintainer|contributor)s?(?:__)?[ \t]*=[ \t]*[\[(]?[ \t]*[\"']"
 
 STREET_WORDS_EN = (
     "Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Place|Pl|Square|Sq|Terrace|"

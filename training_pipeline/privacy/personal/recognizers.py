@@ -37,6 +37,7 @@ from presidio_analyzer.predefined_recognizers import EmailRecognizer, IpRecogniz
 from training_pipeline.privacy.personal.cues import (
     ADDRESS_CUE,
     ADDRESS_JOIN,
+    ASSIGNED_PEOPLE,
     BIRTH_CUE,
     CLOSING,
     DATE,
@@ -144,6 +145,11 @@ class _Recognizer(LocalRecognizer):
         return results
 
 
+#: between two names a value lists (`"A, B"`, `"A", "B"`, `A and B`), and after the last
+_LISTED_SEP = r"(?:[\"']?[ \t]*,[ \t]*[\"']?|[ \t]+and[ \t]+)"
+_LISTED_END = r"[\"',<]|[ \t]+<|[ \t]+and[ \t]"
+
+
 class NameCueRecognizer(_Recognizer):
     """People's names where they are said to be names; with an NER model configured, `SpacyRecognizer`
     finds the rest."""
@@ -176,6 +182,16 @@ class NameCueRecognizer(_Recognizer):
             "PERSON",
             0.7,
         ),
+        # a package's people set in code or configuration (`__author__ = "Ka-Ping Yee"`, `authors =
+        # ["Jane Doe", "Bob Smith"]`), each of them, and a TOML table's (`{name = "…", email = "…"}`)
+        (rf"{ASSIGNED_PEOPLE}({NAME_TWO})(?={_LISTED_END})", "PERSON", 0.7),
+        (
+            rf"(?<={ASSIGNED_PEOPLE}{NAME_TWO}(?:{_LISTED_SEP}{NAME_TWO})*{_LISTED_SEP})"
+            rf"({NAME_TWO})(?={_LISTED_END})",
+            "PERSON",
+            0.7,
+        ),
+        (rf"\bname[ \t]*=[ \t]*\"({NAME_TWO})\"[ \t]*,[ \t]*email[ \t]*=", "PERSON", 0.7),
         # a display name before its address, as mail headers, git and package metadata write one
         # (`Jane Doe <jane@example.com>`, `"Jane Doe" <…>`), or last name first (`"Doe, Jane" <…>`)
         (rf"(?:^|[\s\"'(,:=])\"?({NAME_TWO})\"?[ \t]+<[\w.+-]+@", "PERSON", 0.7),
