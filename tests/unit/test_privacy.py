@@ -251,6 +251,9 @@ _SET = "<REDACTED:keyed-secret>"
         ("The password is hunter2.", f"The password is {_SET}."),
         ("My PIN is 4821", f"My PIN is {_SET}"),
         ("the passphrase was 'P@ss!word'", f"the passphrase was '{_SET}'"),
+        ("my password is letmein", f"my password is {_SET}"),
+        ("My wifi password is sunshine.", f"My wifi password is {_SET}."),
+        ("the password is 'dragon'", f"the password is '{_SET}'"),
     ],
 )
 def test_a_password_a_config_a_command_or_a_connection_string_sets_is_redacted(text: str, kept: str) -> None:
@@ -280,6 +283,12 @@ def test_a_password_a_config_a_command_or_a_connection_string_sets_is_redacted(t
         "mysql -u root -p app",
         "mysqldump -u bob -p$DB_PASS app",
         "the password is incorrect",
+        "the password is letmein",
+        "my password is incorrect",
+        "My password is not working",
+        "my password is expired",
+        "my email password is different",
+        "my password is 'incorrect'",
         "The password is 12 characters long",
         "The PIN is 4 digits",
         "the password is 2024",

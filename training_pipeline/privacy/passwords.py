@@ -81,11 +81,13 @@ def _code_variable(key: str, value: str, text: str, start: int, end: int) -> boo
     )
 
 
-def _said_password(value: str, word: str) -> bool:
+def _said_password(value: str, word: str, quoted: bool = False, owned: bool = False) -> bool:
     """Whether a token said (after `word`) to be a password in prose is one, not the sentence going on
     (`my password is incorrect`, `is 12 characters long`, code's `is self.password`): five characters
     or more with a digit or a symbol beside a letter, or five digits (`hunter2`, `P@ss!word`,
-    `123456`); a PIN's or a passcode's four digits (`My PIN is 4821`)."""
+    `123456`); a PIN's or a passcode's four digits (`My PIN is 4821`). Quoted (`the password is
+    'dragon'`), or said by its owner (`my password is letmein`), a word of letters is one too, unless
+    it is one a sentence about a password goes on with (`incorrect`, `expired`, `different`)."""
     if is_reference(value):
         return False
     if value.isdigit():
@@ -93,7 +95,26 @@ def _said_password(value: str, word: str) -> bool:
     letters = any(c.isalpha() for c in value)
     digits = sum(c.isdigit() for c in value)
     symbols = any(not c.isalnum() and c not in "-'" for c in value)
-    return len(value) >= 5 and letters and (digits > 0 or symbols)
+    if len(value) >= 5 and letters and (digits > 0 or symbols):
+        return True
+    lowered = value.lower()
+    if lowered in _SAID_OF_A_PASSWORD or lowered.endswith(_SAID_ENDINGS):
+        return False
+    return (quoted and len(value) >= 3) or (owned and len(value) >= 5 and value.isalpha())
+
+
+#: what a sentence about a password goes on with, which no one's password is taken for
+_SAID_WORDS = """
+    incorrect wrong invalid correct right fine weak strong required missing empty blank secure insecure
+    safe unsafe simple complex short long too not still already here there somewhere nowhere below above
+    attached enclosed following hidden visible unknown unset none null working broken locked
+    compromised gone lost stuck old new default temporary same different ignored optional mandatory
+    case sensitive also now just really always never being what which that this the your their mine
+    ours yours easy hard good bad great okay over under
+    """
+_SAID_OF_A_PASSWORD = frozenset(_SAID_WORDS.split())
+#: endings of the words a sentence goes on with (`expired`, `working`, `easily`, `guessable`)
+_SAID_ENDINGS = ("ed", "ing", "ly", "able", "ible", "ive", "ous", "ful", "less", "ent", "ant")
 
 
 @lru_cache(maxsize=1024)
@@ -142,10 +163,12 @@ _CONFIG_LINE = LazyPattern(
     re.IGNORECASE | re.ASCII | re.MULTILINE,
 )
 #: a password said in prose (`my password is hunter2`, `the passphrase was "Tr0ub4dor!"`): one token,
-#: which must look like no word of the sentence (`_said_password`)
+#: which must look like no word of the sentence (`_said_password`), unless it is quoted or its owner
+#: says it (`my wifi password is letmein`)
 _SAID = LazyPattern(
+    r"(?:(?<![A-Za-z0-9_.-])(?P<owner>my|our)[ \t]+(?:[A-Za-z-]{1,20}[ \t]+)?)?"
     r"(?<![A-Za-z0-9_.-])(?P<word>password|passwd|passphrase|pass ?code|pin)[ \t]+(?:is|was)[ \t]+"
-    r"[\"'“‘`]?(?P<value>[^\s\"'”’`]{3,255}?[^\s\"'”’`.,;:!?)])[\"'”’`]?(?=[.,;:!?)]*(?:\s|$))",
+    r"(?P<quote>[\"'“‘`])?(?P<value>[^\s\"'”’`]{3,255}?[^\s\"'”’`.,;:!?)])[\"'”’`]?(?=[.,;:!?)]*(?:\s|$))",
     re.IGNORECASE,
 )
 #: a password passed to a login by position, in code: requests' and aiohttp's `auth=("bob", "…")`,
@@ -181,7 +204,9 @@ class PasswordFieldRule(CredentialRule):
                 return match.group()
             if group == "bare" and _code_variable(key or "", value, text, match.start(), match.end("bare")):
                 return match.group()
-            if self.said and not _said_password(value, groups["word"]):
+            if self.said and not _said_password(
+                value, groups["word"], groups["quote"] is not None, groups["owner"] is not None
+            ):
                 return match.group()
             hits += 1
             return self.redacted(text, match, match.span(group), placeholder, found)
