@@ -174,20 +174,31 @@ class CredentialRule:
         return self.pattern
 
     def redact(self, text: str, found: Found | None = None) -> tuple[str, int]:
-        """`text` with every match replaced by `<REDACTED:label>`, and how many there were; `found` gets
-        each secret redacted, with the label (`PrivacyFilter` redacts it wherever else it appears)."""
+        """`text` with the secret of every match (`secret_span`) replaced by `<REDACTED:label>`, and how
+        many there were; `found` gets each secret redacted, with the label (`PrivacyFilter` redacts it
+        wherever else it appears)."""
         placeholder = f"<REDACTED:{self.label}>"
         hits = 0
 
         def replace(match: re.Match[str]) -> str | tuple[str, int]:
             nonlocal hits
-            secret = match.group(self.group)
-            if is_placeholder(secret) or (self.skip_placeholders and looks_fake(secret)):
-                return match.group()  # redacted already (redaction is idempotent), or not a credential
+            span = self.secret_span(match, text)
+            if span is None:
+                return match.group()
             hits += 1
-            return self.redacted(text, match, match.span(self.group), placeholder, found)
+            return self.redacted(text, match, span, placeholder, found)
 
         return self.sub(replace, text), hits
+
+    def secret_span(self, match: re.Match[str], text: str) -> tuple[int, int] | None:
+        """Where the secret of a match is (the rule's group), or None when the match holds none: a
+        placeholder (redacted already: redaction is idempotent) or, under `skip_placeholders`, a fake.
+        A rule that reads more than its pattern (a key, a token's shape, what stands around it) says so
+        here, and `redact` stays one."""
+        secret = match.group(self.group)
+        if is_placeholder(secret) or (self.skip_placeholders and looks_fake(secret)):
+            return None
+        return match.span(self.group)
 
     def sub(self, replace: Callable[[re.Match[str]], str | tuple[str, int]], text: str) -> str:
         """`self.pattern.sub(replace, text)`, what every rule's redaction runs. `replace` may also give

@@ -174,18 +174,7 @@ class GitleaksRule(CredentialRule):
     def redact(self, text: str, found: Found | None = None) -> tuple[str, int]:
         if not self.applies(text):
             return text, 0
-        placeholder = f"<REDACTED:{self.label}>"
-        hits = 0
-
-        def replace(match: re.Match[str]) -> str | tuple[str, int]:
-            nonlocal hits
-            span = self.secret_span(match, text)
-            if span is None:
-                return match.group()
-            hits += 1
-            return self.redacted(text, match, span, placeholder, found)
-
-        return self.sub(replace, text), hits
+        return CredentialRule.redact(self, text, found)
 
     def secrets(self, text: str) -> list[str]:
         """What this rule alone redacts in `text`."""

@@ -20,7 +20,6 @@ from functools import lru_cache
 
 from training_pipeline.privacy.credential_rule import (
     CredentialRule,
-    Found,
     LazyPattern,
     compiled,
     is_placeholder,
@@ -180,30 +179,22 @@ class KeyedSecretRule(CredentialRule):
     #: a key by itself, as words after `token is` are prose
     spaced: bool = False
 
-    def redact(self, text: str, found: Found | None = None) -> tuple[str, int]:
-        placeholder = f"<REDACTED:{self.label}>"
-        hits = 0
-
-        def replace(match: re.Match[str]) -> str | tuple[str, int]:
-            nonlocal hits
-            start, end = match.span("value")
-            if text[match.start() - 1 : match.start()] in ("?", "&"):  # a query string: `&` ends it
-                cut = text.find("&", start, end)
-                end = end if cut < 0 else cut
-            elif (field := _NEXT_FIELD.search(text, start, end)) is not None:  # a form's body
-                end = field.start()
-            while end > start and text[end - 1] == ".":  # a sentence's full stop, not the value's
-                end -= 1
-            key = match.group("key") or match.groupdict().get("key2") or ""
-            value = text[start:end]
-            if value == key or not looks_like_credential(key, value, text, end):
-                return match.group()  # `session_auth=session_auth`: code passing a variable on
-            if self.spaced and not _key_shaped(value):
-                return match.group()
-            hits += 1
-            return self.redacted(text, match, (start, end), placeholder, found)
-
-        return self.sub(replace, text), hits
+    def secret_span(self, match: re.Match[str], text: str) -> tuple[int, int] | None:
+        start, end = match.span("value")
+        if text[match.start() - 1 : match.start()] in ("?", "&"):  # a query string: `&` ends it
+            cut = text.find("&", start, end)
+            end = end if cut < 0 else cut
+        elif (field := _NEXT_FIELD.search(text, start, end)) is not None:  # a form's body
+            end = field.start()
+        while end > start and text[end - 1] == ".":  # a sentence's full stop, not the value's
+            end -= 1
+        key = match.group("key") or match.groupdict().get("key2") or ""
+        value = text[start:end]
+        if value == key or not looks_like_credential(key, value, text, end):
+            return None  # `session_auth=session_auth`: code passing a variable on
+        if self.spaced and not _key_shaped(value):
+            return None
+        return start, end
 
     def searcher(self, text: str) -> Callable[[int], re.Match[str] | None]:
         """The pattern's first match at or after a position, as `re`'s search finds it, without trying

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from training_pipeline.privacy.credential_rule import CredentialRule, Found, LazyPattern, is_placeholder
+from training_pipeline.privacy.credential_rule import CredentialRule, LazyPattern, is_placeholder
 from training_pipeline.privacy.token_shape import KEY_WORD, PLACEHOLDER_VALUE, is_reference
 
 __all__ = [
@@ -191,27 +191,19 @@ class PasswordFieldRule(CredentialRule):
     #: said in prose (`_SAID`): the value must also look like no word
     said: bool = False
 
-    def redact(self, text: str, found: Found | None = None) -> tuple[str, int]:
-        placeholder = f"<REDACTED:{self.label}>"
-        hits = 0
-
-        def replace(match: re.Match[str]) -> str | tuple[str, int]:
-            nonlocal hits
-            groups = match.groupdict()
-            group = "value" if groups["value"] is not None else "bare"
-            value, key = groups[group], groups.get("key")
-            if not chosen_password(value) or (key is not None and not password_key(key)):
-                return match.group()
-            if group == "bare" and _code_variable(key or "", value, text, match.start(), match.end("bare")):
-                return match.group()
-            if self.said and not _said_password(
-                value, groups["word"], groups["quote"] is not None, groups["owner"] is not None
-            ):
-                return match.group()
-            hits += 1
-            return self.redacted(text, match, match.span(group), placeholder, found)
-
-        return self.sub(replace, text), hits
+    def secret_span(self, match: re.Match[str], text: str) -> tuple[int, int] | None:
+        groups = match.groupdict()
+        group = "value" if groups["value"] is not None else "bare"
+        value, key = groups[group], groups.get("key")
+        if not chosen_password(value) or (key is not None and not password_key(key)):
+            return None
+        if group == "bare" and _code_variable(key or "", value, text, match.start(), match.end("bare")):
+            return None
+        if self.said and not _said_password(
+            value, groups["word"], groups["quote"] is not None, groups["owner"] is not None
+        ):
+            return None
+        return match.span(group)
 
 
 #: a quoted field's (`"password": "hunter2"`), an assignment's (`DB_PASSWORD=…`, `--password=…`,

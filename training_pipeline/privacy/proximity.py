@@ -27,7 +27,6 @@ from functools import cache
 
 from training_pipeline.privacy.credential_rule import (
     CredentialRule,
-    Found,
     LazyPattern,
     compiled,
 )
@@ -152,19 +151,11 @@ class ProximityRule(CredentialRule):
                 return True
         return False
 
-    def redact(self, text: str, found: Found | None = None) -> tuple[str, int]:
-        placeholder = f"<REDACTED:{self.label}>"
-        hits = 0
-
-        def replace(match: re.Match[str]) -> str | tuple[str, int]:
-            nonlocal hits
-            token = match.group().rstrip(".")  # a full stop after it is the sentence's
-            if not credential_shaped(token) or not self._named_before(text, match.start(), token):
-                return match.group()
-            hits += 1
-            return self.redacted(text, match, (match.start(), match.start() + len(token)), placeholder, found)
-
-        return self.sub(replace, text), hits
+    def secret_span(self, match: re.Match[str], text: str) -> tuple[int, int] | None:
+        token = match.group().rstrip(".")  # a full stop after it is the sentence's
+        if not credential_shaped(token) or not self._named_before(text, match.start(), token):
+            return None
+        return match.start(), match.start() + len(token)
 
     def _named_before(self, text: str, start: int, token: str) -> bool:
         """Whether a credential word, or a service's name with a token `credential_shaped` strictly,
