@@ -24,9 +24,9 @@ from training_pipeline.datasets.validate import (
     inspect_dataset_file,
     inspect_dataset_files,
 )
-from training_pipeline.intake import ingest
+from training_pipeline.intake import ingest, share
 from training_pipeline.intake.filtered import FilteredDay, filter_store
-from training_pipeline.intake.share import NoDerive, ingest_share
+from training_pipeline.intake.share import NoDerive, Share, ingest_share
 from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.filter import PrivacyFilter
 from training_pipeline.privacy.scan import SecretScanner
@@ -75,7 +75,7 @@ def test_the_daily_pass_on_the_pool_writes_what_one_process_writes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(ingest, "POOL_FROM_BYTES", 0)  # a file this small would be done in one process
-    monkeypatch.setattr(ingest, "_SHARE_CHARS", 64 << 10)  # and in a share or two
+    monkeypatch.setattr(share, "SHARE_BYTES", 64 << 10)  # and in a share or two
     source = tmp_path / "2026-11-01.jsonl"  # a record without a start time is this day's
     write_long_sample(source, 400, target_bytes=4000)
     other_day = json.loads(source.read_text().splitlines()[0]) | {"startTime": 1_600_000_000_000}
@@ -124,7 +124,7 @@ def test_a_day_of_files_smaller_than_a_pool_is_worth_is_done_in_one_process(tmp_
 def test_small_files_share_a_share(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A task run writes each trajectory to a file of its own: thousands of one-line files went to the
     pool as thousands of shares (and the stored day as as many row groups). Spans are gathered into
-    shares of about `_SHARE_CHARS` like any records, in order; a large file's span fills one alone."""
+    shares of about `SHARE_BYTES` like any records, in order; a large file's span fills one alone."""
     runs = tmp_path / "runs"
     runs.mkdir()
     lines = []
@@ -136,11 +136,11 @@ def test_small_files_share_a_share(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     day = start_day(json.loads(lines[0])["startTime"])
     spans = list(unparsed_shares(runs, day))
     shares = list(ingest._shares(spans, None, [0], None))  # type: ignore[arg-type]
-    assert len(spans) == 30 and len(shares) == 1 and shares[0][1] == spans
-    monkeypatch.setattr(ingest, "_SHARE_CHARS", 16 << 10)
+    assert len(spans) == 30 and len(shares) == 1 and shares[0].items == spans
+    monkeypatch.setattr(share, "SHARE_BYTES", 16 << 10)
     large = list(unparsed_shares(source, day, span_bytes=16 << 10))  # each span at least a share's size
     shares = list(ingest._shares(large, None, [0], None))  # type: ignore[arg-type]
-    assert len(large) > 2 and [items for _, items, _ in shares] == [[span] for span in large]
+    assert len(large) > 2 and [s.items for s in shares] == [[span] for span in large]
 
 
 def test_the_datasets_exported_again_from_the_filtered_day_are_those_the_pass_wrote(tmp_path: Path) -> None:
@@ -223,7 +223,7 @@ def test_a_pooled_days_bad_records_are_quarantined_redacted_where_they_were_read
     from training_pipeline.privacy import stored
 
     monkeypatch.setattr(ingest, "POOL_FROM_BYTES", 0)
-    monkeypatch.setattr(ingest, "_SHARE_CHARS", 64 << 10)
+    monkeypatch.setattr(share, "SHARE_BYTES", 64 << 10)
     source = tmp_path / "2026-11-01.jsonl"
     write_long_sample(source, 200, target_bytes=3000)
     duplicate = source.read_text().splitlines()[150]
@@ -250,7 +250,7 @@ def test_what_the_pass_records_of_each_file_is_what_reading_it_finds(
     """Workers gather their share's inspections (messages scanned, the lines with a finding); the
     record the writer makes of them numbers every line as the file does, whichever worker made it."""
     monkeypatch.setattr(ingest, "POOL_FROM_BYTES", 0)
-    monkeypatch.setattr(ingest, "_SHARE_CHARS", 64 << 10)
+    monkeypatch.setattr(share, "SHARE_BYTES", 64 << 10)
     source = tmp_path / "2026-11-01.jsonl"
     write_long_sample(source, 240, target_bytes=3000)
     lines = [json.loads(line) for line in source.read_text().splitlines()]
@@ -358,6 +358,40 @@ def test_the_pools_fork_server_imports_what_workers_use_and_no_more() -> None:
     assert run.stdout.strip() == "[]"
 
 
+def test_build_datasets_runs_the_daily_pass_without_loading_arrow(tmp_path: Path) -> None:
+    """`build-datasets` runs the daily assets' pass (`ingest_share`) but stores no rows: Arrow (a fifth
+    of a worker's memory) is never imported in its processes."""
+    source = tmp_path / "in.jsonl"
+    write_long_sample(source, 20)
+    code = (
+        "import sys\nfrom pathlib import Path\n"
+        "from training_pipeline.datasets.build import build_datasets\n"
+        "from training_pipeline.privacy.filter import PrivacyFilter\n"
+        f"source, out = Path({str(source)!r}), Path({str(tmp_path / 'out')!r})\n"
+        "done = build_datasets(source, out, PrivacyFilter('strict'))\n"
+        "print(done.privacy['kept'], 'pyarrow' in sys.modules)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["20", "False"]
+
+
+def test_build_datasets_keeps_a_repeated_trajectory_as_elizaos_does(tmp_path: Path) -> None:
+    """The same pass as a day's, which keeps a trajectory id once: `build-datasets` follows elizaOS's
+    export, which makes a repeated record's examples again (its summary counts two trajectories)."""
+    from training_pipeline.datasets.build import build_datasets
+
+    source = tmp_path / "in.jsonl"
+    write_long_sample(source, 1)
+    source.write_text(source.read_text() * 2)
+    done = build_datasets(source, tmp_path / "out", PrivacyFilter("elizaos"))
+    assert done.quarantined == 0 and done.summary["trajectoryCount"] == 2
+    assert sum(done.summary["counts"].values()) > 0
+    for name in TASK_FILE_NAMES.values():
+        lines = (tmp_path / "out" / name).read_text().splitlines()
+        assert lines[: len(lines) // 2] * 2 == lines, name
+
+
 def test_overlapping_pool_starts_put_the_hosts_main_back() -> None:
     from training_pipeline.workers import _host_main_hidden
 
@@ -419,7 +453,7 @@ def test_a_share_whose_first_anonymised_trajectory_comes_late_keeps_every_row_be
         record = {"trajectoryId": name, "startTime": 1.0, "steps": [{"llmCalls": [call]}]}
         return f"{name}.json", json.dumps(record, separators=(", ", ": "))
 
-    share = [
+    records = [
         trajectory("a", "nobody here"),
         trajectory("b", "still nobody"),
         trajectory("c", "ask @erin"),
@@ -429,13 +463,13 @@ def test_a_share_whose_first_anonymised_trajectory_comes_late_keeps_every_row_be
     directory = EntityDirectory(
         {"discord:erin": "e-erin", "discord:alice": "e-alice"}, frozenset({"e-alice"})
     )
-    done = ingest_share(PrivacyFilter("strict", directory), (NoDerive(), share, {}))
+    done = ingest_share(PrivacyFilter("strict", directory), Share(records, NoDerive()))
     assert done.kept == [0, 1, 2, 4] and done.filtered is not None
     filtered = done.filtered.to_pydict()
     assert filtered["trajectory_id"] == ["a", "b", "c", "e"]
     assert filtered["origin"] == ["a.json", "b.json", "c.json", "e.json"]
     raws = filtered["raw"]
-    assert [raws[0], raws[1], raws[3]] == [share[0][1], share[1][1], share[4][1]]  # as they came
+    assert [raws[0], raws[1], raws[3]] == [records[0][1], records[1][1], records[4][1]]  # as they came
     assert "<entity:e-erin>" in raws[2] and json.loads(raws[2])["trajectoryId"] == "c"
     assert done.stored.num_rows == 5
 
@@ -548,7 +582,7 @@ def test_a_trajectory_read_twice_in_a_day_is_kept_once_on_the_pool_as_in_one_pro
     share holding a duplicate among new trajectories keeps the new ones; on the pool it goes back to
     a worker, the step's process filtering nothing (it would load what the workers filter with)."""
     monkeypatch.setattr(ingest, "POOL_FROM_BYTES", 0)
-    monkeypatch.setattr(ingest, "_SHARE_CHARS", 64 << 10)
+    monkeypatch.setattr(share, "SHARE_BYTES", 64 << 10)
     source = tmp_path / "2026-11-01.jsonl"
     write_long_sample(source, 300, target_bytes=3000)
     lines = source.read_text().splitlines(keepends=True)

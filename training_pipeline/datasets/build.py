@@ -1,4 +1,5 @@
-"""Filter and export in one streaming pass, outside Dagster: what `training-pipeline build-datasets` runs.
+"""Filter and export in one streaming pass, outside Dagster: what `training-pipeline build-datasets` runs,
+the daily assets' pass over shares of the input (`intake.share.ingest_share`), storing nothing.
 
 Output: elizaOS's five `*_trajectories.jsonl` files and `trajectory_dataset_summary.json`, plus
 `quarantine.jsonl` (records that did not parse or validate) and `privacy_report.json`. Where the input
@@ -15,23 +16,16 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from training_pipeline.atomic import atomic_write_text
-from training_pipeline.datasets.export import DatasetWriter, ExampleBatch, prepare
+from training_pipeline.datasets.export import DatasetWriter, ExampleBatch, Prepared, prepare
 from training_pipeline.datasets.trace_datasets import TraceDatasetWriter, trace_examples
-from training_pipeline.intake.quarantine import QuarantineWriter, quarantine_line
-from training_pipeline.privacy.budget import OverBudget
-from training_pipeline.privacy.filter import FilterStats, PrivacyFilter, start_worker_filter, worker_filter
+from training_pipeline.intake.quarantine import QuarantineWriter
+from training_pipeline.intake.share import Ingested, Share, gathered, ingest_in_worker, ingest_share
+from training_pipeline.privacy.filter import FilterStats, PrivacyFilter, start_worker_filter
 from training_pipeline.progress import Progress
 from training_pipeline.traces.routes import TraceRouting
 from training_pipeline.traces.source import TraceFiles, split_traces
-from training_pipeline.trajectories.files import (
-    LineSpan,
-    export_files,
-    in_lines,
-    iter_file_records,
-    line_spans,
-)
+from training_pipeline.trajectories.files import Unparsed, export_files, unparsed_shares_of
 from training_pipeline.trajectories.models import is_trace
-from training_pipeline.trajectories.parsing import RawRecord, over_budget, parse_record
 from training_pipeline.workers import ordered_map
 
 QUARANTINE_FILE_NAME = "quarantine.jsonl"
@@ -71,73 +65,35 @@ class BuildResult:
         return line
 
 
-@dataclass
-class _Chunk:
-    """What one chunk of records became: serialised quarantine entries and examples, in input order."""
+@dataclass(frozen=True)
+class BuildExamples:
+    """A `Derive` for `build-datasets`: a trajectory's examples in elizaOS's datasets and, of one read
+    from traces, its lines in the trace datasets; a share's gathered as (`ExampleBatch`, [(trajectory
+    id, [(dataset, JSONL line)])])."""
 
-    records: int
-    quarantine: list[tuple[str, str]]  # (JSONL line, reason)
-    examples: ExampleBatch
-    stats: FilterStats
-    #: (trajectory id, [(dataset, JSONL line)]) of each trajectory read from traces
-    traces: list[tuple[Any, list[tuple[str, bytes]]]]
+    def __call__(self, trajectory: dict[str, Any]) -> tuple[Prepared, list[tuple[str, bytes]] | None]:
+        # every trajectory is counted in elizaOS's summary, as the daily pass counts it; a trace's calls
+        # hold no elizaOS prompt fields, so they give elizaOS's datasets no example
+        return prepare(trajectory), trace_examples(trajectory) if is_trace(trajectory) else None
 
-
-#: A share of the input: whole lines of a `.jsonl` file (read where it is processed), or records of a
-#: `.json` array (which has to be parsed whole, so they are read here and sent).
-_Work = LineSpan | list[RawRecord]
-_ARRAY_CHUNK = 256
-
-
-def _process(privacy: PrivacyFilter, work: _Work) -> _Chunk:
-    privacy.stats = FilterStats()  # this chunk's counts only; the caller merges them
-    quarantine, prepared, traces = [], [], []
-    records = 0
-    for raw in work.records() if isinstance(work, LineSpan) else work:
-        records += 1
-        parsed = parse_record(raw)
-        if parsed.trajectory is None:
-            quarantine.append((quarantine_line(parsed), parsed.reason or "unknown"))
-            continue
-        try:
-            kept = privacy.apply(parsed.trajectory, parsed.origin)
-        except OverBudget as err:
-            late = over_budget(parsed.origin, parsed.text, err)
-            quarantine.append((quarantine_line(late), late.reason or "unknown"))
-            continue
-        if kept:
-            # every trajectory is counted in elizaOS's summary, as the daily pass counts it; a trace's
-            # calls hold no elizaOS prompt fields, so they give elizaOS's datasets no example
-            prepared.append(prepare(parsed.trajectory))
-            if is_trace(parsed.trajectory):
-                traces.append((parsed.trajectory["trajectoryId"], trace_examples(parsed.trajectory)))
-    return _Chunk(records, quarantine, ExampleBatch.of(prepared), privacy.stats, traces)
+    def gather(
+        self, made: list[tuple[Prepared, list[tuple[str, bytes]] | None]]
+    ) -> tuple[ExampleBatch, list[tuple[Any, list[tuple[str, bytes]]]]]:
+        traced = [(prepared[0], lines) for prepared, lines in made if lines is not None]
+        return ExampleBatch.of([prepared for prepared, _ in made]), traced
 
 
-def _process_in_worker(work: _Work) -> _Chunk:
-    return _process(worker_filter(), work)
-
-
-def _shares(exports: list, traces: TraceFiles, span_bytes: int, progress: Progress | None) -> Iterator[_Work]:
+def _shares(exports: list, traces: TraceFiles, span_bytes: int, progress: Progress | None) -> Iterator[Share]:
+    """The input in shares for `ingest_share` (`share.gathered`), the trace files' records last; what
+    each holds is shown read as it is handed on."""
     read = progress.read if progress is not None else (lambda size: None)
-    for file in exports:
-        if in_lines(file):
-            for span in line_spans(file, span_bytes):
-                yield span if isinstance(span, LineSpan) else list(span.records())
-                read(span.size if isinstance(span, LineSpan) else 0)
-            continue
-        chunk: list[RawRecord] = []
-        for raw in iter_file_records(file):
-            chunk.append(raw)
-            if len(chunk) == _ARRAY_CHUNK:
-                yield chunk
-                read(sum(len(r.data) for r in chunk))
-                chunk = []
-        if chunk:
-            yield chunk
-            read(sum(len(r.data) for r in chunk))
+    derive = BuildExamples()
+    for share in gathered(unparsed_shares_of(exports, None, span_bytes), derive, stores=False):
+        yield share
+        read(share.size)
     traces.on_read = read
-    yield from traces.shares()
+    for records in traces.shares():
+        yield Share([Unparsed(raw, None, None) for raw in records], derive, stores=False)
 
 
 def _processed(
@@ -147,14 +103,14 @@ def _processed(
     workers: int,
     span_bytes: int,
     progress: Progress | None = None,
-) -> Iterator[_Chunk]:
+) -> Iterator[Ingested]:
     """Shares of the input processed in input order: here, or on `workers` processes (the bounded pool,
     `workers.ordered_map`)."""
     return ordered_map(
         _shares(exports, traces, span_bytes, progress),
-        lambda work: _process(privacy, work),
+        lambda share: ingest_share(privacy, share),
         workers,
-        _process_in_worker,
+        ingest_in_worker,
         start_worker_filter,
         privacy.recipe(),
     )
@@ -185,16 +141,17 @@ def build_datasets(
     trace_writer = TraceDatasetWriter(out_dir)
     try:
         with QuarantineWriter(out_dir / QUARANTINE_FILE_NAME) as quarantine:
-            for chunk in _processed(exports, traces, privacy, workers, span_bytes, shown):
-                records_in += chunk.records
+            for done in _processed(exports, traces, privacy, workers, span_bytes, shown):
+                records_in += done.records
                 if shown is not None:
-                    shown.done(chunk.records)
-                for line, reason in chunk.quarantine:
+                    shown.done(done.records)
+                for line, reason in done.quarantined:
                     quarantine.add_line(line, reason)
-                writer.add_batch(chunk.examples)
-                for trajectory_id, examples in chunk.traces:
-                    trace_writer.add(trajectory_id, examples)
-                stats.merge(chunk.stats)
+                examples, traced = done.derived
+                writer.add_batch(examples)
+                for trajectory_id, lines in traced:
+                    trace_writer.add(trajectory_id, lines)
+                stats.merge(done.stats)
     except BaseException:
         writer.abort()
         trace_writer.abort()

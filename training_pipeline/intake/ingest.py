@@ -15,7 +15,16 @@ from training_pipeline import jscompat
 from training_pipeline.atomic import atomic_copy, atomic_write_text
 from training_pipeline.intake.filtered import FilteredDay, report_of
 from training_pipeline.intake.quarantine import QuarantineWriter
-from training_pipeline.intake.share import Derive, Ingested, NoDerive, Share, ingest_in_worker, ingest_share
+from training_pipeline.intake.share import (
+    Derive,
+    Ingested,
+    NoDerive,
+    Share,
+    ShareItem,
+    gathered,
+    ingest_in_worker,
+    ingest_share,
+)
 from training_pipeline.privacy.filter import FilterStats, PrivacyFilter, start_worker_filter
 from training_pipeline.seen_ids import FirstReads
 from training_pipeline.trajectories.files import Unparsed, UnparsedSpan
@@ -54,8 +63,6 @@ def manifest_path(parquet: Path) -> Path:
     return parquet.with_suffix(".manifest.json")
 
 
-_SHARE_CHARS = 1 << 20
-_SHARE_RECORDS = 1024
 #: a pass over fewer bytes of files than this runs in the calling process: below it, starting the
 #: pool's fork server (a clean interpreter importing the pass) costs more than the second core saves
 POOL_FROM_BYTES = 16 << 20
@@ -115,8 +122,7 @@ def ingest_records(
             earlier = seen.first_reads_of([trajectory_id for trajectory_id, _ in done.ids])
             if not earlier:  # two of its own ids share a digest (a chance of 2⁻⁶⁴ a pair): both kept
                 return None
-            derive, items, _ = share
-            return derive, items, earlier
+            return dataclasses.replace(share, earlier=earlier)
 
         results = ordered_map(
             _shares(records, bad, counted, (derive or NoDerive()) if fused else None),
@@ -127,6 +133,7 @@ def ingest_records(
             privacy.recipe() if privacy is not None else (),
             start_method="forkserver",
             preload=[
+                "training_pipeline.trajectories.rows",  # the rows a share stores (Arrow)
                 *(privacy.worker_modules if privacy is not None else []),
                 *([derive.__module__] if derive is not None else []),
             ],
@@ -189,28 +196,18 @@ def _shares(
     counted: list[int],
     derive: Derive | None,
 ) -> Iterator[Share]:
-    """The records in shares of about `_SHARE_CHARS`: spans of files (a span of a large file fills a
-    share; a task run's file of one trajectory is one span among many), unparsed records as they are,
+    """The records in shares (`share.gathered`): spans of files and unparsed records as they are,
     parsed ones if valid (the others quarantined as they come by)."""
-    items: list[tuple[str, str | bytes] | Unparsed | UnparsedSpan] = []
-    size = 0
-    for parsed in records:
-        if isinstance(parsed, UnparsedSpan):
-            items.append(parsed)
-            size += parsed.span.size
-        elif isinstance(parsed, Unparsed):
-            items.append(parsed)
-            size += len(parsed.raw.data)
-        else:
+
+    def items() -> Iterator[ShareItem]:
+        for parsed in records:
+            if isinstance(parsed, (Unparsed, UnparsedSpan)):
+                yield parsed
+                continue
             counted[0] += 1
             if parsed.trajectory is None:
                 bad.add(parsed)
                 continue
-            text = parsed.text if parsed.text is not None else jscompat.dumps(parsed.trajectory)
-            items.append((parsed.origin, text))
-            size += len(text)
-        if size >= _SHARE_CHARS or len(items) >= _SHARE_RECORDS:
-            yield derive, items, {}
-            items, size = [], 0
-    if items:
-        yield derive, items, {}
+            yield parsed.origin, parsed.text if parsed.text is not None else jscompat.dumps(parsed.trajectory)
+
+    return gathered(items(), derive)

@@ -1,16 +1,17 @@
-"""What a share of a day becomes on a worker of the pool: parsed, redacted, its stored rows, filtered,
-and what is derived of each trajectory kept (the datasets' examples).
+"""One pass over a share of the input, where the share is processed (a worker of the pool): its records
+parsed, redacted, filtered, and what is derived of each trajectory kept (the datasets' examples), and
+for a day of the trajectory store, its stored and filtered rows too.
 
-The rows go back as Arrow batches and the examples as bytes, through the pool's pipe; the step's
-process writes them (`intake.ingest`).
+Both passes run it: the daily assets (`intake.ingest`) and `training-pipeline build-datasets`
+(`datasets.build`), which stores nothing. What it returns crosses the pool's pipe: rows as Arrow
+batches, examples as bytes; the calling process writes them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any, Protocol
 
 from training_pipeline import jscompat
 from training_pipeline.intake.quarantine import quarantine_line
@@ -18,7 +19,9 @@ from training_pipeline.privacy.budget import OverBudget
 from training_pipeline.privacy.filter import FilterStats, PrivacyFilter, worker_filter
 from training_pipeline.trajectories.files import Unparsed, UnparsedSpan, with_spans_read
 from training_pipeline.trajectories.parsing import ParsedRecord, duplicate, over_budget
-from training_pipeline.trajectories.rows import StoreRows
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 class Derive(Protocol):
@@ -44,19 +47,68 @@ class NoDerive:
         return None
 
 
-#: a share of a day for the pool: the fused pass's `Derive` (None: store only); its records: valid
-#: ones as (origin, JSON text) (the text crosses processes far cheaper than the parsed trajectory), or
-#: records read and not parsed yet, which the worker parses (and checks the day of), or a span of a file
-#: that the worker reads too; the ids among them the day's earlier shares stored, with where each was
-#: first read (given when the share is processed again: `ingest.ingest_records`)
-Share = tuple[Derive | None, list[tuple[str, str | bytes] | Unparsed | UnparsedSpan], dict[str, str]]
+#: a record of a share: a valid one as (origin, JSON text) (the text crosses processes far cheaper than
+#: the parsed trajectory), one read and not parsed yet, which the worker parses (and checks the day
+#: of), or a span of a file that the worker reads too
+ShareItem = tuple[str, str | bytes] | Unparsed | UnparsedSpan
+
+
+@dataclass(frozen=True)
+class Share:
+    """A share of the input for one pass (`ingest_share`)."""
+
+    items: list[ShareItem]
+    #: what is made of each trajectory kept (None: the day is stored only, not filtered)
+    derive: Derive | None = None
+    #: the ids among the items that the day's earlier shares stored, with where each was first read
+    #: (given when the share is processed again: `ingest.ingest_records`)
+    earlier: dict[str, str] = field(default_factory=dict)
+    #: False for `build-datasets`: no row is stored, and a trajectory id met twice is kept twice, as
+    #: elizaOS's export keeps it (a day of the store keeps each trajectory once)
+    stores: bool = True
+
+    @property
+    def size(self) -> int:
+        """The input it holds, in bytes (`SHARE_BYTES`)."""
+        return sum(map(_size, self.items))
+
+
+#: about how much input a share holds, in bytes (or characters, of records already read), and at most
+#: how many records: large enough that the pool's pipe and the step's writes are few, small enough that
+#: the pool's bound on shares in flight bounds its memory
+SHARE_BYTES = 1 << 20
+SHARE_RECORDS = 1024
+
+
+def _size(item: ShareItem) -> int:
+    if isinstance(item, UnparsedSpan):
+        return item.span.size
+    if isinstance(item, Unparsed):
+        return len(item.raw.data)
+    return len(item[1])
+
+
+def gathered(items: Iterable[ShareItem], derive: Derive | None, stores: bool = True) -> Iterator[Share]:
+    """`items` in shares of about `SHARE_BYTES`, in order: a span of a large file fills a share alone;
+    a task run's file of one trajectory is one span among many."""
+    share: list[ShareItem] = []
+    size = 0
+    for item in items:
+        share.append(item)
+        size += _size(item)
+        if size >= SHARE_BYTES or len(share) >= SHARE_RECORDS:
+            yield Share(share, derive, stores=stores)
+            share, size = [], 0
+    if share:
+        yield Share(share, derive, stores=stores)
 
 
 @dataclass
 class Ingested:
     """What a share became: its stored rows, the filtered day's rows and the examples, in input order."""
 
-    stored: pa.RecordBatch
+    #: None when the share stores nothing (`Share.stores`)
+    stored: pa.RecordBatch | None
     #: the filtered day's rows, or None when each is its stored row unchanged (the filter anonymised
     #: nothing): then `kept` says which stored rows they are, and the rows cross processes once
     filtered: pa.RecordBatch | None
@@ -74,13 +126,20 @@ class Ingested:
 
 
 def ingest_share(privacy: PrivacyFilter | None, share: Share) -> Ingested:
-    """The share's records stored, filtered and derived. A trajectory id met before, earlier in the
-    share or among the ids the share comes with (the day's earlier shares': `Share`), is quarantined
-    as a duplicate: a day keeps each trajectory once."""
-    derive, items, earlier = share
+    """The share's records stored, filtered and derived. Where the share stores (a day of the store), a
+    trajectory id met before, earlier in the share or among the ids the share comes with
+    (`Share.earlier`: the day's earlier shares'), is quarantined as a duplicate: a day keeps each
+    trajectory once."""
+    derive, stores = share.derive, share.stores
     if privacy is not None:
         privacy.stats = FilterStats()  # this share's counts only; the caller merges them
-    stored, filtered, derived = StoreRows(), StoreRows(), []
+    stored = filtered = None
+    if stores:
+        # Arrow is loaded where rows are stored only: `build-datasets`' processes never need it
+        from training_pipeline.trajectories.rows import StoreRows
+
+        stored, filtered = StoreRows(), StoreRows()
+    derived: list[Any] = []
     records, kept, anonymised = 0, [], False
     quarantined: list[tuple[str, str]] = []
 
@@ -89,7 +148,7 @@ def ingest_share(privacy: PrivacyFilter | None, share: Share) -> Ingested:
 
     first: dict[str, str] = {}  # this share's own (the day's earlier shares' are only looked up)
     ids: list[tuple[str, str]] = []
-    for item in with_spans_read(items):
+    for item in with_spans_read(share.items):
         if isinstance(item, Unparsed):
             parsed = item.parse()
             if parsed is None:
@@ -102,11 +161,12 @@ def ingest_share(privacy: PrivacyFilter | None, share: Share) -> Ingested:
         else:
             origin, text = item
             trajectory = jscompat.loads(text)
-        trajectory_id = str(trajectory.get("trajectoryId"))
-        first_read = first.get(trajectory_id) or earlier.get(trajectory_id)
-        if first_read is not None:
-            quarantine(duplicate(origin, text, trajectory_id, first_read))
-            continue
+        if stores:
+            trajectory_id = str(trajectory.get("trajectoryId"))
+            first_read = first.get(trajectory_id) or share.earlier.get(trajectory_id)
+            if first_read is not None:
+                quarantine(duplicate(origin, text, trajectory_id, first_read))
+                continue
         if privacy is not None:
             try:
                 if privacy.redact_sensitive(trajectory):
@@ -114,26 +174,30 @@ def ingest_share(privacy: PrivacyFilter | None, share: Share) -> Ingested:
             except OverBudget as err:
                 quarantine(over_budget(origin, text, err))  # counted where it was read
                 continue
-        first[trajectory_id] = origin  # stored: a later record with this id is a duplicate of it
-        raw = stored.add(trajectory, origin, text)
-        ids.append((trajectory_id, origin))
+        if stores:
+            first[trajectory_id] = origin  # stored: a later record with this id is a duplicate of it
+            raw = stored.add(trajectory, origin, text)
+            ids.append((trajectory_id, origin))
         if derive is None:
             continue
         before = privacy.stats.anonymization_count  # type: ignore[union-attr]
-        if privacy.apply(trajectory, origin, redacted=True):  # type: ignore[union-attr]
-            unchanged = privacy.stats.anonymization_count == before  # type: ignore[union-attr]
-            kept.append(len(stored) - 1)
-            if not unchanged and not anonymised:
-                # the share's first anonymised trajectory: the filtered rows are made from here on, the
-                # earlier kept ones copied from the stored rows they equal (until now, `kept` said it)
-                anonymised = True
-                filtered.copy_rows(stored, kept[:-1])
-            if anonymised:
-                filtered.add(trajectory, origin, raw if unchanged else None)
-            derived.append(derive(trajectory))
+        if not privacy.apply(trajectory, origin, redacted=True):  # type: ignore[union-attr]
+            continue
+        derived.append(derive(trajectory))
+        if not stores:
+            continue
+        unchanged = privacy.stats.anonymization_count == before  # type: ignore[union-attr]
+        kept.append(len(stored) - 1)
+        if not unchanged and not anonymised:
+            # the share's first anonymised trajectory: the filtered rows are made from here on, the
+            # earlier kept ones copied from the stored rows they equal (until now, `kept` said it)
+            anonymised = True
+            filtered.copy_rows(stored, kept[:-1])
+        if anonymised:
+            filtered.add(trajectory, origin, raw if unchanged else None)
     stats = privacy.stats if privacy is not None else FilterStats()
     return Ingested(
-        stored.take(),
+        stored.take() if stored is not None else None,
         filtered.take() if anonymised else None,
         kept,
         derive.gather(derived) if derive is not None else None,
