@@ -18,6 +18,8 @@ IN_TRAJECTORY = [
     # a password a person chose, in a login's arguments and the `.env` an agent read: no rule of
     # randomness or length tells it
     "marmalade sunrise planted",
+    # another, under a lower-case key of a PHP config (`$db_pass`)
+    "quince harbour planted",
 ]
 IN_ENVIRONMENT = "planted-env-secret-Zq9x8w7v"
 #: A customer's data, planted beside the credentials: none of it may be stored either (the strict
@@ -65,6 +67,7 @@ def write_planted_day(folder: Path, name: str = "2026-11-24.jsonl") -> None:
                     "config": {"api_key": IN_TRAJECTORY[3], "region": "eu-west-1"},
                     "login": {"user": "bob", "password": IN_TRAJECTORY[4]},
                     "shell": f'$ cat .env\nDB_HOST=db\nDB_PASSWORD="{IN_TRAJECTORY[4]}"\n',
+                    "php": f"$ cat config.php\n<?php\n$db_host = 'db';\n$db_pass = '{IN_TRAJECTORY[5]}';\n",
                     "contact": {"phones": [PERSONAL["listed"]]},
                     "page": f"<p>Write to {PERSONAL['referenced']}</p>",
                     "cwd": f"/Users/{PERSONAL['account']}/src/app",

@@ -254,6 +254,12 @@ _SET = "<REDACTED:keyed-secret>"
         ("my password is letmein", f"my password is {_SET}"),
         ("My wifi password is sunshine.", f"My wifi password is {_SET}."),
         ("the password is 'dragon'", f"the password is '{_SET}'"),
+        ("db_pass=hunter2\nsmtpPass: letmein\n", f"db_pass={_SET}\nsmtpPass: {_SET}\n"),
+        ('$db_pass = "Xk9#mq2LpZ";', f'$db_pass = "{_SET}";'),
+        (
+            '{"mysql_root_pass": "letmein", "dbpass": "hunter2"}',
+            f'{{"mysql_root_pass": "{_SET}", "dbpass": "{_SET}"}}',
+        ),
     ],
 )
 def test_a_password_a_config_a_command_or_a_connection_string_sets_is_redacted(text: str, kept: str) -> None:
@@ -295,6 +301,13 @@ def test_a_password_a_config_a_command_or_a_connection_string_sets_is_redacted(t
         "if the password is None:",
         'if config["password"] == "":',
         "the password is self.password",
+        "first_pass = true",
+        "render_pass: shadows",
+        "proxy_pass: http://backend:8080",
+        "boarding_pass: AB1234",
+        "bypass=on",
+        "db_pass = os.environ['DB_PASS']",
+        "userpass = username",
     ],
 )
 def test_code_that_reads_or_passes_a_password_is_left_alone(code: str) -> None:

@@ -45,22 +45,38 @@ _NOT_A_PASSWORD = {
 }
 
 
+#: the word before a key's `pass` when the key holds a password: an account's or a service's (`db_pass`,
+#: `smtpPass`, `$admin_pass`, `dbpass`); another `pass` is a render's, a test's or a boarding pass,
+#: and nginx's `proxy_pass` a URL
+_ACCOUNTS = """
+    db database sql mysql pg postgres mongo redis ldap smtp mail email imap pop ftp sftp ssh user admin
+    root login account wifi vpn amqp rabbit rabbitmq sasl bind
+    """
+_ACCOUNT_WORDS = frozenset(_ACCOUNTS.split())
+
+
 @lru_cache(maxsize=4096)  # an object's keys come back in every trajectory
 def password_key(key: str) -> bool:
     """Whether a key's last word names a password (or ends with its name, `PGPASSWORD`), or an
-    environment variable's `_PASS` does (`DB_PASS`, `SMTP_PASS`; a lower-case `pass` is as often a pass
-    of something); the shell's `PWD` is its working directory."""
+    environment variable's `_PASS` does (`DB_PASS`, `SMTP_PASS`), or an account's `pass` (`db_pass`,
+    `userPass`, `dbpass`: a lower-case `pass` is as often a pass of something, `first_pass`); the
+    shell's `PWD` is its working directory."""
     words = KEY_WORD.findall(key)
     if not words or key == "PWD":
         return False
     last = words[-1].lower()
-    return (
-        last in _PASSWORD_WORDS
-        or last.endswith(("password", "passwd"))  # `PGPASSWORD`, `newpassword`
-        or (key.isupper() and key.endswith("_PASS"))
-    )
+    if last in _PASSWORD_WORDS or last.endswith(("password", "passwd")):  # `PGPASSWORD`, `newpassword`
+        return True
+    if key.isupper() and key.endswith("_PASS"):
+        return True
+    if last == "pass":
+        return len(words) > 1 and words[-2].lower() in _ACCOUNT_WORDS
+    return last.endswith("pass") and last[:-4] in _ACCOUNT_WORDS
 
 
+#: the words of a variable's name that holds a login's parts (`passwd`, `password_mgr`, `userpass =
+#: username`), which no one's password is taken for
+_VARIABLE_WORDS = _PASSWORD_WORDS | {"user", "username", "login"}
 #: after an unquoted value: more code (a call's next argument or its end, a tuple's next item, a
 #: chained assignment), where a bare word is a variable
 _CODE_AFTER = re.compile(r"[ \t]*[,)=]")
@@ -68,13 +84,14 @@ _CODE_AFTER = re.compile(r"[ \t]*[,)=]")
 
 def _code_variable(key: str, value: str, text: str, start: int, end: int) -> bool:
     """Whether an unquoted value set under a password's key (at `start`; the value ends at `end`) is
-    code's variable, not a password: a reference (`self.password`), a name that says it holds one
-    (`passwd`, `password_mgr`), an argument or a tuple's item (`connect(password=pw)`, `user, password
-    = credentials`), or what an object's attribute is set to (`self.password = credentials`). A `.env`
-    file, a command and a connection string write none of these."""
+    code's variable, not a password: a reference (`self.password`), a name that says it holds one or a
+    login's other part (`passwd`, `password_mgr`, `username`), an argument or a tuple's item
+    (`connect(password=pw)`, `user, password = credentials`), or what an object's attribute is set to
+    (`self.password = credentials`). A `.env` file, a command and a connection string write none of
+    these."""
     return (
         is_reference(value)
-        or any(word.lower() in _PASSWORD_WORDS for word in KEY_WORD.findall(value))
+        or any(word.lower() in _VARIABLE_WORDS for word in KEY_WORD.findall(value))
         or _CODE_AFTER.match(text, end) is not None
         or text[max(0, start - 8) : start].rstrip(" \t").endswith(",")
         or key.lower().startswith(("self.", "this.", "cls."))
@@ -135,7 +152,7 @@ def chosen_password(value: str) -> bool:
 
 
 #: a key that may name a password (`password_key` decides): its run of key characters up to the word
-_PASSWORD_KEY = r"(?P<key>[A-Za-z0-9_.-]{0,40}?(?:password|passwd|pwd|passphrase|_pass))"
+_PASSWORD_KEY = r"(?P<key>[A-Za-z0-9_.-]{0,40}?(?:password|passwd|pwd|passphrase|pass))"
 #: a password's field written out in a text, JSON's or a Python dict's (`"password": "hunter2"`), both
 #: quoted: the value is whole whatever it holds, spaces too
 _QUOTED = LazyPattern(
