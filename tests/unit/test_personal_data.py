@@ -608,7 +608,8 @@ def test_the_corpus_leaks_nothing_and_over_redacts_at_most_five_percent() -> Non
 def test_a_home_folders_user_name_is_redacted_wherever_the_trajectory_says_it() -> None:
     """A coding agent's commands, tracebacks and working folder name its user's account (`/Users/…`,
     `/home/…`, `C:\\Users\\…`): one placeholder per account across the trajectory, `whoami`'s answer
-    too; CI and system accounts, placeholders and a URL's `/home/` page stay."""
+    too, under the roots other systems keep homes in (`/usr/home`, `/var/home`); CI and system
+    accounts, placeholders, a URL's `/home/` page and an app's `home` folder stay."""
     trajectory = _trajectory(
         ("run whoami", "janedoe"),
         ("ls /Users/janedoe/src", "ok, janedoe owns it"),
@@ -619,11 +620,12 @@ def test_a_home_folders_user_name_is_redacted_wherever_the_trajectory_says_it() 
         ("PATH=/home/mkowalski/bin:/home/mkowalski/.local/bin", "see https://example.com/home/about"),
         ("open file:///home/tnguyen/notes.txt", "cd /mnt/c/Users/rpatel/Desktop"),
         ("/home/runner/work/repo and /Users/Shared/x", "/home/$USER/x, /home/ubuntu/app, /srv/home/bob/x"),
+        ("cd /usr/home/afischer && ls /var/home/afischer", "vim /app/src/home/views.py"),
     )
     trajectory["metadata"] = {"cwd": "/Users/janedoe/src"}
     _strict().redact_sensitive(trajectory)
     text = json.dumps(trajectory)
-    for value in ("janedoe", "mkowalski", "Jane Doe", "tnguyen", "rpatel"):
+    for value in ("janedoe", "mkowalski", "Jane Doe", "tnguyen", "rpatel", "afischer"):
         assert value not in text
     calls = [call for step in trajectory["steps"] for call in step["llmCalls"]]
     assert calls[0]["response"] == "<PII:USERNAME:1>"
@@ -633,6 +635,7 @@ def test_a_home_folders_user_name_is_redacted_wherever_the_trajectory_says_it() 
     assert calls[3]["response"] == "see https://example.com/home/about"
     assert calls[5]["userPrompt"] == "/home/runner/work/repo and /Users/Shared/x"
     assert calls[5]["response"] == "/home/$USER/x, /home/ubuntu/app, /srv/home/bob/x"
+    assert calls[6]["response"] == "vim /app/src/home/views.py"  # a web app's `home` view
 
 
 def test_a_window_our_recognizers_could_find_nothing_in_holds_nothing_of_theirs() -> None:

@@ -310,10 +310,14 @@ class UserFolderRecognizer(_Recognizer):
     (`example.com/home/about`) are nobody's."""
 
     PATTERNS = (
-        # the folder starts a path (a file URL's, WSL's `/mnt/c/Users/…` too): not inside a web URL's
-        # or another path's (`/srv/home/…`)
+        # the folder starts a path (a file URL's too), or it is under a root systems keep homes in
+        # (WSL's `/mnt/c/Users/…`, FreeBSD's `/usr/home`, Fedora Atomic's `/var/home`, Solaris'
+        # `/export/home`, macOS' `/System/Volumes/Data/Users`, a cluster's `/nfs/home`): not inside a web
+        # URL's or another path's (`/srv/home/…`, a web app's `src/home/…`)
         (
-            r"(?:(?<![\w.~/-])|(?<=file://))(?:/mnt/[a-z])?(?:/home|/Users)/([\w.-]+)(?=/|[\s\"'`),;:\]]|$)",
+            r"(?:(?<![\w.~/-])|(?<=file://))"
+            r"(?:/mnt/[a-z]|/usr|/var|/export|/System/Volumes/Data|/mnt|/nfs|/gpfs)?"
+            r"(?:/home|/Users)/([\w.-]+)(?=/|[\s\"'`),;:\]]|$)",
             "USERNAME",
             0.7,
         ),
