@@ -331,6 +331,48 @@ def test_a_token_longer_than_its_rules_pattern_is_redacted_to_its_end(text: str,
     assert secret not in out and "<REDACTED:" in out and out.endswith(" ok") == text.endswith(" ok"), out
 
 
+@pytest.mark.parametrize(
+    ("text", "tail"),
+    [
+        # gitleaks' older Airtable rule takes the id and stops at the full stop before the secret
+        (
+            "airtable_pat = patXazPTAXalaOrQf." + "an1687dlm4q6z2478sq8b9rt8b97e60s2s4271" + " ok",
+            "an1687dlm4q6",
+        ),
+        (
+            "GET /v1/items?airtable_token=patXazPTAXalaOrQf.08697a8d41bed440e50454f31af3176813e02ea6&page=2",
+            "08697a8d41bed",
+        ),
+        ("GET /x?authress_token=sc_a1b2c3d4e5f6g7.sw9jb_x++teocfapsaua-le0-9ql2b_mi_q/gli&page=2", "sw9jb_x"),
+    ],
+)
+def test_a_token_that_goes_on_past_a_full_stop_is_redacted_to_its_end(text: str, tail: str) -> None:
+    """The parts after a full stop that a rule's pattern did not take (an Airtable token's secret after
+    its id) went to the datasets; a file's extension, a domain and a sentence after a key do not go."""
+    out = PrivacyFilter("strict").redact(text)
+    assert tail not in out and "<REDACTED:" in out, out
+    assert out.endswith((" ok", "&page=2")), out
+    kept = PrivacyFilter("strict").redact(f"key {GITHUB}.json, {GITHUB}.example.com and {GITHUB}. Then more")
+    assert kept.count("<REDACTED:github-token>") == 3 and ".json, " in kept and ".example.com and " in kept, (
+        kept
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "git clone http://<REDACTED:github-app-token>@github.com/username/repo.git",
+        'curl -H "Authorization: Api-Token <REDACTED:authorization-header>" https://example.com',
+        "airtable_pat = <REDACTED:airtable-api-key>",
+    ],
+)
+def test_a_redacted_text_redacted_again_is_the_same(text: str) -> None:
+    """A stored day filtered again (a subset of the daily assets) is redacted twice: a placeholder read
+    as a URL's user and password, or a header's scheme left before its redacted credential, was
+    redacted again (the first broke the placeholder)."""
+    assert PrivacyFilter("strict").redact(text) == text
+
+
 def test_the_elizaos_profile_keeps_elizaos_behaviour_for_a_longer_token() -> None:
     """What elizaOS's filter misses stays missed under its profile (the contract of its export)."""
     assert (

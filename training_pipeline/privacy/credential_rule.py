@@ -54,6 +54,34 @@ def token_end(text: str, start: int, end: int) -> int:
     return position
 
 
+#: the parts a token goes on with after a full stop, each long and random: a JWT's payload and
+#: signature, an Airtable token's secret after its id (`pat…`), an Authress key's after its client
+#: (`sc_….…`); not a file's extension, a domain's next label or a sentence
+_DOTTED_PART = re.compile(r"\.([A-Za-z0-9_+/=-]{8,})")
+
+
+def dotted_end(text: str, end: int) -> int:
+    """Where the token that a secret ending at `end` is the first part of ends, past each part after a
+    full stop that holds a letter and a digit (a rule that knows a token's first part, or stops at a
+    full stop, would leave the rest in clear); `end` when none follows."""
+    while (part := _DOTTED_PART.match(text, end)) is not None:
+        chars = part.group(1)
+        if not (any(c.isdigit() for c in chars) and any(c.isalpha() for c in chars)):
+            break
+        end = part.end()
+    return end
+
+
+def overlaps_a_placeholder(text: str, start: int, end: int) -> bool:
+    """Whether `text[start:end]` takes in part of a placeholder an earlier rule left (`http://<REDACTED:
+    github-app-token>@` read as a URL's user and password): redacting it again would break it."""
+    if "<REDACTED:" not in text:
+        return False
+    return any(
+        m.start() < end and start < m.end() for m in _PLACEHOLDER.finditer(text, max(0, start - 64), end + 64)
+    )
+
+
 def splice(match: re.Match[str], span: tuple[int, int], placeholder: str) -> str:
     """The match with the part at `span` (positions in the searched text) replaced by `placeholder`."""
     whole, base = match.group(), match.start()
@@ -130,8 +158,9 @@ class CredentialRule:
     pattern: re.Pattern[str] | LazyPattern
     #: Redact only this group (e.g. the password of a URL), keeping the rest readable.
     group: int = 0
-    #: Leave values that are placeholders (`xxxx`, `EXAMPLE`, `${VAR}`) alone: the strict profile's
-    #: choice; elizaOS's own rules redact whatever their pattern matches.
+    #: Leave values that are placeholders (`xxxx`, `EXAMPLE`, `${VAR}`) or part of an earlier rule's
+    #: (`overlaps_a_placeholder`) alone: the strict profile's choice; elizaOS's own rules redact
+    #: whatever their pattern matches.
     skip_placeholders: bool = False
     #: Redact to the end of the token a secret begins (`token_end`), not only what the pattern took:
     #: the strict profile's choice; elizaOS's rules leave a longer token's tail as elizaOS does.
@@ -160,6 +189,10 @@ class CredentialRule:
             resume = match.end()
             if span[1] == resume:
                 resume = end = token_end(text, span[0], span[1])
+            tail = dotted_end(text, end)
+            if tail > end and tail >= resume:  # the token goes on past a full stop the match took or not
+                replaced = text[match.start() : span[0]] + placeholder
+                resume = end = tail
         if found is not None:  # a full stop that ends it may be the sentence's: not looked for elsewhere
             found.append((text[span[0] : end].rstrip("."), self.label))
         return replaced if resume is None else (replaced, resume)
@@ -183,7 +216,7 @@ class CredentialRule:
         def replace(match: re.Match[str]) -> str | tuple[str, int]:
             nonlocal hits
             span = self.secret_span(match, text)
-            if span is None:
+            if span is None or (self.skip_placeholders and overlaps_a_placeholder(text, *span)):
                 return match.group()
             hits += 1
             return self.redacted(text, match, span, placeholder, found)

@@ -107,7 +107,9 @@ _STRICT_OWN: tuple[CredentialRule, ...] = (
     _rule(
         "authorization-header",
         rf"\b(?:proxy-)?authorization[\"']?[{JS_WS_CLASS}]*[:=][{JS_WS_CLASS}]*[\"']?"
-        rf"(?:[A-Za-z][A-Za-z-]{{1,20}}[{JS_WS_CLASS}]+)?{_NOT_A_CALL}([A-Za-z0-9._~+/=-]{{8,}})",
+        rf"(?:[A-Za-z][A-Za-z-]{{1,20}}[{JS_WS_CLASS}]+)?{_NOT_A_CALL}([A-Za-z0-9._~+/=-]{{8,}})"
+        # not a scheme whose credential an earlier rule redacted (`Api-Token <REDACTED:…>`)
+        r"(?![A-Za-z0-9._~+/=-]|[ \t]+<REDACTED:)",
         _I,
         group=1,
     ),
