@@ -103,8 +103,9 @@ def _said_password(value: str, word: str, quoted: bool = False, owned: bool = Fa
     (`my password is incorrect`, `is 12 characters long`, code's `is self.password`): five characters
     or more with a digit or a symbol beside a letter, or five digits (`hunter2`, `P@ss!word`,
     `123456`); a PIN's or a passcode's four digits (`My PIN is 4821`). Quoted (`the password is
-    'dragon'`), or said by its owner (`my password is letmein`), a word of letters is one too, unless
-    it is one a sentence about a password goes on with (`incorrect`, `expired`, `different`)."""
+    'dragon'`), or said as someone's or as the one (`my password is letmein`, `the password is
+    letmein`), a word of letters is one too, unless it is one a sentence about a password goes on with
+    (`incorrect`, `expired`, `different`, `given`)."""
     if is_reference(value):
         return False
     if value.isdigit():
@@ -127,7 +128,9 @@ _SAID_WORDS = """
     attached enclosed following hidden visible unknown unset none null working broken locked
     compromised gone lost stuck old new default temporary same different ignored optional mandatory
     case sensitive also now just really always never being what which that this the your their mine
-    ours yours easy hard good bad great okay over under
+    ours yours easy hard good bad great okay over under then reset valid random unique plaintext
+    cleartext longer shorter about after before within inside either neither something anything
+    whatever given known taken written chosen shown stolen forgotten spoken
     """
 _SAID_OF_A_PASSWORD = frozenset(_SAID_WORDS.split())
 #: endings of the words a sentence goes on with (`expired`, `working`, `easily`, `guessable`)
@@ -180,11 +183,12 @@ _CONFIG_LINE = LazyPattern(
     re.IGNORECASE | re.ASCII | re.MULTILINE,
 )
 #: a password said in prose (`my password is hunter2`, `the passphrase was "Tr0ub4dor!"`): one token,
-#: which must look like no word of the sentence (`_said_password`), unless it is quoted or its owner
-#: says it (`my wifi password is letmein`)
+#: which must look like no word of the sentence (`_said_password`), unless it is quoted or said as
+#: someone's or as the one (`my wifi password is letmein`, `the default password is admin`, `your
+#: password is: sunshine`)
 _SAID = LazyPattern(
-    r"(?:(?<![A-Za-z0-9_.-])(?P<owner>my|our)[ \t]+(?:[A-Za-z-]{1,20}[ \t]+)?)?"
-    r"(?<![A-Za-z0-9_.-])(?P<word>password|passwd|passphrase|pass ?code|pin)[ \t]+(?:is|was)[ \t]+"
+    r"(?:(?<![A-Za-z0-9_.-])(?P<owner>my|our|your|his|her|their|the)[ \t]+(?:[A-Za-z-]{1,20}[ \t]+)?)?"
+    r"(?<![A-Za-z0-9_.-])(?P<word>password|passwd|passphrase|pass ?code|pin)[ \t]+(?:is|was):?[ \t]+"
     r"(?P<quote>[\"'“‘`])?(?P<value>[^\s\"'”’`]{3,255}?[^\s\"'”’`.,;:!?)])[\"'”’`]?(?=[.,;:!?)]*(?:\s|$))",
     re.IGNORECASE,
 )
