@@ -257,7 +257,10 @@ _SET = "<REDACTED:keyed-secret>"
         ("the password is letmein", f"the password is {_SET}"),
         ("The default password is sunshine.", f"The default password is {_SET}."),
         ("Your password is: marmalade", f"Your password is: {_SET}"),
-        ("db_pass=hunter2\nsmtpPass: letmein\n", f"db_pass={_SET}\nsmtpPass: {_SET}\n"),
+        (
+            "db_pass=hunter2\nsmtpPass: letmein\nDB_PASSWORD=user123\n",
+            f"db_pass={_SET}\nsmtpPass: {_SET}\nDB_PASSWORD={_SET}\n",
+        ),
         ('$db_pass = "Xk9#mq2LpZ";', f'$db_pass = "{_SET}";'),
         (
             '{"mysql_root_pass": "letmein", "dbpass": "hunter2"}',

@@ -74,9 +74,9 @@ def password_key(key: str) -> bool:
     return last.endswith("pass") and last[:-4] in _ACCOUNT_WORDS
 
 
-#: the words of a variable's name that holds a login's parts (`passwd`, `password_mgr`, `userpass =
-#: username`), which no one's password is taken for
-_VARIABLE_WORDS = _PASSWORD_WORDS | {"user", "username", "login"}
+#: the name of a variable that holds a login's other part (`userpass = username`): a value that is one
+#: of these whole is code's, where a password such as `user123` is not
+_LOGIN_NAMES = {"user", "username", "user_name", "userid", "user_id", "login"}
 #: after an unquoted value: more code (a call's next argument or its end, a tuple's next item, a
 #: chained assignment), where a bare word is a variable
 _CODE_AFTER = re.compile(r"[ \t]*[,)=]")
@@ -91,7 +91,8 @@ def _code_variable(key: str, value: str, text: str, start: int, end: int) -> boo
     these."""
     return (
         is_reference(value)
-        or any(word.lower() in _VARIABLE_WORDS for word in KEY_WORD.findall(value))
+        or any(word.lower() in _PASSWORD_WORDS for word in KEY_WORD.findall(value))
+        or value.lower() in _LOGIN_NAMES
         or _CODE_AFTER.match(text, end) is not None
         or text[max(0, start - 8) : start].rstrip(" \t").endswith(",")
         or key.lower().startswith(("self.", "this.", "cls."))
@@ -129,8 +130,8 @@ _SAID_WORDS = """
     compromised gone lost stuck old new default temporary same different ignored optional mandatory
     case sensitive also now just really always never being what which that this the your their mine
     ours yours easy hard good bad great okay over under then reset valid random unique plaintext
-    cleartext longer shorter about after before within inside either neither something anything
-    whatever given known taken written chosen shown stolen forgotten spoken
+    cleartext longer shorter stronger weaker better worse about after before within inside either
+    neither something anything whatever given known taken written chosen shown stolen forgotten spoken
     """
 _SAID_OF_A_PASSWORD = frozenset(_SAID_WORDS.split())
 #: endings of the words a sentence goes on with (`expired`, `working`, `easily`, `guessable`)

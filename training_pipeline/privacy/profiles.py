@@ -109,7 +109,7 @@ _STRICT_OWN: tuple[CredentialRule, ...] = (
         rf"\b(?:proxy-)?authorization[\"']?[{JS_WS_CLASS}]*[:=][{JS_WS_CLASS}]*[\"']?"
         rf"(?:[A-Za-z][A-Za-z-]{{1,20}}[{JS_WS_CLASS}]+)?{_NOT_A_CALL}([A-Za-z0-9._~+/=-]{{8,}})"
         # not a scheme whose credential an earlier rule redacted (`Api-Token <REDACTED:…>`)
-        r"(?![A-Za-z0-9._~+/=-]|[ \t]+<REDACTED:)",
+        rf"(?![A-Za-z0-9._~+/=-]|[{JS_WS_CLASS}]+<REDACTED:)",
         _I,
         group=1,
     ),
