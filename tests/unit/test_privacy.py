@@ -262,6 +262,9 @@ _SET = "<REDACTED:keyed-secret>"
             f"db_pass={_SET}\nsmtpPass: {_SET}\nDB_PASSWORD={_SET}\n",
         ),
         ('$db_pass = "Xk9#mq2LpZ";', f'$db_pass = "{_SET}";'),
+        # a passphrase with the other quote in it, whole: `'s-a-secret` was kept
+        ('{"password": "it\'s-a-secret", "user": "bob"}', f'{{"password": "{_SET}", "user": "bob"}}'),
+        ('password = "don\'t tell"\npassword: "Tom\'s dog"\n', f'password = "{_SET}"\npassword: "{_SET}"\n'),
         (
             '{"mysql_root_pass": "letmein", "dbpass": "hunter2"}',
             f'{{"mysql_root_pass": "{_SET}", "dbpass": "{_SET}"}}',

@@ -158,15 +158,17 @@ def chosen_password(value: str) -> bool:
 #: a key that may name a password (`password_key` decides): its run of key characters up to the word
 _PASSWORD_KEY = r"(?P<key>[A-Za-z0-9_.-]{0,40}?(?:password|passwd|pwd|passphrase|pass))"
 #: a password's field written out in a text, JSON's or a Python dict's (`"password": "hunter2"`), both
-#: quoted: the value is whole whatever it holds, spaces too
+#: quoted: the value is whole whatever it holds, spaces too, and the other quote (`"it's mine"`)
 _QUOTED = LazyPattern(
-    rf"[\"']{_PASSWORD_KEY}[\"'][ \t]{{0,4}}:[ \t]{{0,4}}[\"'](?P<value>[^\"'\\\r\n]{{1,256}})[\"']",
+    rf"[\"']{_PASSWORD_KEY}[\"'][ \t]{{0,4}}:[ \t]{{0,4}}"
+    r"(?P<quote>[\"'])(?P<value>(?:(?!(?P=quote))[^\\\r\n]){1,256})(?P=quote)",
     re.IGNORECASE | re.ASCII,
 )
-#: a value as a password's field sets it: quoted, whole; unquoted, one whole token with no bracket or
-#: separator, so a call, a subscript or a type annotation is not taken (`password = getpass()`)
+#: a value as a password's field sets it: quoted, whole (the other quote too); unquoted, one whole
+#: token with no bracket or separator, so a call, a subscript or a type annotation is not taken
+#: (`password = getpass()`)
 _SET_VALUE = (
-    r"(?:[\"'](?P<value>[^\"'\r\n]{1,256})[\"']"
+    r"(?:(?P<quote>[\"'])(?P<value>(?:(?!(?P=quote))[^\r\n]){1,256})(?P=quote)"
     r"|(?P<bare>[^\s\"'#()\[\]{}<>,;&|`]{1,256})(?=[\s\"'#)\]{}<>,;&|`]|$))"
 )
 #: a password set with `=` wherever it is: a `.env` file's line, a shell's `PGPASSWORD=… psql`, a
