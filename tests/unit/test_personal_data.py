@@ -111,6 +111,30 @@ def test_a_packages_people_set_in_code_or_configuration_are_redacted() -> None:
     )
 
 
+def test_the_name_git_commits_with_an_addressee_and_a_driving_licence_are_redacted() -> None:
+    """A coding agent sets git's identity (`git config user.name`, `-c user.name=`, `GIT_AUTHOR_NAME`),
+    a letter names its addressee (`Attn:`), a form a driving licence: each went to the datasets. A
+    placeholder, a bot's one word and a notice's `Attention: Please Read` stay."""
+    text = (
+        'git config --global user.name "Alex Johnson"\n'
+        "git -c user.name='Alex Johnson' commit -m fix\n"
+        'GIT_AUTHOR_NAME="Dana Whitfield" git commit\n'
+        "Attn: Maria Rossi\n"
+        "driving licence number: MORGA753116SM9IJ\n"
+        'git config user.name "$NAME"; git config user.name ci-bot\n'
+        "Attention: Please Read"
+    )
+    assert _strict().redact(text) == (
+        'git config --global user.name "<PII:PERSON:1>"\n'
+        "git -c user.name='<PII:PERSON:1>' commit -m fix\n"
+        'GIT_AUTHOR_NAME="<PII:PERSON:2>" git commit\n'
+        "Attn: <PII:PERSON:3>\n"
+        "driving licence number: <PII:NATIONAL_ID:1>\n"
+        'git config user.name "$NAME"; git config user.name ci-bot\n'
+        "Attention: Please Read"
+    )
+
+
 def test_a_field_that_may_name_a_person_takes_two_words_and_a_tools_name_is_nobodys() -> None:
     """`author`, `assignee` and `name` name people and things alike: a person's name has two words or
     more (`"author": "Google"` is a company's) and a tool's starts with what it does (`Search Web`)."""

@@ -20,6 +20,7 @@ __all__ = [
     "DIALLED",
     "FIELD",
     "GERMANIC_STREETS",
+    "GIT_IDENTITY",
     "GREETING",
     "HONORIFIC",
     "HOUSE",
@@ -61,7 +62,7 @@ NAME_TWO = rf"{_TITLE}{{0,2}}{_WORD}(?:[ \t]+(?:{_PARTICLE}[ \t]+){{0,2}}{_WORD}
 #: capitalised words that follow a cue without being a name ("I'm Sorry", "Hi Team,", "Dear Customer",
 #: a tool's `"name": "Search Web"`, a title after a name: "Name: Jane Doe, Senior Engineer")
 _NOT_NAME_WORDS = """
-    sorry happy glad not here just looking going still so really also back new sure afraid fine good
+    please sorry happy glad not here just looking going still so really also back new sure afraid fine good
     great ok okay trying writing calling reaching having working interested available unable able
     the a an this that your our my his her their all everyone everybody team there folks guys friends
     friend sir madam madame customer customers client support sales admin user users hello hi hey dear
@@ -127,7 +128,7 @@ FIELD = (
     r"(?i:full[_ ]?name|first[_ ]?name|last[_ ]?name|given[_ ]?name|family[_ ]?name|sur[_ ]?name|"
     r"customer[_ ]?name|contact[_ ]?name|client[_ ]?name|patient[_ ]?name|holder[_ ]?name|"
     r"card[_ ]?holder|account[_ ]?holder|passenger|recipient|customer|client|contact|patient|guest|"
-    r"employee|applicant|member|attendee|signed|from|to|cc|nombre|nom|nome|imię|nazwisko|naam)"
+    r"employee|applicant|member|attendee|signed|from|to|cc|attn|nombre|nom|nome|imię|nazwisko|naam)"
 )
 #: a field that names a tool, a product, a company or a person: `name`, and git's and a tracker's
 #: people (`git log`'s `Author:`, a commit's trailers, `"assignee"`); a person's has two words or more
@@ -139,6 +140,9 @@ NAME_FIELD = (
 #: a package's people set in code or configuration (`__author__ = "…"`, `author="…"`, `authors = […]`,
 #: `maintainer = …`), up to the quote their value opens with
 ASSIGNED_PEOPLE = r"\b(?:__)?(?i:author|maintainer|contributor)s?(?:__)?[ \t]*=[ \t]*[\[(]?[ \t]*[\"']"
+#: the name a coding agent sets for git's commits, up to where it begins (`git config user.name "…"`,
+#: `git -c user.name=…`, `GIT_AUTHOR_NAME="…"`)
+GIT_IDENTITY = r"(?:\buser\.name|\bGIT_(?:AUTHOR|COMMITTER)_NAME)[ \t]*[= \t][ \t]*[\"']?"
 
 STREET_WORDS_EN = (
     "Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Place|Pl|Square|Sq|Terrace|"
@@ -211,6 +215,7 @@ LABELS = {
     "NATIONAL_ID": r"ssn|social[\s_-]+security(?:[\s_-]+number)?|national[\s_-]+(?:id|insurance)"
     r"(?:[\s_-]+number)?|id[\s_-]+(?:number|card)|identity[\s_-]+(?:number|card)|personal[\s_-]+id|tax[\s_-]+id|dni|nie|nif|"
     r"pesel|personnummer|aadhaar|aadhar|pan|codice[\s_-]+fiscale|nino|tfn|sin|bsn|cpf|steuer[\s_-]*id|"
+    r"driv(?:er'?s|ing)[\s_-]+licen[cs]e|"
     r"steueridentifikationsnummer|nir|hetu|henkilötunnus|personalausweis",
     "STREET_ADDRESS": r"(?:home|street|postal|mailing|shipping|billing|delivery)?[\s_-]*address|adresse|"
     r"dirección|direccion|indirizzo|endereço|adres|anschrift",

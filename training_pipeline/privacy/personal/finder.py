@@ -61,7 +61,8 @@ _FAMILIES: tuple[tuple[str, tuple[str, ...], int], ...] = (
     # a cue, then a capitalised word: names (`NameCueRecognizer`)
     (
         rf"(?:{cues.INTRO}|{cues.INTRO_TWO}|{cues.GREETING}|{cues.HONORIFIC}|"
-        rf"(?:{cues.FIELD}|{cues.NAME_FIELD})[\"']?[ \t]*:|{cues.ASSIGNED_PEOPLE})[ \t]*[\"']?"
+        rf"(?:{cues.FIELD}|{cues.NAME_FIELD})[\"']?[ \t]*:|{cues.ASSIGNED_PEOPLE}|{cues.GIT_IDENTITY})"
+        r"[ \t]*[\"']?"
         rf"(?:{cues.LOWER_TITLE}\.?[ \t]+)?{_UPPER}",
         ("PERSON",),
         80,
