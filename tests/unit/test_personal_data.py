@@ -662,6 +662,39 @@ def test_a_home_folders_user_name_is_redacted_wherever_the_trajectory_says_it() 
     assert calls[6]["response"] == "vim /app/src/home/views.py"  # a web app's `home` view
 
 
+def test_an_account_name_in_a_key_a_login_or_an_arn_is_redacted_and_service_accounts_stay() -> None:
+    """A coding agent prints its public key, logs in to hosts and asks AWS who it is: each names the
+    user's account (`mkowalski@laptop`, `ssh mkowalski@10.0.4.17`, `…:user/rpatel`), which then goes
+    wherever else the trajectory says it. `git`, `deploy` and `ec2-user`, a package's `react@18`, a
+    URL's password and git's `HEAD@{1}` stay."""
+    trajectory = _trajectory(
+        (
+            "cat ~/.ssh/id_ed25519.pub",
+            "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGm5Z1HwW3TnVf0F8s2c8fQq mkowalski@laptop",
+        ),
+        ("ssh -i prod.pem mkowalski@10.0.4.17 uptime; scp a.tgz tnguyen@build-01:/tmp/", "done, mkowalski"),
+        ("aws sts get-caller-identity", '{"Arn": "arn:aws:iam::123456789012:user/rpatel"}'),
+        (
+            "ssh git@github.com; rsync -a ./ deploy@web-1:/srv/; ssh ec2-user@10.0.0.9",
+            "npm i react@18.2.0; git checkout HEAD@{1}; sftp://user:pw@host/f",
+        ),
+    )
+    _strict().redact_sensitive(trajectory)
+    calls = [call for step in trajectory["steps"] for call in step["llmCalls"]]
+    text = json.dumps(trajectory)
+    for value in ("mkowalski", "tnguyen", "rpatel"):
+        assert value not in text
+    assert calls[0]["response"].endswith(" <PII:USERNAME:1>@laptop")
+    assert calls[1]["response"] == "done, <PII:USERNAME:1>"
+    assert calls[2]["response"] == '{"Arn": "arn:aws:iam::123456789012:user/<PII:USERNAME:3>"}'
+    assert (
+        calls[3]["userPrompt"] == "ssh git@github.com; rsync -a ./ deploy@web-1:/srv/; ssh ec2-user@10.0.0.9"
+    )
+    assert calls[3]["response"] == (
+        "npm i react@18.2.0; git checkout HEAD@{1}; sftp://user:<REDACTED:url-password>@host/f"
+    )
+
+
 def test_a_window_our_recognizers_could_find_nothing_in_holds_nothing_of_theirs() -> None:
     """The finder skips Presidio's analysis of a window when each recognizer of its kinds says none of
     its patterns matches there (`could_find`): over the corpus's texts, with their values and near

@@ -29,6 +29,7 @@ __all__ = [
     "LABELLED_VALUES",
     "LABELS",
     "LABEL_JOIN",
+    "LOGIN_COMMAND",
     "LOWER_TITLE",
     "MONTH",
     "NAME",
@@ -38,6 +39,7 @@ __all__ = [
     "NOT_NAMES",
     "ORGANISATION_WORDS",
     "PLACEHOLDER_USER",
+    "SSH_KEY_COMMENT",
     "STREET_NAME_WORD",
     "STREET_WORDS_EN",
     "STREET_WORDS_OTHER",
@@ -94,9 +96,18 @@ _NOT_A_USER = """
     codespace codespaces vscode gitpod coder jovyan sandbox agent runneradmin dev developer devuser
     test tests tester work code data home temp tmp src project projects workspace workspaces repo repos
     me you your yourname your-name your_name yourusername your-username your_username name example
-    john.doe jane.doe foo bar baz docs
+    john.doe jane.doe foo bar baz docs deploy deployer ansible terraform ops devops core opc bitnami
+    postgres mysql oracle backup sftp ftp www web service svc system operator cloud-user automation
+    bot github-actions
 """
 NOT_A_USER = frozenset(_NOT_A_USER.split()) | {"all users", "default user"}
+#: an SSH public key up to its comment (`ssh-ed25519 AAAA… `), which names the account that made it
+SSH_KEY_COMMENT = (
+    r"\b(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@openssh\.com)[ \t]+"
+    r"AAAA[A-Za-z0-9+/]{16,}={0,3}[ \t]+"
+)
+#: a command that logs in to a host, up to the `account@host` it names (`ssh -i key jdoe@10.0.0.5`)
+LOGIN_COMMAND = r"\b(?:ssh|scp|sftp|rsync|mosh|ssh-copy-id)\b[^\n|;&]{0,200}?"
 #: a home folder written as a template or variable (`$USER`, `%USERNAME%`, `<you>`, `{user}`, `*`), or a
 #: numbered stand-in (`user1`)
 PLACEHOLDER_USER = re.compile(r"[$%<>{}*]|^\.\.?$|^x+$|^(?:user|test|guest|admin)[-_]?\d+$", re.IGNORECASE)

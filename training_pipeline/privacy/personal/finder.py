@@ -82,8 +82,13 @@ _FAMILIES: tuple[tuple[str, tuple[str, ...], int], ...] = (
     ),
     # written-out birth dates (numeric ones are in the numbers' family)
     (rf"{cues.BIRTH_CUE}[^\n]{{0,24}}?\d", ("DATE_OF_BIRTH",), 40),
-    # a home folder (`UserFolderRecognizer`)
-    (r"/home/|/Users/|[A-Za-z]:[\\/](?i:users|documents and settings)[\\/]", ("USERNAME",), 64),
+    # an account's name: a home folder, an SSH key's comment, a login, an IAM user (`AccountNameRecognizer`)
+    (
+        r"/home/|/Users/|[A-Za-z]:[\\/](?i:users|documents and settings)[\\/]|"
+        rf"{cues.SSH_KEY_COMMENT}|{cues.LOGIN_COMMAND}@|\barn:aws[\w-]*:iam::\d{{12}}:user/",
+        ("USERNAME",),
+        64,
+    ),
 )
 
 

@@ -53,6 +53,7 @@ from training_pipeline.privacy.personal.cues import (
     LABEL_JOIN,
     LABELLED_VALUES,
     LABELS,
+    LOGIN_COMMAND,
     NAME,
     NAME_FIELD,
     NAME_TWO,
@@ -60,12 +61,14 @@ from training_pipeline.privacy.personal.cues import (
     NOT_NAMES,
     ORGANISATION_WORDS,
     PLACEHOLDER_USER,
+    SSH_KEY_COMMENT,
     STREET_NAME_WORD,
     STREET_WORDS_EN,
     STREET_WORDS_OTHER,
 )
 
 __all__ = [
+    "AccountNameRecognizer",
     "DateOfBirthRecognizer",
     "EthereumRecognizer",
     "LabelledSsnRecognizer",
@@ -76,7 +79,6 @@ __all__ = [
     "PhoneRecognizer",
     "PublicIpRecognizer",
     "StreetAddressRecognizer",
-    "UserFolderRecognizer",
     "own_recognizers",
 ]
 
@@ -305,11 +307,13 @@ class LabelledValueRecognizer(_Recognizer):
         )
 
 
-class UserFolderRecognizer(_Recognizer):
-    """The user name in a home folder's path (`/Users/janedoe/…`, `/home/jdoe/…`, `C:\\Users\\Jane Doe\\…`),
-    which a coding agent's every command and tool output repeats: an account's name is someone's
+class AccountNameRecognizer(_Recognizer):
+    """An account's name where a coding agent's commands and tools write one: a home folder's path
+    (`/Users/janedoe/…`, `/home/jdoe/…`, `C:\\Users\\Jane Doe\\…`), an SSH key's comment
+    (`ssh-ed25519 AAAA… jdoe@laptop`), a login to a host (`ssh jdoe@10.0.0.5`, `scp f jdoe@build:`)
+    and an IAM user's ARN (`arn:aws:iam::123456789012:user/jdoe`). An account's name is someone's
     identifier, as Sentry's `@userpath` scrubbing rule treats it. Service and system accounts
-    (`runner`, `ubuntu`, `root`, `Shared`…), placeholders (`$USER`, `<you>`) and a URL's path
+    (`runner`, `ubuntu`, `root`, `deploy`, `git`…), placeholders (`$USER`, `<you>`) and a URL's path
     (`example.com/home/about`) are nobody's."""
 
     PATTERNS = (
@@ -330,6 +334,12 @@ class UserFolderRecognizer(_Recognizer):
             "USERNAME",
             0.7,
         ),
+        # a public key's comment, which `ssh-keygen` writes as the account and host that made it
+        (rf"{SSH_KEY_COMMENT}([a-z_][\w.-]{{0,31}})@[\w.-]+", "USERNAME", 0.7),
+        # the account a command logs in to a host as (an address after it is an email's, found apart;
+        # not a URL's password: `scp://user:secret@host`)
+        (rf"{LOGIN_COMMAND}(?<![\w.@/:-])([a-z_][\w.-]{{0,31}})@(?=[\w-])", "USERNAME", 0.7),
+        (r"\barn:aws[\w-]*:iam::\d{12}:user/(?:[\w+=,.@-]+/)*([\w+=,.@-]+)", "USERNAME", 0.7),
     )
 
     def accept(self, value: str, entity: str) -> bool:
@@ -469,7 +479,7 @@ def own_recognizers(phone_regions: tuple[str, ...]) -> list[LocalRecognizer]:
         PhoneRecognizer(phone_regions),
         NameCueRecognizer(),
         StreetAddressRecognizer(),
-        UserFolderRecognizer(),
+        AccountNameRecognizer(),
         DateOfBirthRecognizer(),
         PassportRecognizer(),
         LabelledSsnRecognizer(),
