@@ -373,6 +373,31 @@ def test_a_redacted_text_redacted_again_is_the_same(text: str) -> None:
     assert PrivacyFilter("strict").redact(text) == text
 
 
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        # gitleaks' curl rule takes no `!` in an unquoted password
+        (
+            "curl -u alice:Sup3rS3cret! https://api/v1",
+            "curl -u alice:<REDACTED:command-password> https://api/v1",
+        ),
+        ("curl --user 'bob:pa#ss99' https://x", "curl --user 'bob:<REDACTED:command-password>' https://x"),
+        ("curl -i -u 'test:test'; curl -u username:token; curl -u <user:password> x", None),
+        (
+            "> Cookie: sessionid=8f3b2c1d9e7a6f5b4c3d2e1f0a9b8c7d; csrftoken=Qw3rTy\n"
+            "< Set-Cookie: auth=abc; Path=/; HttpOnly",
+            "> Cookie: <REDACTED:cookie>\n< Set-Cookie: <REDACTED:cookie>",
+        ),
+        ('{"Cookie": "_ga=GA1.2.1234567890.1600000000"}', '{"Cookie": "<REDACTED:cookie>"}'),
+        ("Cookie: rocky=road; Path=/cookie\nSet-Cookie: oreo=doublestuff", None),
+    ],
+)
+def test_a_login_curl_sends_and_a_requests_cookies_are_redacted(text: str, kept: str | None) -> None:
+    """An agent's `curl -u user:password` and an HTTP exchange's cookies (a session's, a tracking id's)
+    were stored; a placeholder's login and the standard library's example cookies stay (`None`)."""
+    assert PrivacyFilter("strict").redact(text) == (text if kept is None else kept)
+
+
 def test_the_elizaos_profile_keeps_elizaos_behaviour_for_a_longer_token() -> None:
     """What elizaOS's filter misses stays missed under its profile (the contract of its export)."""
     assert (

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cache, cached_property
 
 from training_pipeline.jscompat import JS_WS_CLASS
@@ -66,6 +67,29 @@ class PrivateKeyBlocks(CredentialRule):
         return "".join(parts), hits
 
 
+#: a cookie's name that says it holds a login (`sessionid`, `PHPSESSID`, `connect.sid`, `remember_token`)
+_LOGIN_COOKIE = re.compile(r"sess|sid|auth|token|jwt|login|remember", re.IGNORECASE)
+#: a cookie's value of a token's or a tracking id's shape: long, with a letter and a digit
+_TOKEN_VALUE = re.compile(r"=(?=[^;\s\\]*[A-Za-z])(?=[^;\s\\]*\d)[^;\s\\]{12,}")
+
+
+@dataclass(frozen=True, slots=True)
+class CookieRule(CredentialRule):
+    """A request's or a response's cookies (`Cookie: a=…; b=…`, `Set-Cookie: …`), every pair, where
+    one is a login's by its name or any holds a token's or a tracking id's value: `Cookie: rocky=road`
+    in the standard library's examples is nobody's."""
+
+    def secret_span(self, match: re.Match[str], text: str) -> tuple[int, int] | None:
+        span = CredentialRule.secret_span(self, match, text)
+        if span is None:
+            return None
+        pairs = text[span[0] : span[1]]
+        names = (pair.split("=", 1)[0] for pair in pairs.split(";"))
+        if _TOKEN_VALUE.search(pairs) or any(_LOGIN_COOKIE.search(name) for name in names):
+            return span
+        return None
+
+
 def _rule(label: str, pattern: str, flags: int = 0, group: int = 0) -> CredentialRule:
     """Compiled when the gate first names the rule (`credential_rule.LazyPattern`), as gitleaks' rules are."""
     return CredentialRule(label, LazyPattern(literal_first(pattern), _A | flags), group)
@@ -114,14 +138,31 @@ _STRICT_OWN: tuple[CredentialRule, ...] = (
         group=1,
     ),
     _rule("bearer", rf"\bBearer[{JS_WS_CLASS}]+([A-Za-z0-9._~+/-]{{16,}}=*)", _I, group=1),
+    # a request's or a response's cookies (`Cookie: sessionid=…; csrftoken=…`, `Set-Cookie: auth=…`,
+    # `"Cookie": "…"`): a browser's credentials and tracking ids, every pair of the header
+    CookieRule(
+        "cookie",
+        LazyPattern(
+            r"\bcookie[\"']?[ \t]*[:=][ \t]*[\"']?"
+            r"([^\s\"'=;]{1,64}=[^\s\"';]{1,4096}(?:;[ \t]?[^\s\"';]{1,4096}){0,64})",
+            _A | _I,
+        ),
+        group=1,
+    ),
     # a password a command takes as an option: MySQL's and MariaDB's `-p` with the value attached
-    # (`mysql -uroot -phunter2`), sshpass' `-p`, redis-cli's `-a`, the MongoDB shell's `-p`
+    # (`mysql -uroot -phunter2`), sshpass' `-p`, redis-cli's `-a`, the MongoDB shell's `-p`, and
+    # curl's `-u user:password` (gitleaks' rule takes no `!` or `#` in an unquoted one)
     _rule(
         "command-password",
         r"\b(?:(?:mysql(?:dump|admin|import|check)?|mariadb(?:-dump|-admin)?)\b[^\n|;&]{0,200}?[ \t]-p"
         r"|(?:sshpass[ \t]+-p|redis-cli\b[^\n|;&]{0,200}?[ \t]-a"
-        r"|mongo(?:sh)?\b[^\n|;&]{0,200}?[ \t]-p)[ \t]*)(?![$\-])([^\s'\"`;|&]{2,256})",
-        group=1,
+        r"|mongo(?:sh)?\b[^\n|;&]{0,200}?[ \t]-p"
+        r"|curl\b[^\n|;&]{0,200}?[ \t](?:-u|--user)(?:[ \t]+|=)[\"']?(?P<user>[^\s:\"'`<\[]{1,64}):"
+        r"(?!(?P=user)(?:[\s'\"`]|$)))[ \t]*)"
+        # not a variable, a placeholder's bracket or word, or the user's name again (`test:test`)
+        r"(?![$\-<\[])(?!(?:pass(?:word)?|passwd|token|secret|x+|y+)(?:[\s'\"`;|&]|$))"
+        r"([^\s'\"`;|&]{2,256})",
+        group=2,  # after the curl user's (`user`)
     ),
     # the services agents call, whose keys an agent's environment and tool calls hold and neither
     # maintained set knows: tracing (LangSmith), retrieval (Pinecone), search (Tavily), crawling
