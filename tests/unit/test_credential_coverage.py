@@ -390,11 +390,17 @@ def test_a_redacted_text_redacted_again_is_the_same(text: str) -> None:
         ),
         ('{"Cookie": "_ga=GA1.2.1234567890.1600000000"}', '{"Cookie": "<REDACTED:cookie>"}'),
         ("Cookie: rocky=road; Path=/cookie\nSet-Cookie: oreo=doublestuff", None),
+        # Redis' URL has a password and no user
+        (
+            "REDIS_URL=redis://:Xk9mq2LpZ7wR4t@cache:6379/0",
+            "REDIS_URL=redis://:<REDACTED:url-password>@cache:6379/0",
+        ),
     ],
 )
 def test_a_login_curl_sends_and_a_requests_cookies_are_redacted(text: str, kept: str | None) -> None:
-    """An agent's `curl -u user:password` and an HTTP exchange's cookies (a session's, a tracking id's)
-    were stored; a placeholder's login and the standard library's example cookies stay (`None`)."""
+    """An agent's `curl -u user:password`, an HTTP exchange's cookies (a session's, a tracking id's)
+    and a Redis URL's password were stored; a placeholder's login and the standard library's example
+    cookies stay (`None`)."""
     assert PrivacyFilter("strict").redact(text) == (text if kept is None else kept)
 
 

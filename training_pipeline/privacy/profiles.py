@@ -117,8 +117,9 @@ _STRICT_OWN: tuple[CredentialRule, ...] = (
     _rule("private-key", r"PuTTY-User-Key-File-\d:[^\n]*"),
     # `scheme://user:password@`. The pattern starts with the literal `://` (a scheme character checked
     # behind it), so `re` finds it by literal search; starting with the scheme's class, it was tried at
-    # every letter of a prompt (the strict profile's slowest rule). `1://u:p@` counts too.
-    _rule("url-password", r"://(?<=[A-Za-z0-9+.-]://)[^\s/?#@:{}]{1,256}:([^\s/?#@{}]{1,256})@", group=1),
+    # every letter of a prompt (the strict profile's slowest rule). `1://u:p@` counts too, and an empty
+    # user (Redis' `redis://:password@host`).
+    _rule("url-password", r"://(?<=[A-Za-z0-9+.-]://)[^\s/?#@:{}]{0,256}:([^\s/?#@{}]{1,256})@", group=1),
     _rule(
         "aws-secret-key",
         r"aws.{0,20}?(?:key|pwd|pw|password|pass|token|secret).{0,20}?['\"=: ]"
