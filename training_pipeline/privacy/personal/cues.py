@@ -13,6 +13,7 @@ __all__ = [
     "ADDRESS_CUE",
     "ADDRESS_GATE",
     "ADDRESS_JOIN",
+    "AFTER_ROLE",
     "ASSIGNED_PEOPLE",
     "BIRTH_CUE",
     "CLOSING",
@@ -39,6 +40,8 @@ __all__ = [
     "NOT_NAMES",
     "ORGANISATION_WORDS",
     "PLACEHOLDER_USER",
+    "ROLE",
+    "SIGNATURE",
     "SSH_KEY_COMMENT",
     "STREET_NAME_WORD",
     "STREET_WORDS_EN",
@@ -62,7 +65,8 @@ NAME = rf"{_TITLE}{{0,2}}{_WORD}(?:[ \t]+(?:{_PARTICLE}[ \t]+){{0,2}}{_WORD}){{0
 #: a name of two words or more
 NAME_TWO = rf"{_TITLE}{{0,2}}{_WORD}(?:[ \t]+(?:{_PARTICLE}[ \t]+){{0,2}}{_WORD}){{1,3}}{_DEGREE}{{0,2}}"
 #: capitalised words that follow a cue without being a name ("I'm Sorry", "Hi Team,", "Dear Customer",
-#: a tool's `"name": "Search Web"`, a title after a name: "Name: Jane Doe, Senior Engineer")
+#: a tool's `"name": "Search Web"`, a title after a name: "Name: Jane Doe, Senior Engineer", a program's
+#: "Hello World!", an assistant's "Hey Siri")
 _NOT_NAME_WORDS = """
     please sorry happy glad not here just looking going still so really also back new sure afraid fine good
     great ok okay trying writing calling reaching having working interested available unable able
@@ -74,7 +78,8 @@ _NOT_NAME_WORDS = """
     none true false null nil self cls default unknown anonymous test example string object
     search get send create list fetch read write update delete run find open check add remove query
     senior junior head lead chief principal staff manager engineer director founder president vice
-    ceo cto cfo coo vp
+    ceo cto cfo coo vp world universe earth python java rust claude chatgpt gpt gemini copilot siri
+    alexa cortana bard llama mistral kitty
 """
 NOT_NAMES = frozenset(_NOT_NAME_WORDS.split())
 #: words that make capitalised words a group's name, not a person's ("Platform Team", "Python Software
@@ -115,7 +120,8 @@ PLACEHOLDER_USER = re.compile(r"[$%<>{}*]|^\.\.?$|^x+$|^(?:user|test|guest|admin
 #: what introduces a name (`my name is Dana`); `INTRO_TWO` introduces many other things too ("this is
 #: Python's", "I am Happy"), so a name after it needs two words
 INTRO = (
-    r"(?i:my\s+name\s+is|my\s+name's|name's|call\s+me|me\s+llamo|mi\s+chiamo|ich\s+heiße|"
+    r"(?i:my\s+name\s+is|my\s+name's|name's|call\s+me|under\s+the\s+name(?:\s+of)?|"
+    r"me\s+llamo|mi\s+chiamo|ich\s+heiße|"
     r"nazywam\s+się|mijn\s+naam\s+is|jag\s+heter|je\s+m'appelle)"
 )
 INTRO_TWO = r"(?i:this\s+is|i\s+am|i'm|i’m|ich\s+bin|je\s+suis|sono|eu\s+sou|soy)"
@@ -123,6 +129,14 @@ GREETING = (
     r"(?i:dear|hi|hello|hey|good\s+(?:morning|afternoon|evening)|liebe[r]?|hallo|bonjour|cher|chère|"
     r"hola|estimad[oa]|ciao|caro|cara|gentile|witaj|drog[ia]|beste|olá|hej)"
 )
+#: a person's role before their name (`patient Emily Carter`, `candidate Sofia Lindqvist`): roles no
+#: product, team or document is named after
+ROLE = r"\b(?i:candidate|patient|applicant|tenant|passenger|employee)"
+#: what follows a name after its role in a sentence (`candidate Sofia Lindqvist, 29`, `patient Emily
+#: Carter was`), where a heading's words go on capitalised or end the line (`employee Handbook Update`)
+AFTER_ROLE = r"(?=[ \t]*[,;:()]|\.(?:\s|$)|[ \t]+\p{Ll})"
+#: a mail's signature delimiter (`-- ` on a line of its own), then the line its sender's name is on
+SIGNATURE = r"(?:^|\n)--[ \t]?\n[ \t]*"
 #: a title before a family name (`Frau Müller`, `Mr. Smith`): capitalised, as written before a name
 HONORIFIC = (
     r"\b(?:Mr|Mrs|Ms|Miss|Mx|Dr|Prof|Herr|Frau|Mme|Mlle|Monsieur|Madame|Sr|Sra|Srta|Señor|Señora|"

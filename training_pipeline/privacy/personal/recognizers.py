@@ -37,6 +37,7 @@ from presidio_analyzer.predefined_recognizers import EmailRecognizer, IpRecogniz
 from training_pipeline.privacy.personal.cues import (
     ADDRESS_CUE,
     ADDRESS_JOIN,
+    AFTER_ROLE,
     ASSIGNED_PEOPLE,
     BIRTH_CUE,
     CLOSING,
@@ -61,6 +62,8 @@ from training_pipeline.privacy.personal.cues import (
     NOT_NAMES,
     ORGANISATION_WORDS,
     PLACEHOLDER_USER,
+    ROLE,
+    SIGNATURE,
     SSH_KEY_COMMENT,
     STREET_NAME_WORD,
     STREET_WORDS_EN,
@@ -158,9 +161,12 @@ class NameCueRecognizer(_Recognizer):
     finds the rest."""
 
     PATTERNS = (
-        (rf"{INTRO}[ \t]+({NAME})", "PERSON", 0.6),
+        (rf"{INTRO}[ \t]+[\"'“]?({NAME})", "PERSON", 0.6),
         (rf"{INTRO_TWO}[ \t]+({NAME_TWO})", "PERSON", 0.6),
-        (rf"(?:^|[.!?][ \t]+)[ \t]*{GREETING}[ \t]+({NAME})[ \t]*[,!:\n]", "PERSON", 0.6),
+        # a greeting that opens a text, a sentence or a quoted message (`body="Hi Marcus, …"`)
+        (rf"(?:^|[.!?][ \t]+|[\"'“(])[ \t]*{GREETING}[ \t]+({NAME})[ \t]*[,!:\n]", "PERSON", 0.6),
+        (rf"{ROLE}[ \t]+({NAME_TWO}){AFTER_ROLE}", "PERSON", 0.6),
+        (rf"{SIGNATURE}({NAME_TWO})[ \t]*$", "PERSON", 0.7),
         (rf"{HONORIFIC}[ \t]+({NAME})", "PERSON", 0.6),
         (
             rf"(?:^|[.!?][ \t]+)[ \t]*{CLOSING}[ \t]*[,!.]?[ \t]*\n[ \t]*[-–—]*[ \t]*({NAME})[ \t]*$",
