@@ -79,7 +79,7 @@ _NOT_NAME_WORDS = """
     search get send create list fetch read write update delete run find open check add remove query
     senior junior head lead chief principal staff manager engineer director founder president vice
     ceo cto cfo coo vp world universe earth python java rust claude chatgpt gpt gemini copilot siri
-    alexa cortana bard llama mistral kitty
+    alexa cortana bard llama mistral
 """
 NOT_NAMES = frozenset(_NOT_NAME_WORDS.split())
 #: words that make capitalised words a group's name, not a person's ("Platform Team", "Python Software
