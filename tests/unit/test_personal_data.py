@@ -112,13 +112,15 @@ def test_a_packages_people_set_in_code_or_configuration_are_redacted() -> None:
 
 
 def test_the_name_git_commits_with_an_addressee_and_a_driving_licence_are_redacted() -> None:
-    """A coding agent sets git's identity (`git config user.name`, `-c user.name=`, `GIT_AUTHOR_NAME`),
-    a letter names its addressee (`Attn:`), a form a driving licence: each went to the datasets. A
-    placeholder, a bot's one word and a notice's `Attention: Please Read` stay."""
+    """A coding agent sets git's identity (`git config user.name`, `-c user.name=`, `GIT_AUTHOR_NAME`, a
+    `.gitconfig`'s `[user]` section), a letter names its addressee (`Attn:`), a form a driving
+    licence: each went to the datasets. A placeholder, a bot's one word and a notice's `Attention:
+    Please Read` stay."""
     text = (
         'git config --global user.name "Alex Johnson"\n'
         "git -c user.name='Alex Johnson' commit -m fix\n"
         'GIT_AUTHOR_NAME="Dana Whitfield" git commit\n'
+        "[user]\n\temail = ana@example.org\n\tname = Ana Lima\n[core]\n\tname = Main Repo\n"
         "Attn: Maria Rossi\n"
         "driving licence number: MORGA753116SM9IJ\n"
         'git config user.name "$NAME"; git config user.name ci-bot\n'
@@ -128,7 +130,8 @@ def test_the_name_git_commits_with_an_addressee_and_a_driving_licence_are_redact
         'git config --global user.name "<PII:PERSON:1>"\n'
         "git -c user.name='<PII:PERSON:1>' commit -m fix\n"
         'GIT_AUTHOR_NAME="<PII:PERSON:2>" git commit\n'
-        "Attn: <PII:PERSON:3>\n"
+        "[user]\n\temail = <PII:EMAIL_ADDRESS:1>\n\tname = <PII:PERSON:3>\n[core]\n\tname = Main Repo\n"
+        "Attn: <PII:PERSON:4>\n"
         "driving licence number: <PII:NATIONAL_ID:1>\n"
         'git config user.name "$NAME"; git config user.name ci-bot\n'
         "Attention: Please Read"
@@ -696,6 +699,7 @@ def test_an_account_name_in_a_key_a_login_or_an_arn_is_redacted_and_service_acco
         ),
         ("ssh -i prod.pem mkowalski@10.0.4.17 uptime; scp a.tgz tnguyen@build-01:/tmp/", "done, mkowalski"),
         ("aws sts get-caller-identity", '{"Arn": "arn:aws:iam::123456789012:user/rpatel"}'),
+        ("gh auth status", "Logged in to github.com account afischer (keyring); logged in as the admin"),
         (
             "ssh git@github.com; rsync -a ./ deploy@web-1:/srv/; ssh ec2-user@10.0.0.9",
             "npm i react@18.2.0; git checkout HEAD@{1}; sftp://user:pw@host/f",
@@ -704,15 +708,18 @@ def test_an_account_name_in_a_key_a_login_or_an_arn_is_redacted_and_service_acco
     _strict().redact_sensitive(trajectory)
     calls = [call for step in trajectory["steps"] for call in step["llmCalls"]]
     text = json.dumps(trajectory)
-    for value in ("mkowalski", "tnguyen", "rpatel"):
+    for value in ("mkowalski", "tnguyen", "rpatel", "afischer"):
         assert value not in text
     assert calls[0]["response"].endswith(" <PII:USERNAME:1>@laptop")
     assert calls[1]["response"] == "done, <PII:USERNAME:1>"
     assert calls[2]["response"] == '{"Arn": "arn:aws:iam::123456789012:user/<PII:USERNAME:3>"}'
-    assert (
-        calls[3]["userPrompt"] == "ssh git@github.com; rsync -a ./ deploy@web-1:/srv/; ssh ec2-user@10.0.0.9"
-    )
     assert calls[3]["response"] == (
+        "Logged in to github.com account <PII:USERNAME:4> (keyring); logged in as the admin"
+    )
+    assert (
+        calls[4]["userPrompt"] == "ssh git@github.com; rsync -a ./ deploy@web-1:/srv/; ssh ec2-user@10.0.0.9"
+    )
+    assert calls[4]["response"] == (
         "npm i react@18.2.0; git checkout HEAD@{1}; sftp://user:<REDACTED:url-password>@host/f"
     )
 

@@ -30,6 +30,7 @@ __all__ = [
     "LABELLED_VALUES",
     "LABELS",
     "LABEL_JOIN",
+    "LOGGED_IN",
     "LOGIN_COMMAND",
     "LOWER_TITLE",
     "MONTH",
@@ -111,6 +112,9 @@ SSH_KEY_COMMENT = (
     r"\b(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@openssh\.com)[ \t]+"
     r"AAAA[A-Za-z0-9+/]{16,}={0,3}[ \t]+"
 )
+#: what a CLI says the account it is logged in with is (`gh auth status`: `Logged in to github.com
+#: account jdoe`, `… as jdoe`), up to the account; prose's "logged in as the admin" is not this
+LOGGED_IN = r"\bLogged[ \t]+in[ \t]+to[ \t]+[\w.-]+\.[a-z]{2,}[ \t]+(?:as|account)[ \t]+"
 #: a command that logs in to a host, up to the `account@host` it names (`ssh -i key jdoe@10.0.0.5`)
 LOGIN_COMMAND = r"\b(?:ssh|scp|sftp|rsync|mosh|ssh-copy-id)\b[^\n|;&]{0,200}?"
 #: a home folder written as a template or variable (`$USER`, `%USERNAME%`, `<you>`, `{user}`, `*`), or a
@@ -166,8 +170,11 @@ NAME_FIELD = (
 #: `maintainer = …`), up to the quote their value opens with
 ASSIGNED_PEOPLE = r"\b(?:__)?(?i:author|maintainer|contributor)s?(?:__)?[ \t]*=[ \t]*[\[(]?[ \t]*[\"']"
 #: the name a coding agent sets for git's commits, up to where it begins (`git config user.name "…"`,
-#: `git -c user.name=…`, `GIT_AUTHOR_NAME="…"`)
-GIT_IDENTITY = r"(?:\buser\.name|\bGIT_(?:AUTHOR|COMMITTER)_NAME)[ \t]*[= \t][ \t]*[\"']?"
+#: `git -c user.name=…`, `GIT_AUTHOR_NAME="…"`, a `.gitconfig`'s `[user]` section's `name = …`)
+GIT_IDENTITY = (
+    r"(?:\buser\.name|\bGIT_(?:AUTHOR|COMMITTER)_NAME|\[user\](?:[ \t]*\n[ \t]*\w+[ \t]*=[^\n]*){0,4}"
+    r"[ \t]*\n[ \t]*name)[ \t]*[= \t][ \t]*[\"']?"
+)
 
 STREET_WORDS_EN = (
     "Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Place|Pl|Square|Sq|Terrace|"

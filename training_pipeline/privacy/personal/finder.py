@@ -85,7 +85,7 @@ _FAMILIES: tuple[tuple[str, tuple[str, ...], int], ...] = (
     # an account's name: a home folder, an SSH key's comment, a login, an IAM user (`AccountNameRecognizer`)
     (
         r"/home/|/Users/|[A-Za-z]:[\\/](?i:users|documents and settings)[\\/]|"
-        rf"{cues.SSH_KEY_COMMENT}|{cues.LOGIN_COMMAND}@|\barn:aws[\w-]*:iam::\d{{12}}:user/",
+        rf"{cues.SSH_KEY_COMMENT}|{cues.LOGIN_COMMAND}@|\barn:aws[\w-]*:iam::\d{{12}}:user/|{cues.LOGGED_IN}",
         ("USERNAME",),
         64,
     ),

@@ -54,6 +54,7 @@ from training_pipeline.privacy.personal.cues import (
     LABEL_JOIN,
     LABELLED_VALUES,
     LABELS,
+    LOGGED_IN,
     LOGIN_COMMAND,
     NAME,
     NAME_FIELD,
@@ -317,7 +318,8 @@ class AccountNameRecognizer(_Recognizer):
     """An account's name where a coding agent's commands and tools write one: a home folder's path
     (`/Users/janedoe/…`, `/home/jdoe/…`, `C:\\Users\\Jane Doe\\…`), an SSH key's comment
     (`ssh-ed25519 AAAA… jdoe@laptop`), a login to a host (`ssh jdoe@10.0.0.5`, `scp f jdoe@build:`)
-    and an IAM user's ARN (`arn:aws:iam::123456789012:user/jdoe`). An account's name is someone's
+    an IAM user's ARN (`arn:aws:iam::123456789012:user/jdoe`) and the account a CLI says it is logged in
+    with (`Logged in to github.com account jdoe`). An account's name is someone's
     identifier, as Sentry's `@userpath` scrubbing rule treats it. Service and system accounts
     (`runner`, `ubuntu`, `root`, `deploy`, `git`…), placeholders (`$USER`, `<you>`) and a URL's path
     (`example.com/home/about`) are nobody's."""
@@ -346,6 +348,7 @@ class AccountNameRecognizer(_Recognizer):
         # not a URL's password: `scp://user:secret@host`)
         (rf"{LOGIN_COMMAND}(?<![\w.@/:-])([a-z_][\w.-]{{0,31}})@(?=[\w-])", "USERNAME", 0.7),
         (r"\barn:aws[\w-]*:iam::\d{12}:user/(?:[\w+=,.@-]+/)*([\w+=,.@-]+)", "USERNAME", 0.7),
+        (rf"{LOGGED_IN}([A-Za-z0-9][\w.-]{{0,38}})(?![\w@.-])", "USERNAME", 0.7),
     )
 
     def accept(self, value: str, entity: str) -> bool:
