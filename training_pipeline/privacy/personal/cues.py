@@ -21,6 +21,7 @@ __all__ = [
     "DIALLED",
     "FIELD",
     "GERMANIC_STREETS",
+    "GITCONFIG_USER",
     "GIT_IDENTITY",
     "GREETING",
     "HONORIFIC",
@@ -170,11 +171,10 @@ NAME_FIELD = (
 #: `maintainer = …`), up to the quote their value opens with
 ASSIGNED_PEOPLE = r"\b(?:__)?(?i:author|maintainer|contributor)s?(?:__)?[ \t]*=[ \t]*[\[(]?[ \t]*[\"']"
 #: the name a coding agent sets for git's commits, up to where it begins (`git config user.name "…"`,
-#: `git -c user.name=…`, `GIT_AUTHOR_NAME="…"`, a `.gitconfig`'s `[user]` section's `name = …`)
-GIT_IDENTITY = (
-    r"(?:\buser\.name|\bGIT_(?:AUTHOR|COMMITTER)_NAME|\[user\](?:[ \t]*\n[ \t]*\w+[ \t]*=[^\n]*){0,4}"
-    r"[ \t]*\n[ \t]*name)[ \t]*[= \t][ \t]*[\"']?"
-)
+#: `git -c user.name=…`, `GIT_AUTHOR_NAME="…"`)
+GIT_IDENTITY = r"(?:\buser\.name|\bGIT_(?:AUTHOR|COMMITTER)_NAME)[ \t]*[= \t][ \t]*[\"']?"
+#: a `.gitconfig`'s `[user]` section up to its `name = …` (the finder's gate looks for the header alone)
+GITCONFIG_USER = r"\[user\](?:[ \t]*\n[ \t]*\w+[ \t]*=[^\n]*){0,4}[ \t]*\n[ \t]*name[ \t]*=[ \t]*[\"']?"
 
 STREET_WORDS_EN = (
     "Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Place|Pl|Square|Sq|Terrace|"

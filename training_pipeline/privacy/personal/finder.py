@@ -63,7 +63,7 @@ _FAMILIES: tuple[tuple[str, tuple[str, ...], int], ...] = (
         rf"(?:{cues.INTRO}|{cues.INTRO_TWO}|{cues.GREETING}|{cues.HONORIFIC}|{cues.ROLE}|{cues.SIGNATURE}|"
         rf"(?:{cues.FIELD}|{cues.NAME_FIELD})[\"']?[ \t]*:|{cues.ASSIGNED_PEOPLE}|{cues.GIT_IDENTITY})"
         r"[ \t]*[\"']?"
-        rf"(?:{cues.LOWER_TITLE}\.?[ \t]+)?{_UPPER}",
+        rf"(?:{cues.LOWER_TITLE}\.?[ \t]+)?{_UPPER}|\[user\]",
         ("PERSON",),
         80,
     ),

@@ -46,6 +46,7 @@ from training_pipeline.privacy.personal.cues import (
     FIELD,
     GERMANIC_STREETS,
     GIT_IDENTITY,
+    GITCONFIG_USER,
     GREETING,
     HONORIFIC,
     HOUSE,
@@ -203,7 +204,7 @@ class NameCueRecognizer(_Recognizer):
         ),
         (rf"\bname[ \t]*=[ \t]*\"({NAME_TWO})\"[ \t]*,[ \t]*email[ \t]*=", "PERSON", 0.7),
         # the name git's commits are made with (`git config user.name "Jane Doe"`, `GIT_AUTHOR_NAME=…`)
-        (rf"{GIT_IDENTITY}({NAME_TWO})(?=[\"'\s]|$)", "PERSON", 0.7),
+        (rf"(?:{GIT_IDENTITY}|{GITCONFIG_USER})({NAME_TWO})(?=[\"'\s]|$)", "PERSON", 0.7),
         # a display name before its address, as mail headers, git and package metadata write one
         # (`Jane Doe <jane@example.com>`, `"Jane Doe" <…>`), or last name first (`"Doe, Jane" <…>`)
         (rf"(?:^|[\s\"'(,:=])\"?({NAME_TWO})\"?[ \t]+<[\w.+-]+@", "PERSON", 0.7),
