@@ -140,23 +140,26 @@ def test_the_name_git_commits_with_an_addressee_and_a_driving_licence_are_redact
 
 def test_a_booking_a_quoted_greeting_a_role_and_a_signature_name_their_person() -> None:
     """An assistant books "under the name" someone, a tool call's body greets them, a note names a
-    patient or a candidate, a mail signs after `-- `: each name went to the datasets. A program's
-    "Hello World!", an assistant's "Hey Siri", a heading after a role word and "in the name of" stay."""
+    patient or a candidate, a mail signs after `-- `, a form asks a maiden name and an emergency
+    contact: each name went to the datasets. A program's "Hello World!", an assistant's "Hey Siri", a
+    heading after a role word, "in the name of" and a form's "Last name is Optional" stay."""
     text = (
         'Booked under the name "Chen Wei" for 7pm.\n'
         'send_email(to="x", body="Hi Marcus, the invoice is attached")\n'
         "Interview notes: candidate Sofia Lindqvist, 29, lives nearby.\n"
         "-- \nOliver Schmidt\nSenior Engineer\n"
+        "My mother's maiden name is Okafor. Emergency contact: Tom Baker (brother)\n"
         'print("Hello World!"); greet("Hey Siri, play music")\n'
-        "See the Employee Handbook Update\nin the name of Science"
+        "See the Employee Handbook Update\nin the name of Science; Last name is Optional"
     )
     assert _strict().redact(text) == (
         'Booked under the name "<PII:PERSON:1>" for 7pm.\n'
         'send_email(to="x", body="Hi <PII:PERSON:2>, the invoice is attached")\n'
         "Interview notes: candidate <PII:PERSON:3>, 29, lives nearby.\n"
         "-- \n<PII:PERSON:4>\nSenior Engineer\n"
+        "My mother's maiden name is <PII:PERSON:5>. Emergency contact: <PII:PERSON:6> (brother)\n"
         'print("Hello World!"); greet("Hey Siri, play music")\n'
-        "See the Employee Handbook Update\nin the name of Science"
+        "See the Employee Handbook Update\nin the name of Science; Last name is Optional"
     )
 
 

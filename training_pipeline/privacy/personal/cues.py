@@ -81,7 +81,7 @@ _NOT_NAME_WORDS = """
     search get send create list fetch read write update delete run find open check add remove query
     senior junior head lead chief principal staff manager engineer director founder president vice
     ceo cto cfo coo vp world universe earth python java rust claude chatgpt gpt gemini copilot siri
-    alexa cortana bard llama mistral
+    alexa cortana bard llama mistral optional required mandatory missing empty invalid blank
 """
 NOT_NAMES = frozenset(_NOT_NAME_WORDS.split())
 #: words that make capitalised words a group's name, not a person's ("Platform Team", "Python Software
@@ -126,6 +126,7 @@ PLACEHOLDER_USER = re.compile(r"[$%<>{}*]|^\.\.?$|^x+$|^(?:user|test|guest|admin
 #: Python's", "I am Happy"), so a name after it needs two words
 INTRO = (
     r"(?i:my\s+name\s+is|my\s+name's|name's|call\s+me|under\s+the\s+name(?:\s+of)?|"
+    r"(?:first|last|family|middle|given|maiden)\s+name\s+is|surname\s+is|"
     r"me\s+llamo|mi\s+chiamo|ich\s+heiße|"
     r"nazywam\s+się|mijn\s+naam\s+is|jag\s+heter|je\s+m'appelle)"
 )

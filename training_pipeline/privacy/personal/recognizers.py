@@ -176,7 +176,8 @@ class NameCueRecognizer(_Recognizer):
             0.7,
         ),
         (
-            rf"[\"']?\b{FIELD}[\"']?[ \t]*:[ \t]*[\"']?({NAME})(?=[\"'<,;\n]|[ \t]*$|[ \t]+<)",
+            # (a relation after it too: `Emergency contact: Tom Baker (brother)`)
+            rf"[\"']?\b{FIELD}[\"']?[ \t]*:[ \t]*[\"']?({NAME})(?=[\"'<,;\n]|[ \t]*$|[ \t]+[<(])",
             "PERSON",
             0.7,
         ),
