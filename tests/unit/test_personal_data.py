@@ -150,7 +150,8 @@ def test_a_booking_a_quoted_greeting_a_role_and_a_signature_name_their_person() 
         "-- \nOliver Schmidt\nSenior Engineer\n"
         "My mother's maiden name is Okafor. Emergency contact: Tom Baker (brother)\n"
         'print("Hello World!"); greet("Hey Siri, play music")\n'
-        "See the Employee Handbook Update\nin the name of Science; Last name is Optional"
+        "See the Employee Handbook Update\nin the name of Science; Last name is Optional\n"
+        "the unforgiven name is Sunny"
     )
     assert _strict().redact(text) == (
         'Booked under the name "<PII:PERSON:1>" for 7pm.\n'
@@ -159,7 +160,8 @@ def test_a_booking_a_quoted_greeting_a_role_and_a_signature_name_their_person() 
         "-- \n<PII:PERSON:4>\nSenior Engineer\n"
         "My mother's maiden name is <PII:PERSON:5>. Emergency contact: <PII:PERSON:6> (brother)\n"
         'print("Hello World!"); greet("Hey Siri, play music")\n'
-        "See the Employee Handbook Update\nin the name of Science; Last name is Optional"
+        "See the Employee Handbook Update\nin the name of Science; Last name is Optional\n"
+        "the unforgiven name is Sunny"
     )
 
 

@@ -126,7 +126,7 @@ PLACEHOLDER_USER = re.compile(r"[$%<>{}*]|^\.\.?$|^x+$|^(?:user|test|guest|admin
 #: Python's", "I am Happy"), so a name after it needs two words
 INTRO = (
     r"(?i:my\s+name\s+is|my\s+name's|name's|call\s+me|under\s+the\s+name(?:\s+of)?|"
-    r"(?:first|last|family|middle|given|maiden)\s+name\s+is|surname\s+is|"
+    r"\b(?:first|last|family|middle|given|maiden)\s+name\s+is|\bsurname\s+is|"
     r"me\s+llamo|mi\s+chiamo|ich\s+heiße|"
     r"nazywam\s+się|mijn\s+naam\s+is|jag\s+heter|je\s+m'appelle)"
 )
