@@ -729,6 +729,60 @@ def test_an_account_name_in_a_key_a_login_or_an_arn_is_redacted_and_service_acco
     )
 
 
+def test_a_shell_prompts_account_and_a_devices_owner_are_redacted_and_system_prompts_stay() -> None:
+    """A pasted terminal starts each command with its prompt (`jdoe@host:~/src$`, zsh's `jdoe@Host ~
+    %`, Red Hat's `[jdoe@host src]$`, Git Bash's `… MINGW64`), whose account then goes wherever the
+    trajectory says it; Ubuntu names the host after the account, a Mac after its owner
+    (`Janes-MacBook-Pro`, `Jane's MacBook Pro`). `root`'s and `ubuntu`'s prompts, a git remote, a
+    product's "Apple's iPhone" and "Today's iPad" stay."""
+    trajectory = _trajectory(
+        ("(base) mchen@mchen-ThinkPad-X1:~/src/app$ git status", "ok mchen, clean"),
+        ("jdoe@Janes-MacBook-Pro ~ % ls", "[rpatel@web-01 logs]$ tail app.log"),
+        ("JaneDoe@DESKTOP-4K2 MINGW64 ~/repo (main)", "AirDrop to Jane Doe's iPhone failed"),
+        (
+            "root@ip-10-0-1-5:/# ls; ubuntu@build:~$ make; git@github.com:acme/app.git",
+            "Apple's iPhone 15 and Today's iPad deals; Work-MacBook-Pro",
+        ),
+    )
+    _strict().redact_sensitive(trajectory)
+    calls = [call for step in trajectory["steps"] for call in step["llmCalls"]]
+    text = json.dumps(trajectory)
+    for value in ("mchen", "jdoe", "Janes", "rpatel", "JaneDoe", "Jane Doe"):
+        assert value not in text
+    assert (
+        calls[0]["userPrompt"] == "(base) <PII:USERNAME:1>@<PII:USERNAME:1>-ThinkPad-X1:~/src/app$ git status"
+    )
+    assert calls[0]["response"] == "ok <PII:USERNAME:1>, clean"
+    assert calls[1]["userPrompt"] == "<PII:USERNAME:2>@<PII:PERSON:1>-MacBook-Pro ~ % ls"
+    assert calls[1]["response"] == "[<PII:USERNAME:3>@web-01 logs]$ tail app.log"
+    assert calls[2]["response"] == "AirDrop to <PII:PERSON:2>'s iPhone failed"
+    assert (
+        calls[3]["userPrompt"] == "root@ip-10-0-1-5:/# ls; ubuntu@build:~$ make; git@github.com:acme/app.git"
+    )
+    assert calls[3]["response"] == "Apple's iPhone 15 and Today's iPad deals; Work-MacBook-Pro"
+
+
+def test_a_number_an_organisation_files_a_person_under_is_redacted_and_references_stay() -> None:
+    """A patient's medical record number, a health plan member's, a policy's, an employee's and a
+    student's, given as one (HIPAA's identifiers beside the national ids), and a national id after
+    "Tax ID:" or "National ID:" (which read as a reference's `id:`); a bare `id:`, an order's id, a
+    retry policy and a table's small `employee_id` stay."""
+    text = (
+        "Patient MRN: 00482913, admitted 2026-11-02\nMedical record number: A0049281\n"
+        "Member ID: XJH449201833; policy no. HX-4491-2210-77\nEmployee ID: E-204918, student id 20194487\n"
+        "Tax ID: 94-1234567\nNational ID: 8812049931\n"
+        'id: 88120499, order id: 88120499, retry policy: 3, {"employee_id": 25}'
+    )
+    assert _strict().redact(text) == (
+        "Patient MRN: <PII:RECORD_NUMBER:1>, admitted 2026-11-02\n"
+        "Medical record number: <PII:RECORD_NUMBER:2>\n"
+        "Member ID: <PII:RECORD_NUMBER:3>; policy no. <PII:RECORD_NUMBER:4>\n"
+        "Employee ID: <PII:RECORD_NUMBER:5>, student id <PII:RECORD_NUMBER:6>\n"
+        "Tax ID: <PII:NATIONAL_ID:1>\nNational ID: <PII:NATIONAL_ID:2>\n"
+        'id: 88120499, order id: 88120499, retry policy: 3, {"employee_id": 25}'
+    )
+
+
 def test_a_window_our_recognizers_could_find_nothing_in_holds_nothing_of_theirs() -> None:
     """The finder skips Presidio's analysis of a window when each recognizer of its kinds says none of
     its patterns matches there (`could_find`): over the corpus's texts, with their values and near

@@ -18,6 +18,8 @@ __all__ = [
     "BIRTH_CUE",
     "CLOSING",
     "DATE",
+    "DEVICE",
+    "DEVICE_OWNER",
     "DIALLED",
     "FIELD",
     "GERMANIC_STREETS",
@@ -42,7 +44,9 @@ __all__ = [
     "NOT_NAMES",
     "ORGANISATION_WORDS",
     "PLACEHOLDER_USER",
+    "PROMPT_HOST",
     "ROLE",
+    "SHELL_PROMPT",
     "SIGNATURE",
     "SSH_KEY_COMMENT",
     "STREET_NAME_WORD",
@@ -82,6 +86,7 @@ _NOT_NAME_WORDS = """
     senior junior head lead chief principal staff manager engineer director founder president vice
     ceo cto cfo coo vp world universe earth python java rust claude chatgpt gpt gemini copilot siri
     alexa cortana bard llama mistral optional required mandatory missing empty invalid blank
+    today tonight tomorrow yesterday apple someone somebody anyone anybody nobody mom dad mum
 """
 NOT_NAMES = frozenset(_NOT_NAME_WORDS.split())
 #: words that make capitalised words a group's name, not a person's ("Platform Team", "Python Software
@@ -118,6 +123,19 @@ SSH_KEY_COMMENT = (
 LOGGED_IN = r"\bLogged[ \t]+in[ \t]+to[ \t]+[\w.-]+\.[a-z]{2,}[ \t]+(?:as|account)[ \t]+"
 #: a command that logs in to a host, up to the `account@host` it names (`ssh -i key jdoe@10.0.0.5`)
 LOGIN_COMMAND = r"\b(?:ssh|scp|sftp|rsync|mosh|ssh-copy-id)\b[^\n|;&]{0,200}?"
+#: a shell's prompt after its `account@host`: bash's (`jdoe@host:~/src$`), zsh's on a Mac (`jdoe@Host ~
+#: %`), Red Hat's (`[jdoe@host src]$`), Git Bash's (`jdoe@HOST MINGW64 ~/src`): how a pasted terminal
+#: starts each command
+PROMPT_HOST = r"[\w-]+(?:\.[\w-]+)*"
+SHELL_PROMPT = (
+    r"(?::[~/][^\s$#]*[$#]|[ \t]+(?:~|[\w.-]+)[ \t]+%|[ \t]+(?:~|[\w.~/-]+)\][$#]|"
+    r"[ \t]+(?:MINGW(?:32|64)|MSYS|UCRT64|CLANG64)\b)(?=[ \t]|$)"
+)
+#: a device's default name, which holds its owner's (`Jane's MacBook Pro`; as a host, where the
+#: apostrophe is dropped, `Janes-MacBook-Pro.local`, `Jane-Does-iPhone`): the words after the owner
+DEVICE = r"(?:MacBook|iMac|Mac[ \t-]?(?:mini|Pro|Studio)|MBP|iPhone|iPad)"
+#: the owner's name before them: one or two capitalised words
+DEVICE_OWNER = rf"{_WORD}(?:[ \t-]{_WORD})?"
 #: a home folder written as a template or variable (`$USER`, `%USERNAME%`, `<you>`, `{user}`, `*`), or a
 #: numbered stand-in (`user1`)
 PLACEHOLDER_USER = re.compile(r"[$%<>{}*]|^\.\.?$|^x+$|^(?:user|test|guest|admin)[-_]?\d+$", re.IGNORECASE)
@@ -245,6 +263,11 @@ LABELS = {
     r"tarjeta|carta|cartão|kaart|karta|kort",
     "IBAN_CODE": r"iban|bank[\s_-]*account|account[\s_-]*number|konto(?:nummer)?|compte|cuenta|conto|conta|"
     r"rekening",
+    # a number an organisation files a person under (HIPAA's identifiers besides the national ones): a
+    # patient's medical record, a health plan member's, an insurance policy's, an employee's, a student's
+    "RECORD_NUMBER": r"mrn|medical[\s_-]+record|"
+    r"(?:patient|member|subscriber|beneficiary|insurance|health[\s_-]+plan|employee|student|staff)[\s_-]+id|"
+    r"(?:policy|member|employee|student|staff|patient)[\s_-]*(?:number|no\.?|nr\.?|#)",
     "NATIONAL_ID": r"ssn|social[\s_-]+security(?:[\s_-]+number)?|national[\s_-]+(?:id|insurance)"
     r"(?:[\s_-]+number)?|id[\s_-]+(?:number|card)|identity[\s_-]+(?:number|card)|personal[\s_-]+id|tax[\s_-]+id|dni|nie|nif|"
     r"pesel|personnummer|aadhaar|aadhar|pan|codice[\s_-]+fiscale|nino|tfn|sin|bsn|cpf|steuer[\s_-]*id|"
@@ -266,12 +289,15 @@ LABEL_JOIN = (
 #: is a phone number wherever it is glued. Not after a letter, a digit or a `+` (`1.2.0+20261124` is a
 #: build's metadata), and not followed by a digit.
 DIALLED = r"(?<![A-Za-z0-9+])\+[1-9]\d{7,14}(?!\d)"
+#: an id's characters: capitals and digits, four digits in a row, in groups
+_ID_SHAPE = r"(?=[A-Z0-9 .\-/]*\d{4})[A-Z0-9](?:[ .\-/]?[A-Z0-9]){5,19}"
 #: each labelled kind's value: what follows the label must look like one, whatever its checksum
 LABELLED_VALUES = {
     "PHONE_NUMBER": r"\+?\(?\d[\d \t().\-/]{5,20}\d(?:[ \t]*(?:x|ext\.?)[ \t]*\d{1,6})?",
     "CREDIT_CARD": r"\d(?:[ -]?\d){12,18}",
     "IBAN_CODE": r"[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]){10,32}",
-    "NATIONAL_ID": r"(?=[A-Z0-9 .\-/]*\d{4})[A-Z0-9](?:[ .\-/]?[A-Z0-9]){5,19}",
+    "NATIONAL_ID": _ID_SHAPE,
+    "RECORD_NUMBER": _ID_SHAPE,
     # words, numbers and the punctuation of an address; no code (`(`, `=`, `_`, `[`)
     # (a full stop ends it where a sentence ends: `. ` is not inside an address, but after an
     # abbreviation, `pl.`, `H.No.`, it is)

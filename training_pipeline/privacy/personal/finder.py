@@ -63,7 +63,7 @@ _FAMILIES: tuple[tuple[str, tuple[str, ...], int], ...] = (
         rf"(?:{cues.INTRO}|{cues.INTRO_TWO}|{cues.GREETING}|{cues.HONORIFIC}|{cues.ROLE}|{cues.SIGNATURE}|"
         rf"(?:{cues.FIELD}|{cues.NAME_FIELD})[\"']?[ \t]*:|{cues.ASSIGNED_PEOPLE}|{cues.GIT_IDENTITY})"
         r"[ \t]*[\"']?"
-        rf"(?:{cues.LOWER_TITLE}\.?[ \t]+)?{_UPPER}|\[user\]",
+        rf"(?:{cues.LOWER_TITLE}\.?[ \t]+)?{_UPPER}|\[user\]|(?:['’]s[ \t]|s-){cues.DEVICE}",
         ("PERSON",),
         80,
     ),
@@ -82,10 +82,12 @@ _FAMILIES: tuple[tuple[str, tuple[str, ...], int], ...] = (
     ),
     # written-out birth dates (numeric ones are in the numbers' family)
     (rf"{cues.BIRTH_CUE}[^\n]{{0,24}}?\d", ("DATE_OF_BIRTH",), 40),
-    # an account's name: a home folder, an SSH key's comment, a login, an IAM user (`AccountNameRecognizer`)
+    # an account's name: a home folder, an SSH key's comment, a login, an IAM user, a shell's prompt
+    # (`AccountNameRecognizer`)
     (
         r"/home/|/Users/|[A-Za-z]:[\\/](?i:users|documents and settings)[\\/]|"
-        rf"{cues.SSH_KEY_COMMENT}|{cues.LOGIN_COMMAND}@|\barn:aws[\w-]*:iam::\d{{12}}:user/|{cues.LOGGED_IN}",
+        rf"{cues.SSH_KEY_COMMENT}|{cues.LOGIN_COMMAND}@|\barn:aws[\w-]*:iam::\d{{12}}:user/|{cues.LOGGED_IN}|"
+        r"@[\w.-]+(?::[~/]|[ \t]+[~\w.-]+[ \t]+%|[ \t]+[~\w./-]+\][$#]|[ \t]+(?:MINGW|MSYS|UCRT64|CLANG64))",
         ("USERNAME",),
         64,
     ),
@@ -433,8 +435,10 @@ def _someones(text: str, start: int, end: int, kind: str, score: float) -> bool:
         return True  # dialled with its country code: a phone number whatever it is glued into
     if kind in _TOKEN_KINDS and not _stands_alone(text, start, end):
         return False
-    if kind in _NUMBER_KINDS and (_glued(text, start, end) or _a_reference_or_code(text, start, end)):
-        return False
+    if kind in _NUMBER_KINDS and (
+        _glued(text, start, end) or (kind != "NATIONAL_ID" and _a_reference_or_code(text, start, end))
+    ):
+        return False  # (a `NATIONAL_ID` is found only after its label: "Tax ID:" is no reference's `id:`)
     return kind != "PHONE_NUMBER" or _dialled(text, start, end, score)
 
 

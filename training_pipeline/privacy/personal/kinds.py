@@ -2,7 +2,7 @@
 
 The names are Presidio's entity types where Presidio has a recognizer (`EMAIL_ADDRESS`, `US_SSN`, …) and
 our own where it has none (`STREET_ADDRESS`, `DATE_OF_BIRTH`, `PASSPORT`, `PERSON` found by cue,
-`USERNAME` in a home folder): a
+`USERNAME` where a command or a tool writes an account's name, `RECORD_NUMBER`): a
 placeholder says what was there, `<PII:EMAIL_ADDRESS:1>`, and its number tells one value from another
 within a trajectory, never what the value was.
 """
@@ -68,8 +68,9 @@ NATIONAL_IDS = (
     # any country's id number, given as one ("DNI: …", "my BSN is …"): `LabelledValueRecognizer`
     "NATIONAL_ID",
 )
-#: a person's name (said to be one), birth date, and account name (a home folder's: `/Users/janedoe`)
-PEOPLE = ("PERSON", "DATE_OF_BIRTH", "USERNAME")
+#: a person's name (said to be one), birth date, account name (a home folder's: `/Users/janedoe`), and
+#: the number an organisation files them under, given as one (`MRN: …`, `Employee ID: …`)
+PEOPLE = ("PERSON", "DATE_OF_BIRTH", "USERNAME", "RECORD_NUMBER")
 #: the kinds found in runs of digits, or of capitals and digits (the finder's gate reads these)
 NUMBERS = ("PHONE_NUMBER", "CREDIT_CARD", "IBAN_CODE", "US_BANK_NUMBER", *NATIONAL_IDS)
 #: what `strict` redacts unless the deployment says otherwise

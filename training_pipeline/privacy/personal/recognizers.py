@@ -2,7 +2,7 @@
 
 - `NameCueRecognizer` (`PERSON`): Presidio finds names only through an NER model. Without one, the cues
   people actually write: "my name is …", "I'm …", a greeting ("Dear …", "Hi …,"), a signature after
-  "Regards," and a name field (`"full_name": "…"`, `Name: …`).
+  "Regards,", a name field (`"full_name": "…"`, `Name: …`) and a device's owner (`Jane's MacBook Pro`).
 - `StreetAddressRecognizer` (`STREET_ADDRESS`): Presidio has no street-address recognizer (its NER gives
   `LOCATION`, which is cities and countries as much as homes). A house number beside a street word in
   the languages of the bundled locales, or a number and words after "I live at", "address:", "ship to".
@@ -42,6 +42,8 @@ from training_pipeline.privacy.personal.cues import (
     BIRTH_CUE,
     CLOSING,
     DATE,
+    DEVICE,
+    DEVICE_OWNER,
     DIALLED,
     FIELD,
     GERMANIC_STREETS,
@@ -64,7 +66,9 @@ from training_pipeline.privacy.personal.cues import (
     NOT_NAMES,
     ORGANISATION_WORDS,
     PLACEHOLDER_USER,
+    PROMPT_HOST,
     ROLE,
+    SHELL_PROMPT,
     SIGNATURE,
     SSH_KEY_COMMENT,
     STREET_NAME_WORD,
@@ -114,7 +118,8 @@ def _result(recognizer: LocalRecognizer, entity: str, start: int, end: int, scor
 
 
 class _Recognizer(LocalRecognizer):
-    """A recognizer of spans found by expressions with one group each: (pattern, entity, score)."""
+    """A recognizer of spans found by expressions with one group each, or a group named `value` among
+    others: (pattern, entity, score)."""
 
     PATTERNS: tuple[tuple[str, str, float], ...] = ()
 
@@ -123,7 +128,10 @@ class _Recognizer(LocalRecognizer):
         super().__init__(supported_entities=entities, supported_language="en")
 
     def load(self) -> None:
-        self._compiled = [(regex.compile(p, _FLAGS), entity, score) for p, entity, score in self.PATTERNS]
+        self._compiled = [
+            (compiled, entity, score, compiled.groupindex.get("value", 1))
+            for compiled, entity, score in ((regex.compile(p, _FLAGS), e, s) for p, e, s in self.PATTERNS)
+        ]
         self._any = {
             entity: regex.compile("|".join(f"(?:{p})" for p, e, _ in self.PATTERNS if e == entity), _FLAGS)
             for entity in self.supported_entities
@@ -142,11 +150,11 @@ class _Recognizer(LocalRecognizer):
 
     def analyze(self, text: str, entities: list[str], nlp_artifacts: Any = None) -> list[RecognizerResult]:
         results = []
-        for pattern, entity, score in self._compiled:
+        for pattern, entity, score, group in self._compiled:
             if entities and entity not in entities:
                 continue
             for match in pattern.finditer(text, overlapped=False):
-                start, end = match.span(1)
+                start, end = match.span(group)
                 value = text[start:end].rstrip(" \t.,;:")
                 if value and self.accept(value, entity):
                     results.append(self.result(entity, start, start + len(value), score))
@@ -210,6 +218,8 @@ class NameCueRecognizer(_Recognizer):
         # (`Jane Doe <jane@example.com>`, `"Jane Doe" <…>`), or last name first (`"Doe, Jane" <…>`)
         (rf"(?:^|[\s\"'(,:=])\"?({NAME_TWO})\"?[ \t]+<[\w.+-]+@", "PERSON", 0.7),
         (rf"(?:^|[\s(,:=])\"({NAME},[ \t]*{NAME})\"[ \t]*<[\w.+-]+@", "PERSON", 0.7),
+        # a device's default name, its owner's (`Jane's MacBook Pro`; as a host, `Janes-MacBook-Pro`)
+        (rf"(?<![\w'’-])({DEVICE_OWNER})(?:['’]s[ \t]+|(?<=s)-){DEVICE}(?!\p{{Ll}})", "PERSON", 0.6),
     )
 
     def accept(self, value: str, entity: str) -> bool:
@@ -321,7 +331,8 @@ class AccountNameRecognizer(_Recognizer):
     (`/Users/janedoe/…`, `/home/jdoe/…`, `C:\\Users\\Jane Doe\\…`), an SSH key's comment
     (`ssh-ed25519 AAAA… jdoe@laptop`), a login to a host (`ssh jdoe@10.0.0.5`, `scp f jdoe@build:`)
     an IAM user's ARN (`arn:aws:iam::123456789012:user/jdoe`) and the account a CLI says it is logged in
-    with (`Logged in to github.com account jdoe`). An account's name is someone's
+    with (`Logged in to github.com account jdoe`), a shell's prompt (`jdoe@host:~/src$`). An account's
+    name is someone's
     identifier, as Sentry's `@userpath` scrubbing rule treats it. Service and system accounts
     (`runner`, `ubuntu`, `root`, `deploy`, `git`…), placeholders (`$USER`, `<you>`) and a URL's path
     (`example.com/home/about`) are nobody's."""
@@ -351,6 +362,15 @@ class AccountNameRecognizer(_Recognizer):
         (rf"{LOGIN_COMMAND}(?<![\w.@/:-])([a-z_][\w.-]{{0,31}})@(?=[\w-])", "USERNAME", 0.7),
         (r"\barn:aws[\w-]*:iam::\d{12}:user/(?:[\w+=,.@-]+/)*([\w+=,.@-]+)", "USERNAME", 0.7),
         (rf"{LOGGED_IN}([A-Za-z0-9][\w.-]{{0,38}})(?![\w@.-])", "USERNAME", 0.7),
+        # a shell's prompt (`jdoe@host:~/src$`, `jdoe@Host ~ %`, `[jdoe@host src]$`), and a host named
+        # after its account, as Ubuntu's installer names one (`jdoe@jdoe-ThinkPad-X1:~$`)
+        (rf"(?<![\w.@/:-])([A-Za-z_][\w.-]{{0,31}})@{PROMPT_HOST}{SHELL_PROMPT}", "USERNAME", 0.7),
+        (
+            rf"(?<![\w.@/:-])(?P<account>[A-Za-z_][\w.]{{0,31}})@(?P<value>(?P=account))-{PROMPT_HOST}"
+            rf"{SHELL_PROMPT}",
+            "USERNAME",
+            0.7,
+        ),
     )
 
     def accept(self, value: str, entity: str) -> bool:
