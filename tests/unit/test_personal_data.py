@@ -762,6 +762,41 @@ def test_a_shell_prompts_account_and_a_devices_owner_are_redacted_and_system_pro
     assert calls[3]["response"] == "Apple's iPhone 15 and Today's iPad deals; Work-MacBook-Pro"
 
 
+def test_a_files_owner_ids_user_and_the_environments_account_are_redacted() -> None:
+    """`ls -l` names each file's owner (and Linux its own group), `id` the user, `env` and a tool's
+    environment the account (`USER=`, `LOGNAME=`, `{"USER": …}`) and a CI run its person
+    (`GITHUB_ACTOR=`); each went to the datasets. `root`, `www-data`, a shared group (`staff`), a
+    command substitution and code reading the variable stay."""
+    trajectory = _trajectory(
+        (
+            "ls -la",
+            "-rw-r--r--@  1 jdoe  staff   1.2K Dec  7 09:12 notes.md\n"
+            "drwxr-xr-x  5 mkowalski mkowalski 4096 src",
+        ),
+        ("id; env", "uid=501(tnguyen) gid=20(staff)\nLOGNAME=afischer\nGITHUB_ACTOR=octocat-jane"),
+        ("printenv", '{"USER": "rpatel", "PATH": "/usr/bin"}'),
+        (
+            "drwxr-xr-x 2 www-data www-data 4096 Dec 7 html; uid=0(root) gid=0(root)",
+            'export USER=$(whoami); USER = os.environ["USER"]',
+        ),
+    )
+    _strict().redact_sensitive(trajectory)
+    calls = [call for step in trajectory["steps"] for call in step["llmCalls"]]
+    text = json.dumps(trajectory)
+    for value in ("jdoe", "mkowalski", "tnguyen", "afischer", "octocat-jane", "rpatel"):
+        assert value not in text
+    assert calls[0]["response"] == (
+        "-rw-r--r--@  1 <PII:USERNAME:1>  staff   1.2K Dec  7 09:12 notes.md\n"
+        "drwxr-xr-x  5 <PII:USERNAME:2> <PII:USERNAME:2> 4096 src"
+    )
+    assert calls[1]["response"] == (
+        "uid=501(<PII:USERNAME:3>) gid=20(staff)\nLOGNAME=<PII:USERNAME:4>\nGITHUB_ACTOR=<PII:USERNAME:5>"
+    )
+    assert calls[2]["response"] == '{"USER": "<PII:USERNAME:6>", "PATH": "/usr/bin"}'
+    assert calls[3]["userPrompt"] == "drwxr-xr-x 2 www-data www-data 4096 Dec 7 html; uid=0(root) gid=0(root)"
+    assert calls[3]["response"] == 'export USER=$(whoami); USER = os.environ["USER"]'
+
+
 def test_a_number_an_organisation_files_a_person_under_is_redacted_and_references_stay() -> None:
     """A patient's medical record number, a health plan member's, a policy's, an employee's and a
     student's, given as one (HIPAA's identifiers beside the national ids), and a national id after

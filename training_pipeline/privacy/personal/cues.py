@@ -22,6 +22,7 @@ __all__ = [
     "DEVICE_OWNER",
     "DIALLED",
     "FIELD",
+    "FILE_MODE",
     "GERMANIC_STREETS",
     "GITCONFIG_USER",
     "GIT_IDENTITY",
@@ -35,6 +36,7 @@ __all__ = [
     "LABEL_JOIN",
     "LOGGED_IN",
     "LOGIN_COMMAND",
+    "LOGIN_VARIABLE",
     "LOWER_TITLE",
     "MONTH",
     "NAME",
@@ -130,6 +132,14 @@ PROMPT_HOST = r"[\w-]+(?:\.[\w-]+)*"
 SHELL_PROMPT = (
     r"(?::[~/][^\s$#]*[$#]|[ \t]+(?:~|[\w.-]+)[ \t]+%|[ \t]+(?:~|[\w.~/-]+)\][$#]|"
     r"[ \t]+(?:MINGW(?:32|64)|MSYS|UCRT64|CLANG64)\b)(?=[ \t]|$)"
+)
+#: a file's mode as `ls -l` writes it before the file's links, owner and group (`-rw-r--r--@  1 jdoe
+#: staff`), up to the owner
+FILE_MODE = r"[-dlcbps][-r][-w][-xsS][-r][-w][-xsS][-r][-w][-xtT][@+.]?[ \t]+\d+[ \t]+"
+#: the environment's variables holding the account a process runs as (`env`'s `USER=jdoe`, a tool's
+#: `{"USER": "jdoe"}`), or the person a CI run is for, up to the value
+LOGIN_VARIABLE = (
+    r"\b(?:USER|LOGNAME|USERNAME|SUDO_USER|GITHUB_ACTOR|GITLAB_USER_LOGIN)(?:=[\"']?|[\"'][ \t]*:[ \t]*[\"'])"
 )
 #: a device's default name, which holds its owner's (`Jane's MacBook Pro`; as a host, where the
 #: apostrophe is dropped, `Janes-MacBook-Pro.local`, `Jane-Does-iPhone`): the words after the owner

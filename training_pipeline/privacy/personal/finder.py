@@ -82,12 +82,13 @@ _FAMILIES: tuple[tuple[str, tuple[str, ...], int], ...] = (
     ),
     # written-out birth dates (numeric ones are in the numbers' family)
     (rf"{cues.BIRTH_CUE}[^\n]{{0,24}}?\d", ("DATE_OF_BIRTH",), 40),
-    # an account's name: a home folder, an SSH key's comment, a login, an IAM user, a shell's prompt
-    # (`AccountNameRecognizer`)
+    # an account's name: a home folder, an SSH key's comment, a login, an IAM user, a shell's prompt, a
+    # file's owner, the environment's (`AccountNameRecognizer`)
     (
         r"/home/|/Users/|[A-Za-z]:[\\/](?i:users|documents and settings)[\\/]|"
         rf"{cues.SSH_KEY_COMMENT}|{cues.LOGIN_COMMAND}@|\barn:aws[\w-]*:iam::\d{{12}}:user/|{cues.LOGGED_IN}|"
-        r"@[\w.-]+(?::[~/]|[ \t]+[~\w.-]+[ \t]+%|[ \t]+[~\w./-]+\][$#]|[ \t]+(?:MINGW|MSYS|UCRT64|CLANG64))",
+        r"@[\w.-]+(?::[~/]|[ \t]+[~\w.-]+[ \t]+%|[ \t]+[~\w./-]+\][$#]|[ \t]+(?:MINGW|MSYS|UCRT64|CLANG64))|"
+        rf"{cues.FILE_MODE}[A-Za-z_]|\buid=\d+\(|{cues.LOGIN_VARIABLE}",
         ("USERNAME",),
         64,
     ),
@@ -259,8 +260,12 @@ class PersonalDataFinder:
                 longest[key] = max(byte_end, longest.get(key, 0))
         reached: dict[int, int] = {}  # family -> where its last candidate ended (bytes)
         for (family, byte_start), byte_end in sorted(longest.items(), key=lambda item: item[0][1]):
-            if byte_start < reached.get(family, -1):
-                continue  # a later start inside the same run: the earliest start's candidate holds it
+            last = reached.get(family, -1)
+            if byte_end <= last or (family < _WITH_START and byte_start < last):
+                # inside the last candidate, or a later start of its run: the earliest start's holds it
+                # (a cue family's start is only its end less `_CUE_LENGTH`: a cue ending past the last
+                # is its own, as the second line of `ls -l`'s listing is)
+                continue
             reached[family] = byte_end
             if ascii_only:
                 start, end = byte_start, byte_end

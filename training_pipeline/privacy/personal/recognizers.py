@@ -46,6 +46,7 @@ from training_pipeline.privacy.personal.cues import (
     DEVICE_OWNER,
     DIALLED,
     FIELD,
+    FILE_MODE,
     GERMANIC_STREETS,
     GIT_IDENTITY,
     GITCONFIG_USER,
@@ -59,6 +60,7 @@ from training_pipeline.privacy.personal.cues import (
     LABELS,
     LOGGED_IN,
     LOGIN_COMMAND,
+    LOGIN_VARIABLE,
     NAME,
     NAME_FIELD,
     NAME_TWO,
@@ -331,7 +333,8 @@ class AccountNameRecognizer(_Recognizer):
     (`/Users/janedoe/…`, `/home/jdoe/…`, `C:\\Users\\Jane Doe\\…`), an SSH key's comment
     (`ssh-ed25519 AAAA… jdoe@laptop`), a login to a host (`ssh jdoe@10.0.0.5`, `scp f jdoe@build:`)
     an IAM user's ARN (`arn:aws:iam::123456789012:user/jdoe`) and the account a CLI says it is logged in
-    with (`Logged in to github.com account jdoe`), a shell's prompt (`jdoe@host:~/src$`). An account's
+    with (`Logged in to github.com account jdoe`), a file's owner in `ls -l`'s listing, `id`'s
+    `uid=501(jdoe)`, the environment's `USER=jdoe`, a shell's prompt (`jdoe@host:~/src$`). An account's
     name is someone's
     identifier, as Sentry's `@userpath` scrubbing rule treats it. Service and system accounts
     (`runner`, `ubuntu`, `root`, `deploy`, `git`…), placeholders (`$USER`, `<you>`) and a URL's path
@@ -362,6 +365,15 @@ class AccountNameRecognizer(_Recognizer):
         (rf"{LOGIN_COMMAND}(?<![\w.@/:-])([a-z_][\w.-]{{0,31}})@(?=[\w-])", "USERNAME", 0.7),
         (r"\barn:aws[\w-]*:iam::\d{12}:user/(?:[\w+=,.@-]+/)*([\w+=,.@-]+)", "USERNAME", 0.7),
         (rf"{LOGGED_IN}([A-Za-z0-9][\w.-]{{0,38}})(?![\w@.-])", "USERNAME", 0.7),
+        # a file's owner in `ls -l`'s listing (its group is the owner's own, found by spreading, or a
+        # shared one: `staff`), `id`'s user, and the environment's account (`USER=jdoe`)
+        (
+            rf"(?<![\w-]){FILE_MODE}([A-Za-z_][\w.-]{{0,31}})[ \t]+[A-Za-z_][\w.-]{{0,31}}[ \t]+\d",
+            "USERNAME",
+            0.7,
+        ),
+        (r"\buid=\d+\(([A-Za-z_][\w.-]{0,31})\)", "USERNAME", 0.7),
+        (rf"{LOGIN_VARIABLE}([A-Za-z_][\w.-]{{0,38}})(?=[\"'\s,;}}]|$)", "USERNAME", 0.7),
         # a shell's prompt (`jdoe@host:~/src$`, `jdoe@Host ~ %`, `[jdoe@host src]$`), and a host named
         # after its account, as Ubuntu's installer names one (`jdoe@jdoe-ThinkPad-X1:~$`)
         (rf"(?<![\w.@/:-])([A-Za-z_][\w.-]{{0,31}})@{PROMPT_HOST}{SHELL_PROMPT}", "USERNAME", 0.7),
