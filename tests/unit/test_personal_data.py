@@ -797,6 +797,29 @@ def test_a_files_owner_ids_user_and_the_environments_account_are_redacted() -> N
     assert calls[3]["response"] == 'export USER=$(whoami); USER = os.environ["USER"]'
 
 
+def test_an_accounts_field_and_a_login_beside_its_password_are_redacted_and_types_stay() -> None:
+    """GitHub's API names every pull request's, issue's and commit's person by `"login"`, a config and a
+    form by `username`, a support reply gives `Login: … Password: …`: each account went to the
+    datasets. A bot, a service account, a type (`username: str`, `login: String!`), code's variable
+    (`username = self.username`) and a log's "Login: failed" stay."""
+    text = (
+        '{"user": {"login": "octocat-jane", "id": 583231}, "author": {"login": "dependabot[bot]"}}\n'
+        "username: mkowalski\n"
+        'user_name = "tnguyen"\n'
+        "Here you go - Login: rpatel42 Password: hunter22\n"
+        '"username": "admin"\n    username: Optional[str] = None\nusername: str\n  login: String!\n'
+        "username = self.username\nLogin: failed"
+    )
+    assert _strict().redact(text) == (
+        '{"user": {"login": "<PII:USERNAME:1>", "id": 583231}, "author": {"login": "dependabot[bot]"}}\n'
+        "username: <PII:USERNAME:2>\n"
+        'user_name = "<PII:USERNAME:3>"\n'
+        "Here you go - Login: <PII:USERNAME:4> Password: <REDACTED:keyed-secret>\n"
+        '"username": "admin"\n    username: Optional[str] = None\nusername: str\n  login: String!\n'
+        "username = self.username\nLogin: failed"
+    )
+
+
 def test_a_number_an_organisation_files_a_person_under_is_redacted_and_references_stay() -> None:
     """A patient's medical record number, a health plan member's, a policy's, an employee's and a
     student's, given as one (HIPAA's identifiers beside the national ids), and a national id after

@@ -269,6 +269,8 @@ _SET = "<REDACTED:keyed-secret>"
             '{"mysql_root_pass": "letmein", "dbpass": "hunter2"}',
             f'{{"mysql_root_pass": "{_SET}", "dbpass": "{_SET}"}}',
         ),
+        # a label's password on a line that goes on (a support reply's credentials)
+        ("Login: jdoe42 Password: hunter22 (change it)", f"Login: jdoe42 Password: {_SET} (change it)"),
     ],
 )
 def test_a_password_a_config_a_command_or_a_connection_string_sets_is_redacted(text: str, kept: str) -> None:
@@ -286,7 +288,10 @@ def test_a_password_a_config_a_command_or_a_connection_string_sets_is_redacted(t
         "    password: str",
         "    password = None",
         "    password: Optional[str] = None",
+        "        password: _PasswordType | None = None,",
+        "    def login(self, password: SecretStr, user: Optional[str]):",
         "Password: Forgot password?",
+        "Password: os.environ.get(KEY) ok",
         "PWD=/srv",
         "db.connect(user=user, password=pw)",
         "self.user, self.password = user, password",

@@ -185,16 +185,22 @@ _CONFIG_LINE = LazyPattern(
     rf"^[ \t]*(?:-[ \t]+)?{_PASSWORD_KEY}[ \t]*:[ \t]*{_SET_VALUE}[ \t]*,?[ \t]*(?:(?:#|//)[^\r\n]*)?$",
     re.IGNORECASE | re.ASCII | re.MULTILINE,
 )
-#: a password said in prose (`my password is hunter2`, `the passphrase was "Tr0ub4dor!"`): one token,
+#: a password said in prose (`my password is hunter2`, `the passphrase was "Tr0ub4dor!"`, a line's
+#: `Username: jdoe Password: hunter22`): one token,
 #: which must look like no word of the sentence (`_said_password`), unless it is quoted or said as
 #: someone's or as the one (`my wifi password is letmein`, `the default password is admin`, `your
 #: password is: sunshine`)
 _SAID = LazyPattern(
     r"(?:(?<![A-Za-z0-9_.-])(?P<owner>my|our|your|his|her|their|the)[ \t]+(?:[A-Za-z-]{1,20}[ \t]+)?)?"
-    r"(?<![A-Za-z0-9_.-])(?P<word>password|passwd|passphrase|pass ?code|pin)[ \t]+(?:is|was):?[ \t]+"
+    r"(?<![A-Za-z0-9_.-])(?P<word>password|passwd|passphrase|pass ?code|pin)"
+    r"(?:[ \t]+(?:is|was):?|[ \t]*(?P<colon>:))[ \t]+"
     r"(?P<quote>[\"'“‘`])?(?P<value>[^\s\"'”’`]{3,255}?[^\s\"'”’`.,;:!?)])[\"'”’`]?(?=[.,;:!?)]*(?:\s|$))",
     re.IGNORECASE,
 )
+#: what a labelled password (`Password: …`) never holds but code after a `:` does
+_CODE_TOKEN = re.compile(r"[()\[\]{}<>]")
+#: after an annotation's type: a union's next type or the default
+_TYPE_AFTER = re.compile(r"[ \t]*[|=]")
 #: a password passed to a login by position, in code: requests' and aiohttp's `auth=("bob", "…")`,
 #: `HTTPBasicAuth("bob", "…")`, smtplib's, imaplib's and ftplib's `.login("bob", "…")`
 _POSITIONAL = LazyPattern(
@@ -227,6 +233,8 @@ class PasswordFieldRule(CredentialRule):
             value, groups["word"], groups["quote"] is not None, groups["owner"] is not None
         ):
             return None
+        if groups.get("colon") and (_CODE_TOKEN.search(value) or _TYPE_AFTER.match(text, match.end(group))):
+            return None  # a label's value, not code's annotation (`password: Optional[str]`, `: T | None`)
         return match.span(group)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 __all__ = [
+    "ACCOUNT_KEY",
     "ADDRESS_CUE",
     "ADDRESS_GATE",
     "ADDRESS_JOIN",
@@ -100,8 +101,9 @@ _ORGANISATION_WORDS = """
 """
 ORGANISATION_WORDS = frozenset(_ORGANISATION_WORDS.split())
 
-#: a home folder's name that is no one's: system, service and CI accounts, shared folders, and the
-#: generic words a container's or a tutorial's account is named by (a user's name is also redacted
+#: a home folder's name that is no one's: system, service and CI accounts, shared folders, the
+#: generic words a container's or a tutorial's account is named by, and the types and values a schema
+#: writes under an account's key (`username: str`, `"login": "null"`) (a user's name is also redacted
 #: wherever else the trajectory says it as a word: `Pseudonyms.spread`)
 _NOT_A_USER = """
     root admin administrator user users username guest nobody shared public default defaultapppool
@@ -113,6 +115,7 @@ _NOT_A_USER = """
     john.doe jane.doe foo bar baz docs deploy deployer ansible terraform ops devops core opc bitnami
     postgres mysql oracle backup sftp ftp www web service svc system operator cloud-user automation
     bot github-actions
+    str string text bool true false null none undefined sub email int any object anonymous unknown
 """
 NOT_A_USER = frozenset(_NOT_A_USER.split()) | {"all users", "default user"}
 #: an SSH public key up to its comment (`ssh-ed25519 AAAA… `), which names the account that made it
@@ -136,6 +139,9 @@ SHELL_PROMPT = (
 #: a file's mode as `ls -l` writes it before the file's links, owner and group (`-rw-r--r--@  1 jdoe
 #: staff`), up to the owner
 FILE_MODE = r"[-dlcbps][-r][-w][-xsS][-r][-w][-xsS][-r][-w][-xtT][@+.]?[ \t]+\d+[ \t]+"
+#: a field holding an account's name: GitHub's API (`"login": "jdoe"`, in every pull request's, issue's
+#: and commit's `user` and `author`), a form's or a config's `username`, Twitter's `screen_name`
+ACCOUNT_KEY = r"(?i:login|user[ _]?name|screen[ _]?name)"
 #: the environment's variables holding the account a process runs as (`env`'s `USER=jdoe`, a tool's
 #: `{"USER": "jdoe"}`), or the person a CI run is for, up to the value
 LOGIN_VARIABLE = (

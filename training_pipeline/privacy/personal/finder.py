@@ -88,7 +88,7 @@ _FAMILIES: tuple[tuple[str, tuple[str, ...], int], ...] = (
         r"/home/|/Users/|[A-Za-z]:[\\/](?i:users|documents and settings)[\\/]|"
         rf"{cues.SSH_KEY_COMMENT}|{cues.LOGIN_COMMAND}@|\barn:aws[\w-]*:iam::\d{{12}}:user/|{cues.LOGGED_IN}|"
         r"@[\w.-]+(?::[~/]|[ \t]+[~\w.-]+[ \t]+%|[ \t]+[~\w./-]+\][$#]|[ \t]+(?:MINGW|MSYS|UCRT64|CLANG64))|"
-        rf"{cues.FILE_MODE}[A-Za-z_]|\buid=\d+\(|{cues.LOGIN_VARIABLE}",
+        rf"{cues.FILE_MODE}[A-Za-z_]|\buid=\d+\(|{cues.LOGIN_VARIABLE}|{cues.ACCOUNT_KEY}[\"']?[ \t]*[:=]",
         ("USERNAME",),
         64,
     ),
@@ -401,7 +401,8 @@ def _could_be_a_number_of_someone(text: str, start: int, end: int) -> bool:
 
 #: a key that says what its value is: a name field's, a kind's label, a birth date's cue
 _CUE_KEY = re.compile(
-    rf"(?<![A-Za-z0-9])(?:{cues.FIELD}|{cues.NAME_FIELD}|{cues.BIRTH_CUE}|(?i:{'|'.join(cues.LABELS.values())}))"
+    rf"(?<![A-Za-z0-9])(?:{cues.FIELD}|{cues.NAME_FIELD}|{cues.BIRTH_CUE}|{cues.ACCOUNT_KEY}|"
+    rf"(?i:{'|'.join(cues.LABELS.values())}))"
     r"(?![A-Za-z0-9])"
 )
 _HUMP = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")

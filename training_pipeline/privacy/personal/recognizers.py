@@ -35,6 +35,7 @@ from presidio_analyzer import AnalysisExplanation, LocalRecognizer, Pattern, Rec
 from presidio_analyzer.predefined_recognizers import EmailRecognizer, IpRecognizer
 
 from training_pipeline.privacy.personal.cues import (
+    ACCOUNT_KEY,
     ADDRESS_CUE,
     ADDRESS_JOIN,
     AFTER_ROLE,
@@ -332,13 +333,12 @@ class AccountNameRecognizer(_Recognizer):
     """An account's name where a coding agent's commands and tools write one: a home folder's path
     (`/Users/janedoe/…`, `/home/jdoe/…`, `C:\\Users\\Jane Doe\\…`), an SSH key's comment
     (`ssh-ed25519 AAAA… jdoe@laptop`), a login to a host (`ssh jdoe@10.0.0.5`, `scp f jdoe@build:`)
-    an IAM user's ARN (`arn:aws:iam::123456789012:user/jdoe`) and the account a CLI says it is logged in
+    an IAM user's ARN (`arn:aws:iam::123456789012:user/jdoe`), the account a CLI says it is logged in
     with (`Logged in to github.com account jdoe`), a file's owner in `ls -l`'s listing, `id`'s
-    `uid=501(jdoe)`, the environment's `USER=jdoe`, a shell's prompt (`jdoe@host:~/src$`). An account's
-    name is someone's
-    identifier, as Sentry's `@userpath` scrubbing rule treats it. Service and system accounts
-    (`runner`, `ubuntu`, `root`, `deploy`, `git`…), placeholders (`$USER`, `<you>`) and a URL's path
-    (`example.com/home/about`) are nobody's."""
+    `uid=501(jdoe)`, the environment's `USER=jdoe`, an account's field (`"login": "jdoe"`), a shell's
+    prompt (`jdoe@host:~/src$`). An account's name is someone's identifier, as Sentry's `@userpath`
+    scrubbing rule treats it. Service and system accounts (`runner`, `ubuntu`, `root`, `deploy`,
+    `git`…), placeholders (`$USER`, `<you>`) and a URL's path (`example.com/home/about`) are nobody's."""
 
     PATTERNS = (
         # the folder starts a path (a file URL's too), or it is under a root systems keep homes in
@@ -374,6 +374,23 @@ class AccountNameRecognizer(_Recognizer):
         ),
         (r"\buid=\d+\(([A-Za-z_][\w.-]{0,31})\)", "USERNAME", 0.7),
         (rf"{LOGIN_VARIABLE}([A-Za-z_][\w.-]{{0,38}})(?=[\"'\s,;}}]|$)", "USERNAME", 0.7),
+        # a field holding an account's name: quoted (GitHub's `"login": "jdoe"`), or a config's line
+        # (`username: jdoe`, `user_name = "jdoe"`) that ends with it; not a type (`username: str`,
+        # `login: String!`), code's variable (`username = self.username`), a log's "Login: failed for"
+        (rf"[\"']{ACCOUNT_KEY}[\"'][ \t]*[:=][ \t]*[\"']([A-Za-z0-9_][\w.-]{{0,38}})[\"']", "USERNAME", 0.7),
+        (
+            r"^[ \t]*(?:-[ \t]+)?(?:login|[uU]ser[ _]?[nN]ame|screen[ _]?name)"
+            r"(?:[ \t]*:[ \t]*[\"']?|[ \t]*=[ \t]*[\"'])([A-Za-z0-9_][\w.-]{0,38})(?=[\"',;}]|[ \t]*$)",
+            "USERNAME",
+            0.7,
+        ),
+        # a login given with its password on one line (`Login: jdoe42 Password: …`)
+        (
+            rf"\b{ACCOUNT_KEY}[ \t]*:[ \t]*([A-Za-z0-9_][\w.-]{{0,38}})"
+            r"[ \t]+(?i:password|passwd|pass)[ \t]*:",
+            "USERNAME",
+            0.7,
+        ),
         # a shell's prompt (`jdoe@host:~/src$`, `jdoe@Host ~ %`, `[jdoe@host src]$`), and a host named
         # after its account, as Ubuntu's installer names one (`jdoe@jdoe-ThinkPad-X1:~$`)
         (rf"(?<![\w.@/:-])([A-Za-z_][\w.-]{{0,31}})@{PROMPT_HOST}{SHELL_PROMPT}", "USERNAME", 0.7),
