@@ -165,6 +165,28 @@ def test_a_booking_a_quoted_greeting_a_role_and_a_signature_name_their_person() 
     )
 
 
+def test_a_calendars_a_trackers_and_a_cards_people_and_a_closing_on_one_line_are_redacted() -> None:
+    """A calendar tool's organiser and attendees (`displayName`), a tracker's owner, requester and
+    reviewer, a mail's sender, a booking's traveller, a card's and a chart's names in capitals, and a
+    reply closed on one line ("Thanks, Priya"): each went to the datasets. A team, a bot's display
+    name, "Thanks, Team" and a one-word owner stay."""
+    text = (
+        '{"organizer": {"displayName": "Jane Doe"}, "attendees": [{"displayName": "Bob Smith"}]}\n'
+        "Attendees: Alice Wong, Chen Wei\nOwner: Priya Raman\nRequester: Tom Baker\nReviewer: Ana Lima\n"
+        "Sender: Olivia Brown\nTraveler: Marcus Lee\nCardholder: JANE A DOE\nPatient: DOE, JANE\n"
+        "Sounds good. Thanks, Priya\n"
+        "Owner: Platform Team\nReviewer: Bug Watch Updater\nOwner: root\nThanks, Team\nCardholder: N/A"
+    )
+    assert _strict().redact(text) == (
+        '{"organizer": {"displayName": "<PII:PERSON:1>"}, "attendees": [{"displayName": "<PII:PERSON:2>"}]}\n'
+        "Attendees: <PII:PERSON:3>, <PII:PERSON:4>\nOwner: <PII:PERSON:5>\nRequester: <PII:PERSON:6>\n"
+        "Reviewer: <PII:PERSON:7>\nSender: <PII:PERSON:8>\nTraveler: <PII:PERSON:9>\n"
+        "Cardholder: <PII:PERSON:10>\nPatient: <PII:PERSON:11>\n"
+        "Sounds good. Thanks, <PII:PERSON:12>\n"
+        "Owner: Platform Team\nReviewer: Bug Watch Updater\nOwner: root\nThanks, Team\nCardholder: N/A"
+    )
+
+
 def test_a_field_that_may_name_a_person_takes_two_words_and_a_tools_name_is_nobodys() -> None:
     """`author`, `assignee` and `name` name people and things alike: a person's name has two words or
     more (`"author": "Google"` is a company's) and a tool's starts with what it does (`Search Web`)."""

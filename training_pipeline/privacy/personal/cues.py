@@ -17,6 +17,8 @@ __all__ = [
     "AFTER_ROLE",
     "ASSIGNED_PEOPLE",
     "BIRTH_CUE",
+    "CAPITALS_FIELD",
+    "CAPITALS_NAME",
     "CLOSING",
     "DATE",
     "DEVICE",
@@ -92,12 +94,13 @@ _NOT_NAME_WORDS = """
     today tonight tomorrow yesterday apple someone somebody anyone anybody nobody mom dad mum
 """
 NOT_NAMES = frozenset(_NOT_NAME_WORDS.split())
-#: words that make capitalised words a group's name, not a person's ("Platform Team", "Python Software
-#: Foundation <psf@…>", "Acme Labs")
+#: words that make capitalised words a group's or a program's name, not a person's ("Platform Team",
+#: "Python Software Foundation <psf@…>", "Acme Labs", a tracker's "Bug Watch Updater")
 _ORGANISATION_WORDS = """
     team teams foundation group inc ltd llc gmbh corp corporation company project developers community
     bot bots service services labs lab university department association society committee council
-    office desk center centre organization organisation
+    office desk center centre organization organisation importer updater watcher robot daemon
+    scheduler notifier
 """
 ORGANISATION_WORDS = frozenset(_ORGANISATION_WORDS.split())
 
@@ -199,9 +202,19 @@ FIELD = (
 #: people (`git log`'s `Author:`, a commit's trailers, `"assignee"`); a person's has two words or more
 #: (`"author": "Google"` is a company)
 NAME_FIELD = (
-    r"(?i:name|author|committer|maintainer|assignee|reporter|"
-    r"(?:signed[-_ ]off|co[-_ ]authored|reviewed|reported|tested|acked|suggested|helped)[-_ ]by)"
+    r"(?i:name|display[-_ ]?name|author|committer|maintainer|assignee|reporter|owner|organi[sz]er|"
+    r"attendees?|participants?|requester|requestor|reviewers?|sender|traveler|traveller|beneficiary|"
+    r"(?:signed[-_ ]off|co[-_ ]authored|reviewed|reported|tested|acked|suggested|helped|submitted|"
+    r"created|requested|approved)[-_ ]by)"
 )
+#: a field that only ever holds a person's name, written in capitals as a card, a ticket or a chart
+#: prints it (`Cardholder: JANE A DOE`, `Patient: DOE, JANE`)
+CAPITALS_FIELD = (
+    r"(?i:card[-_ ]?holder|name[-_ ]on[-_ ]card|passenger(?:[-_ ]name)?|patient(?:[-_ ]name)?|"
+    r"guest[-_ ]name|account[-_ ]holder|full[-_ ]name|traveler|traveller|beneficiary)"
+)
+#: a name in capitals: two or three words (an initial between), or family name, comma, given name
+CAPITALS_NAME = r"\p{Lu}{2,}(?:[ \t]+\p{Lu}\.?)?[ \t]+\p{Lu}{2,}|\p{Lu}{2,},[ \t]*\p{Lu}{2,}"
 #: a package's people set in code or configuration (`__author__ = "…"`, `author="…"`, `authors = […]`,
 #: `maintainer = …`), up to the quote their value opens with
 ASSIGNED_PEOPLE = r"\b(?:__)?(?i:author|maintainer|contributor)s?(?:__)?[ \t]*=[ \t]*[\[(]?[ \t]*[\"']"

@@ -68,7 +68,8 @@ _FAMILIES: tuple[tuple[str, tuple[str, ...], int], ...] = (
         80,
     ),
     (
-        rf"{cues.CLOSING}[ \t]*[,!.]?[ \t]*\n[ \t]*[-–—]*[ \t]*(?:{cues.LOWER_TITLE}\.?[ \t]+)?{_UPPER}",
+        rf"{cues.CLOSING}[ \t]*(?:[,!.]?[ \t]*\n[ \t]*[-–—]*[ \t]*(?:{cues.LOWER_TITLE}\.?[ \t]+)?|,[ \t]*)"
+        rf"{_UPPER}|{cues.CAPITALS_FIELD}[\"']?[ \t]*:[ \t]*[\"']?{_UPPER}{{2}}",
         ("PERSON",),
         80,
     ),

@@ -41,6 +41,8 @@ from training_pipeline.privacy.personal.cues import (
     AFTER_ROLE,
     ASSIGNED_PEOPLE,
     BIRTH_CUE,
+    CAPITALS_FIELD,
+    CAPITALS_NAME,
     CLOSING,
     DATE,
     DEVICE,
@@ -183,6 +185,13 @@ class NameCueRecognizer(_Recognizer):
         (rf"{HONORIFIC}[ \t]+({NAME})", "PERSON", 0.6),
         (
             rf"(?:^|[.!?][ \t]+)[ \t]*{CLOSING}[ \t]*[,!.]?[ \t]*\n[ \t]*[-–—]*[ \t]*({NAME})[ \t]*$",
+            "PERSON",
+            0.7,
+        ),
+        # a closing with the sender's name after it, ending the line (`Thanks, Priya`)
+        (rf"(?:^|[.!?][ \t]+)[ \t]*{CLOSING}[ \t]*,[ \t]*({NAME})[ \t]*[.!]?[ \t]*$", "PERSON", 0.6),
+        (
+            rf"[\"']?\b{CAPITALS_FIELD}[\"']?[ \t]*:[ \t]*[\"']?({CAPITALS_NAME})(?=[\"'<,;\n]|[ \t]*$)",
             "PERSON",
             0.7,
         ),
