@@ -187,6 +187,33 @@ def test_a_calendars_a_trackers_and_a_cards_people_and_a_closing_on_one_line_are
     )
 
 
+def test_what_a_browser_agent_types_into_a_form_and_git_blames_authors_are_redacted() -> None:
+    """A browser agent types a person's name and birth date into labelled boxes (Playwright MCP's
+    `{"element": "First name", "ref": …, "text": …}`, a script's `page.fill("#firstName", …)`,
+    `locator(…).fill(…)`) or sends them in a URL's query; `git blame` names each line's author; a
+    database client and a registry login name the account (`psql -U`, `docker login -u`). A table's
+    column names, a header's words and the `postgres` role stay."""
+    text = (
+        '{"element": "First name textbox", "ref": "e12", "text": "Jane"}\n'
+        '{"element": "Date of birth", "ref": "e15", "text": "03/04/1985"}\n'
+        'page.fill(\'input[name="lastName"]\', \'Doe\'); page.locator("#full-name").fill("Ana Lima")\n'
+        "GET /signup?first_name=Marcus&last_name=Lee&plan=pro\n"
+        "3f2a1b7e (Chen Wei     2026-11-02 10:00:00 +0100 12)     return x\n"
+        "psql -U mkowalski -h db app; docker login -u tnguyen ghcr.io\n"
+        'columns = ["First Name", "Last Name", "Email"]; psql -U postgres'
+    )
+    assert _strict().redact(text) == (
+        '{"element": "First name textbox", "ref": "e12", "text": "<PII:PERSON:1>"}\n'
+        '{"element": "Date of birth", "ref": "e15", "text": "<PII:DATE_OF_BIRTH:1>"}\n'
+        "page.fill('input[name=\"lastName\"]', '<PII:PERSON:2>'); "
+        'page.locator("#full-name").fill("<PII:PERSON:3>")\n'
+        "GET /signup?first_name=<PII:PERSON:4>&last_name=<PII:PERSON:5>&plan=pro\n"
+        "3f2a1b7e (<PII:PERSON:6>     2026-11-02 10:00:00 +0100 12)     return x\n"
+        "psql -U <PII:USERNAME:1> -h db app; docker login -u <PII:USERNAME:2> ghcr.io\n"
+        'columns = ["First Name", "Last Name", "Email"]; psql -U postgres'
+    )
+
+
 def test_a_field_that_may_name_a_person_takes_two_words_and_a_tools_name_is_nobodys() -> None:
     """`author`, `assignee` and `name` name people and things alike: a person's name has two words or
     more (`"author": "Google"` is a company's) and a tool's starts with what it does (`Search Web`)."""

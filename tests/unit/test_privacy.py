@@ -269,6 +269,11 @@ _SET = "<REDACTED:keyed-secret>"
             '{"mysql_root_pass": "letmein", "dbpass": "hunter2"}',
             f'{{"mysql_root_pass": "{_SET}", "dbpass": "{_SET}"}}',
         ),
+        (
+            "docker login -u bob -p hunter22 ghcr.io; mongosh --username bob --password hunter22",
+            "docker login -u bob -p <REDACTED:command-password> ghcr.io; "
+            "mongosh --username bob --password <REDACTED:command-password>",
+        ),
         # a label's password on a line that goes on (a support reply's credentials)
         ("Login: jdoe42 Password: hunter22 (change it)", f"Login: jdoe42 Password: {_SET} (change it)"),
     ],
@@ -301,6 +306,7 @@ def test_a_password_a_config_a_command_or_a_connection_string_sets_is_redacted(t
         "userid = passwd = acct = ''",
         "PuttyPassword=0",
         "mysql -u root -p app",
+        "echo $CR_PAT | docker login ghcr.io -u bob --password-stdin",
         "mysqldump -u bob -p$DB_PASS app",
         "the password is incorrect",
         "the password is given",

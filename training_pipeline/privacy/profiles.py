@@ -151,13 +151,16 @@ _STRICT_OWN: tuple[CredentialRule, ...] = (
         group=1,
     ),
     # a password a command takes as an option: MySQL's and MariaDB's `-p` with the value attached
-    # (`mysql -uroot -phunter2`), sshpass' `-p`, redis-cli's `-a`, the MongoDB shell's `-p`, and
-    # curl's `-u user:password` (gitleaks' rule takes no `!` or `#` in an unquoted one)
+    # (`mysql -uroot -phunter2`), sshpass' `-p`, redis-cli's `-a`, the MongoDB shell's `-p`, a
+    # registry login's (`docker login -u jdoe -p …`, podman's, helm's, oras'), and curl's `-u
+    # user:password` (gitleaks' rule takes no `!` or `#` in an unquoted one)
     _rule(
         "command-password",
         r"\b(?:(?:mysql(?:dump|admin|import|check)?|mariadb(?:-dump|-admin)?)\b[^\n|;&]{0,200}?[ \t]-p"
         r"|(?:sshpass[ \t]+-p|redis-cli\b[^\n|;&]{0,200}?[ \t]-a"
-        r"|mongo(?:sh)?\b[^\n|;&]{0,200}?[ \t]-p"
+        r"|mongo(?:sh)?\b[^\n|;&]{0,200}?[ \t](?:-p|--password(?:[ \t]+|=))"
+        r"|(?:docker|podman|buildah|skopeo|nerdctl|oras|helm[ \t]+registry)[ \t]+login\b[^\n|;&]{0,200}?"
+        r"[ \t](?:-p|--password)(?:[ \t]+|=)"
         r"|curl\b[^\n|;&]{0,200}?[ \t](?:-u|--user)(?:[ \t]+|=)[\"']?(?P<user>[^\s:\"'`<\[]{1,64}):"
         r"(?!(?P=user)(?:[\s'\"`]|$)))[ \t]*)"
         # not a variable, a placeholder's bracket or word, or the user's name again (`test:test`)

@@ -17,6 +17,7 @@ __all__ = [
     "AFTER_ROLE",
     "ASSIGNED_PEOPLE",
     "BIRTH_CUE",
+    "BLAME",
     "CAPITALS_FIELD",
     "CAPITALS_NAME",
     "CLOSING",
@@ -26,6 +27,8 @@ __all__ = [
     "DIALLED",
     "FIELD",
     "FILE_MODE",
+    "FILLED_WITH",
+    "FILL_CALL",
     "GERMANIC_STREETS",
     "GITCONFIG_USER",
     "GIT_IDENTITY",
@@ -39,10 +42,12 @@ __all__ = [
     "LABEL_JOIN",
     "LOGGED_IN",
     "LOGIN_COMMAND",
+    "LOGIN_OPTION",
     "LOGIN_VARIABLE",
     "LOWER_TITLE",
     "MONTH",
     "NAME",
+    "NAME_BOX",
     "NAME_FIELD",
     "NAME_TWO",
     "NOT_A_USER",
@@ -57,6 +62,7 @@ __all__ = [
     "STREET_NAME_WORD",
     "STREET_WORDS_EN",
     "STREET_WORDS_OTHER",
+    "TYPED_INTO",
 ]
 
 #: a name's word: a capital, then letters (accents included), an inner hyphen or apostrophe allowed
@@ -155,6 +161,13 @@ LOGIN_VARIABLE = (
 DEVICE = r"(?:MacBook|iMac|Mac[ \t-]?(?:mini|Pro|Studio)|MBP|iPhone|iPad)"
 #: the owner's name before them: one or two capitalised words
 DEVICE_OWNER = rf"{_WORD}(?:[ \t-]{_WORD})?"
+#: a database client's or a registry login's user option, up to the account (`psql -U jdoe`,
+#: `mysql -ujdoe`, `docker login -u jdoe`)
+LOGIN_OPTION = (
+    r"\b(?:psql|pg_dump(?:all)?|pg_restore|createdb|dropdb|mysql(?:dump)?|mariadb|mongo(?:sh|dump|restore)?|"
+    r"(?:docker|podman|buildah|skopeo|nerdctl|oras|helm[ \t]+registry)[ \t]+login)\b[^\n|;&]{0,200}?"
+    r"[ \t](?:-[uU][ \t]*|--user(?:name)?(?:[ \t]+|=))"
+)
 #: a home folder written as a template or variable (`$USER`, `%USERNAME%`, `<you>`, `{user}`, `*`), or a
 #: numbered stand-in (`user1`)
 PLACEHOLDER_USER = re.compile(r"[$%<>{}*]|^\.\.?$|^x+$|^(?:user|test|guest|admin)[-_]?\d+$", re.IGNORECASE)
@@ -215,9 +228,30 @@ CAPITALS_FIELD = (
 )
 #: a name in capitals: two or three words (an initial between), or family name, comma, given name
 CAPITALS_NAME = r"\p{Lu}{2,}(?:[ \t]+\p{Lu}\.?)?[ \t]+\p{Lu}{2,}|\p{Lu}{2,},[ \t]*\p{Lu}{2,}"
+#: a form's box for a person's name, as a browser agent names the box it types into (`{"element": "First
+#: name textbox", "ref": "e12", "text": "Jane"}`, Playwright's `page.fill("#firstName", "Jane")`)
+NAME_BOX = r"(?i:(?:first|last|given|family|full|middle|sur|maiden)[ _-]?name)"
+#: from a box's label to the value typed into it by a browser tool's call: the rest of the label, then
+#: its object's `text` or `value` (`{"element": "First name", "ref": "e12", "text": "Jane"}`), up to the
+#: value's opening quote
+TYPED_INTO = r"[^\"'\n{}]{0,40}[\"'][^{}\n]{0,120}?[\"'](?:text|value)[\"'][ \t]*:[ \t]*[\"']"
+#: a form-filling call (Playwright's, Selenium's) up to the label in its selector
+FILL_CALL = (
+    r"\b(?:fill|type|press_sequentially|send_keys|set_value|locator|get_by_label|getByLabel)\("
+    r"[ \t]*[\"'][^\n]{0,60}?"
+)
+#: from the label in a call's selector to the value it fills the box with: `page.fill("#firstName",
+#: "Jane")`, `fill('input[name="firstName"]', 'Jane')`, `locator("#first-name").fill("Jane")`
+FILLED_WITH = (
+    r"[^\"'\n]{0,40}[\"'](?:\][\"'])?(?:[ \t]*,|[ \t]*\)[ \t]*\.(?:fill|type|press_sequentially)\()"
+    r"[ \t]*[\"']"
+)
 #: a package's people set in code or configuration (`__author__ = "…"`, `author="…"`, `authors = […]`,
 #: `maintainer = …`), up to the quote their value opens with
 ASSIGNED_PEOPLE = r"\b(?:__)?(?i:author|maintainer|contributor)s?(?:__)?[ \t]*=[ \t]*[\[(]?[ \t]*[\"']"
+#: what `git blame` writes after a line's author: the commit's time and the line's number
+#: (`3f2a1b7e (Jane Doe 2026-11-02 10:00:00 +0100 12) …`)
+BLAME = r"[ \t]+\d{4}-\d\d-\d\d[ \t]+\d\d:\d\d:\d\d[ \t]+[+-]\d{4}[ \t]+\d+\)"
 #: the name a coding agent sets for git's commits, up to where it begins (`git config user.name "…"`,
 #: `git -c user.name=…`, `GIT_AUTHOR_NAME="…"`)
 GIT_IDENTITY = r"(?:\buser\.name|\bGIT_(?:AUTHOR|COMMITTER)_NAME)[ \t]*[= \t][ \t]*[\"']?"

@@ -63,7 +63,8 @@ _FAMILIES: tuple[tuple[str, tuple[str, ...], int], ...] = (
         rf"(?:{cues.INTRO}|{cues.INTRO_TWO}|{cues.GREETING}|{cues.HONORIFIC}|{cues.ROLE}|{cues.SIGNATURE}|"
         rf"(?:{cues.FIELD}|{cues.NAME_FIELD})[\"']?[ \t]*:|{cues.ASSIGNED_PEOPLE}|{cues.GIT_IDENTITY})"
         r"[ \t]*[\"']?"
-        rf"(?:{cues.LOWER_TITLE}\.?[ \t]+)?{_UPPER}|\[user\]|(?:['’]s[ \t]|s-){cues.DEVICE}",
+        rf"(?:{cues.LOWER_TITLE}\.?[ \t]+)?{_UPPER}|\[user\]|(?:['’]s[ \t]|s-){cues.DEVICE}|{cues.NAME_BOX}|"
+        rf"\({_UPPER}[^()\n]{{1,80}}{cues.BLAME}",
         ("PERSON",),
         80,
     ),
@@ -82,12 +83,16 @@ _FAMILIES: tuple[tuple[str, tuple[str, ...], int], ...] = (
         96,
     ),
     # written-out birth dates (numeric ones are in the numbers' family)
-    (rf"{cues.BIRTH_CUE}[^\n]{{0,24}}?\d", ("DATE_OF_BIRTH",), 40),
+    (
+        rf"{cues.BIRTH_CUE}[^\n]{{0,24}}?\d|{cues.BIRTH_CUE}[^\n]{{0,160}}?[\"'](?:text|value)[\"']",
+        ("DATE_OF_BIRTH",),
+        40,
+    ),
     # an account's name: a home folder, an SSH key's comment, a login, an IAM user, a shell's prompt, a
     # file's owner, the environment's (`AccountNameRecognizer`)
     (
         r"/home/|/Users/|[A-Za-z]:[\\/](?i:users|documents and settings)[\\/]|"
-        rf"{cues.SSH_KEY_COMMENT}|{cues.LOGIN_COMMAND}@|\barn:aws[\w-]*:iam::\d{{12}}:user/|{cues.LOGGED_IN}|"
+        rf"{cues.SSH_KEY_COMMENT}|{cues.LOGIN_COMMAND}@|{cues.LOGIN_OPTION}|\barn:aws[\w-]*:iam::\d{{12}}:user/|{cues.LOGGED_IN}|"
         r"@[\w.-]+(?::[~/]|[ \t]+[~\w.-]+[ \t]+%|[ \t]+[~\w./-]+\][$#]|[ \t]+(?:MINGW|MSYS|UCRT64|CLANG64))|"
         rf"{cues.FILE_MODE}[A-Za-z_]|\buid=\d+\(|{cues.LOGIN_VARIABLE}|{cues.ACCOUNT_KEY}[\"']?[ \t]*[:=]",
         ("USERNAME",),

@@ -41,6 +41,7 @@ from training_pipeline.privacy.personal.cues import (
     AFTER_ROLE,
     ASSIGNED_PEOPLE,
     BIRTH_CUE,
+    BLAME,
     CAPITALS_FIELD,
     CAPITALS_NAME,
     CLOSING,
@@ -50,6 +51,8 @@ from training_pipeline.privacy.personal.cues import (
     DIALLED,
     FIELD,
     FILE_MODE,
+    FILL_CALL,
+    FILLED_WITH,
     GERMANIC_STREETS,
     GIT_IDENTITY,
     GITCONFIG_USER,
@@ -63,8 +66,10 @@ from training_pipeline.privacy.personal.cues import (
     LABELS,
     LOGGED_IN,
     LOGIN_COMMAND,
+    LOGIN_OPTION,
     LOGIN_VARIABLE,
     NAME,
+    NAME_BOX,
     NAME_FIELD,
     NAME_TWO,
     NOT_A_USER,
@@ -79,6 +84,7 @@ from training_pipeline.privacy.personal.cues import (
     STREET_NAME_WORD,
     STREET_WORDS_EN,
     STREET_WORDS_OTHER,
+    TYPED_INTO,
 )
 
 __all__ = [
@@ -188,6 +194,16 @@ class NameCueRecognizer(_Recognizer):
             "PERSON",
             0.7,
         ),
+        # what a browser agent types into a name's box (`{"element": "First name", …, "text": "Jane"}`)
+        # or a script fills it with (`page.fill("#firstName", "Jane")`)
+        (rf"{NAME_BOX}{TYPED_INTO}({NAME})[\"']", "PERSON", 0.6),
+        (rf"{FILL_CALL}{NAME_BOX}{FILLED_WITH}({NAME})[\"']", "PERSON", 0.6),
+        # or sends in a URL's query (`?first_name=Jane&last_name=Doe`, `full_name=Jane+Doe`)
+        (
+            rf"[?&;]{NAME_BOX}=(\p{{Lu}}\p{{Ll}}+(?:(?:\+|%20)\p{{Lu}}\p{{Ll}}+){{0,3}})(?=[&#;\s\"']|$)",
+            "PERSON",
+            0.6,
+        ),
         # a closing with the sender's name after it, ending the line (`Thanks, Priya`)
         (rf"(?:^|[.!?][ \t]+)[ \t]*{CLOSING}[ \t]*,[ \t]*({NAME})[ \t]*[.!]?[ \t]*$", "PERSON", 0.6),
         (
@@ -224,6 +240,8 @@ class NameCueRecognizer(_Recognizer):
             0.7,
         ),
         (rf"\bname[ \t]*=[ \t]*\"({NAME_TWO})\"[ \t]*,[ \t]*email[ \t]*=", "PERSON", 0.7),
+        # each line's author in `git blame`'s output
+        (rf"^\^?[0-9a-f]{{7,40}}[ \t]+(?:[^\s(]+[ \t]+)?\(({NAME}){BLAME}", "PERSON", 0.7),
         # the name git's commits are made with (`git config user.name "Jane Doe"`, `GIT_AUTHOR_NAME=…`)
         (rf"(?:{GIT_IDENTITY}|{GITCONFIG_USER})({NAME_TWO})(?=[\"'\s]|$)", "PERSON", 0.7),
         # a display name before its address, as mail headers, git and package metadata write one
@@ -283,6 +301,9 @@ class DateOfBirthRecognizer(_Recognizer):
             "DATE_OF_BIRTH",
             0.85,
         ),
+        # typed into a birth date's box by a browser agent, or filled in by a call
+        (rf"{BIRTH_CUE}{TYPED_INTO}({DATE})[\"']", "DATE_OF_BIRTH", 0.85),
+        (rf"{FILL_CALL}{BIRTH_CUE}{FILLED_WITH}({DATE})[\"']", "DATE_OF_BIRTH", 0.85),
     )
 
 
@@ -372,6 +393,7 @@ class AccountNameRecognizer(_Recognizer):
         # the account a command logs in to a host as (an address after it is an email's, found apart;
         # not a URL's password: `scp://user:secret@host`)
         (rf"{LOGIN_COMMAND}(?<![\w.@/:-])([a-z_][\w.-]{{0,31}})@(?=[\w-])", "USERNAME", 0.7),
+        (rf"{LOGIN_OPTION}[\"']?([A-Za-z_][\w.-]{{0,63}})(?![\w@])", "USERNAME", 0.7),
         (r"\barn:aws[\w-]*:iam::\d{12}:user/(?:[\w+=,.@-]+/)*([\w+=,.@-]+)", "USERNAME", 0.7),
         (rf"{LOGGED_IN}([A-Za-z0-9][\w.-]{{0,38}})(?![\w@.-])", "USERNAME", 0.7),
         # a file's owner in `ls -l`'s listing (its group is the owner's own, found by spreading, or a
