@@ -187,6 +187,25 @@ def test_a_calendars_a_trackers_and_a_cards_people_and_a_closing_on_one_line_are
     )
 
 
+def test_a_chat_platforms_and_a_profiles_people_fields_are_redacted() -> None:
+    """Slack's user object (`real_name`, `real_name_normalized`), Discord's (`global_name`), a form's
+    `nickname` and `recipient_name`, a profile's `github_username`: each went to the datasets. A last
+    login's time and a count stay."""
+    text = (
+        '{"real_name": "Jane Doe", "profile": {"real_name_normalized": "Jane Doe"}}\n'
+        '{"global_name": "Priya", "nickname": "Janey", "recipient_name": "Chen Wei"}\n'
+        '{"twitter_username": "janedoe", "github_username": "mkowalski"}\n'
+        '{"last_login": "2026-11-02", "login_count": "12"}'
+    )
+    assert _strict().redact(text) == (
+        '{"real_name": "<PII:PERSON:1>", "profile": {"real_name_normalized": "<PII:PERSON:1>"}}\n'
+        '{"global_name": "<PII:PERSON:2>", "nickname": "<PII:PERSON:3>", '
+        '"recipient_name": "<PII:PERSON:4>"}\n'
+        '{"twitter_username": "<PII:USERNAME:1>", "github_username": "<PII:USERNAME:2>"}\n'
+        '{"last_login": "2026-11-02", "login_count": "12"}'
+    )
+
+
 def test_what_a_browser_agent_types_into_a_form_and_git_blames_authors_are_redacted() -> None:
     """A browser agent types a person's name and birth date into labelled boxes (Playwright MCP's
     `{"element": "First name", "ref": …, "text": …}`, a script's `page.fill("#firstName", …)`,
@@ -844,6 +863,22 @@ def test_a_files_owner_ids_user_and_the_environments_account_are_redacted() -> N
     assert calls[2]["response"] == '{"USER": "<PII:USERNAME:6>", "PATH": "/usr/bin"}'
     assert calls[3]["userPrompt"] == "drwxr-xr-x 2 www-data www-data 4096 Dec 7 html; uid=0(root) gid=0(root)"
     assert calls[3]["response"] == 'export USER=$(whoami); USER = os.environ["USER"]'
+
+
+def test_whoamis_answer_in_a_transcript_is_redacted_and_roots_stays() -> None:
+    """A terminal's transcript asks who the user is (`$ whoami`, `npm whoami`, `echo $USER`, Windows'
+    `PS C:\\> whoami`, which answers after the machine's name) and prints the account on the next line;
+    `root`'s answer and prose about the command stay."""
+    text = (
+        "$ whoami\njdoe\n$ npm whoami\nnpm-jane\necho $USER\nmkowalski\n"
+        "PS C:\\Users\\x> whoami\ndesktop-7k2l9q\\tnguyen\n"
+        "# whoami\nroot\nthe whoami command\nprints your name"
+    )
+    assert _strict().redact(text) == (
+        "$ whoami\n<PII:USERNAME:1>\n$ npm whoami\n<PII:USERNAME:2>\necho $USER\n<PII:USERNAME:3>\n"
+        "PS C:\\Users\\x> whoami\ndesktop-7k2l9q\\<PII:USERNAME:4>\n"
+        "# whoami\nroot\nthe whoami command\nprints your name"
+    )
 
 
 def test_an_accounts_field_and_a_login_beside_its_password_are_redacted_and_types_stay() -> None:

@@ -252,6 +252,7 @@ _SET = "<REDACTED:keyed-secret>"
         ("My PIN is 4821", f"My PIN is {_SET}"),
         ("the passphrase was 'P@ss!word'", f"the passphrase was '{_SET}'"),
         ("my password is letmein", f"my password is {_SET}"),
+        ("my password is abc1", f"my password is {_SET}"),
         ("My wifi password is sunshine.", f"My wifi password is {_SET}."),
         ("the password is 'dragon'", f"the password is '{_SET}'"),
         ("the password is letmein", f"the password is {_SET}"),

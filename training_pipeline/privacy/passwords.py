@@ -114,8 +114,8 @@ def _said_password(value: str, word: str, quoted: bool = False, owned: bool = Fa
     letters = any(c.isalpha() for c in value)
     digits = sum(c.isdigit() for c in value)
     symbols = any(not c.isalnum() and c not in "-'" for c in value)
-    if len(value) >= 5 and letters and (digits > 0 or symbols):
-        return True
+    if len(value) >= (4 if owned else 5) and letters and (digits > 0 or symbols):
+        return True  # (said as someone's or as the one, four will do: `my password is abc1`)
     lowered = value.lower()
     if lowered in _SAID_OF_A_PASSWORD or lowered.endswith(_SAID_ENDINGS):
         return False

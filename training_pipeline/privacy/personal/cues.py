@@ -15,6 +15,7 @@ __all__ = [
     "ADDRESS_GATE",
     "ADDRESS_JOIN",
     "AFTER_ROLE",
+    "ASKED_WHO",
     "ASSIGNED_PEOPLE",
     "BIRTH_CUE",
     "BLAME",
@@ -149,8 +150,12 @@ SHELL_PROMPT = (
 #: staff`), up to the owner
 FILE_MODE = r"[-dlcbps][-r][-w][-xsS][-r][-w][-xsS][-r][-w][-xtT][@+.]?[ \t]+\d+[ \t]+"
 #: a field holding an account's name: GitHub's API (`"login": "jdoe"`, in every pull request's, issue's
-#: and commit's `user` and `author`), a form's or a config's `username`, Twitter's `screen_name`
-ACCOUNT_KEY = r"(?i:login|user[ _]?name|screen[ _]?name)"
+#: and commit's `user` and `author`), a form's or a config's `username`, Twitter's `screen_name`, a
+#: profile's `github_username`
+ACCOUNT_KEY = (
+    r"(?i:(?:twitter|github|gitlab|slack|discord|telegram|instagram|tiktok|reddit|linkedin|mastodon)[ _-]?)?"
+    r"(?i:login|user[ _]?name|screen[ _]?name)"
+)
 #: the environment's variables holding the account a process runs as (`env`'s `USER=jdoe`, a tool's
 #: `{"USER": "jdoe"}`), or the person a CI run is for, up to the value
 LOGIN_VARIABLE = (
@@ -161,6 +166,13 @@ LOGIN_VARIABLE = (
 DEVICE = r"(?:MacBook|iMac|Mac[ \t-]?(?:mini|Pro|Studio)|MBP|iPhone|iPad)"
 #: the owner's name before them: one or two capitalised words
 DEVICE_OWNER = rf"{_WORD}(?:[ \t-]{_WORD})?"
+#: a command that prints the account it runs as, on a transcript's line of its own (`$ whoami`, `npm
+#: whoami`, `id -un`, `echo $USER`; PowerShell's `PS C:\\> whoami`), up to its answer on the next line
+ASKED_WHO = (
+    r"(?:^|\n)[ \t]*(?:[$#%>][ \t]*|PS[ \t][^\n>]{0,80}>[ \t]*)?"
+    r"(?:whoami|npm[ \t]+whoami|id[ \t]+-un|echo[ \t]+\$\{?(?:USER|LOGNAME)\}?|logname)"
+    r"[ \t]*\r?\n[ \t]*(?:[\w-]+\\)?"
+)
 #: a database client's or a registry login's user option, up to the account (`psql -U jdoe`,
 #: `mysql -ujdoe`, `docker login -u jdoe`)
 LOGIN_OPTION = (
@@ -206,8 +218,9 @@ CLOSING = (
     r"med\s+vänliga\s+hälsningar|hälsningar)"
 )
 FIELD = (
-    r"(?i:full[_ ]?name|first[_ ]?name|last[_ ]?name|given[_ ]?name|family[_ ]?name|sur[_ ]?name|"
-    r"customer[_ ]?name|contact[_ ]?name|client[_ ]?name|patient[_ ]?name|holder[_ ]?name|"
+    # (Slack's `real_name`, Discord's `global_name`, a form's `nickname`)
+    r"(?i:(?:full|first|last|given|family|sur|middle|maiden|real|legal|preferred|global|nick|customer|"
+    r"contact|client|patient|holder|recipient|sender|guest)[_ ]?name(?:[_ ]normalized)?|"
     r"card[_ ]?holder|account[_ ]?holder|passenger|recipient|customer|client|contact|patient|guest|"
     r"employee|applicant|member|attendee|signed|from|to|cc|attn|nombre|nom|nome|imię|nazwisko|naam)"
 )

@@ -92,7 +92,7 @@ _FAMILIES: tuple[tuple[str, tuple[str, ...], int], ...] = (
     # file's owner, the environment's (`AccountNameRecognizer`)
     (
         r"/home/|/Users/|[A-Za-z]:[\\/](?i:users|documents and settings)[\\/]|"
-        rf"{cues.SSH_KEY_COMMENT}|{cues.LOGIN_COMMAND}@|{cues.LOGIN_OPTION}|\barn:aws[\w-]*:iam::\d{{12}}:user/|{cues.LOGGED_IN}|"
+        rf"{cues.SSH_KEY_COMMENT}|{cues.LOGIN_COMMAND}@|{cues.LOGIN_OPTION}|{cues.ASKED_WHO}|\barn:aws[\w-]*:iam::\d{{12}}:user/|{cues.LOGGED_IN}|"
         r"@[\w.-]+(?::[~/]|[ \t]+[~\w.-]+[ \t]+%|[ \t]+[~\w./-]+\][$#]|[ \t]+(?:MINGW|MSYS|UCRT64|CLANG64))|"
         rf"{cues.FILE_MODE}[A-Za-z_]|\buid=\d+\(|{cues.LOGIN_VARIABLE}|{cues.ACCOUNT_KEY}[\"']?[ \t]*[:=]",
         ("USERNAME",),

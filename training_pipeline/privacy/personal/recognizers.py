@@ -39,6 +39,7 @@ from training_pipeline.privacy.personal.cues import (
     ADDRESS_CUE,
     ADDRESS_JOIN,
     AFTER_ROLE,
+    ASKED_WHO,
     ASSIGNED_PEOPLE,
     BIRTH_CUE,
     BLAME,
@@ -394,6 +395,8 @@ class AccountNameRecognizer(_Recognizer):
         # not a URL's password: `scp://user:secret@host`)
         (rf"{LOGIN_COMMAND}(?<![\w.@/:-])([a-z_][\w.-]{{0,31}})@(?=[\w-])", "USERNAME", 0.7),
         (rf"{LOGIN_OPTION}[\"']?([A-Za-z_][\w.-]{{0,63}})(?![\w@])", "USERNAME", 0.7),
+        # `whoami`'s answer in a transcript (Windows' after its machine: `desktop-7k2l9q\jsmith`)
+        (rf"{ASKED_WHO}([A-Za-z_][\w.-]{{0,31}})[ \t]*(?=\r?\n|$)", "USERNAME", 0.7),
         (r"\barn:aws[\w-]*:iam::\d{12}:user/(?:[\w+=,.@-]+/)*([\w+=,.@-]+)", "USERNAME", 0.7),
         (rf"{LOGGED_IN}([A-Za-z0-9][\w.-]{{0,38}})(?![\w@.-])", "USERNAME", 0.7),
         # a file's owner in `ls -l`'s listing (its group is the owner's own, found by spreading, or a
