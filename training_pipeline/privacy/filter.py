@@ -482,10 +482,15 @@ class PrivacyFilter:
     def _redact_strict(self, text: str, data: bytes | None, counts: dict[str, int], found: Found) -> str:
         text, data = self._redact_env(text, data, counts, keep_utf8=True)
         for rule in self.rules.applicable(text, data):
+            known = len(found)
             text, hits = rule.redact(text, found)
             if hits:
                 counts[rule.label] = counts.get(rule.label, 0) + hits
-        return _replace_found(text, _spreadable(dict(found)), counts) if found else text
+            if len(found) > known:
+                # redacted wherever else the text holds it before the next rule reads the text: a
+                # weaker rule would take a piece of it (`(key=secret)`'s part after `=`) and leave the rest
+                text = _replace_found(text, _spreadable(dict(found[known:])), counts)
+        return text
 
     def _redact_escaped(self, text: str, counts: dict[str, int], found: Found) -> str:
         """Strict: the secrets `text` holds as it reads with its escapes read (`escapes`), each
