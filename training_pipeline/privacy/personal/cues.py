@@ -20,12 +20,14 @@ __all__ = [
     "BIRTH_CUE",
     "BLAME",
     "CAPITALS_FIELD",
+    "CAPITALS_HONORIFIC",
     "CAPITALS_NAME",
     "CLOSING",
     "DATE",
     "DEVICE",
     "DEVICE_OWNER",
     "DIALLED",
+    "FAMILY_FIRST",
     "FIELD",
     "FILE_MODE",
     "FILLED_WITH",
@@ -80,6 +82,9 @@ _DEGREE = r"(?:,?[ \t]+(?:MBA|PhD|MSc|BSc|B\.Sc|M\.Sc|MD|Jr|Sr|II|III|IV|B\.A|M\
 #: one to four words of a name on one line, with the particles between them, after a title and before
 #: a degree ("Ing. Domenico Speer MBA.", "Roland de la Bazin")
 NAME = rf"{_TITLE}{{0,2}}{_WORD}(?:[ \t]+(?:{_PARTICLE}[ \t]+){{0,2}}{_WORD}){{0,3}}{_DEGREE}{{0,2}}"
+#: a name written family name first, after a comma (`Müller, Hans`): one word before it, so a title after
+#: a name ("Rui Costa, Senior Engineer") is not one
+FAMILY_FIRST = rf"{_WORD},[ \t]*{NAME}"
 #: a name of two words or more
 NAME_TWO = rf"{_TITLE}{{0,2}}{_WORD}(?:[ \t]+(?:{_PARTICLE}[ \t]+){{0,2}}{_WORD}){{1,3}}{_DEGREE}{{0,2}}"
 #: capitalised words that follow a cue without being a name ("I'm Sorry", "Hi Team,", "Dear Customer",
@@ -189,8 +194,8 @@ PLACEHOLDER_USER = re.compile(r"[$%<>{}*]|^\.\.?$|^x+$|^(?:user|test|guest|admin
 INTRO = (
     r"(?i:my\s+name\s+is|my\s+name's|name's|call\s+me|under\s+the\s+name(?:\s+of)?|"
     r"\b(?:first|last|family|middle|given|maiden)\s+name\s+is|\bsurname\s+is|"
-    r"me\s+llamo|mi\s+chiamo|ich\s+heiße|"
-    r"nazywam\s+się|mijn\s+naam\s+is|jag\s+heter|je\s+m'appelle)"
+    r"me\s+llamo|mi\s+nombre\s+es|mi\s+chiamo|il\s+mio\s+nome\s+è|ich\s+heiße|mein\s+name\s+ist|"
+    r"nazywam\s+się|mijn\s+naam\s+is|jag\s+heter|je\s+m'appelle|mon\s+nom\s+est|meu\s+nome\s+é)"
 )
 INTRO_TWO = r"(?i:this\s+is|i\s+am|i'm|i’m|ich\s+bin|je\s+suis|sono|eu\s+sou|soy)"
 GREETING = (
@@ -222,7 +227,10 @@ FIELD = (
     r"(?i:(?:full|first|last|given|family|sur|middle|maiden|real|legal|preferred|global|nick|customer|"
     r"contact|client|patient|holder|recipient|sender|guest)[_ ]?name(?:[_ ]normalized)?|"
     r"card[_ ]?holder|account[_ ]?holder|passenger|recipient|customer|client|contact|patient|guest|"
-    r"employee|applicant|member|attendee|signed|from|to|cc|attn|nombre|nom|nome|imię|nazwisko|naam)"
+    r"(?:ticket|policy|licen[cs]e|passport)[_ ]?holder|"
+    r"employee|applicant|member|attendee|signed|from|to|cc|attn|nombre|nom|nome|imię|nazwisko|naam|prénom|"
+    r"prenom|vorname|nachname|familienname|apellidos?|cognome|sobrenome|förnamn|efternamn|voornaam|"
+    r"achternaam)"
 )
 #: a field that names a tool, a product, a company or a person: `name`, and git's and a tracker's
 #: people (`git log`'s `Author:`, a commit's trailers, `"assignee"`); a person's has two words or more
@@ -239,8 +247,15 @@ CAPITALS_FIELD = (
     r"(?i:card[-_ ]?holder|name[-_ ]on[-_ ]card|passenger(?:[-_ ]name)?|patient(?:[-_ ]name)?|"
     r"guest[-_ ]name|account[-_ ]holder|full[-_ ]name|traveler|traveller|beneficiary)"
 )
-#: a name in capitals: two or three words (an initial between), or family name, comma, given name
-CAPITALS_NAME = r"\p{Lu}{2,}(?:[ \t]+\p{Lu}\.?)?[ \t]+\p{Lu}{2,}|\p{Lu}{2,},[ \t]*\p{Lu}{2,}"
+#: a name in capitals: two or three words (an initial between), family name and given name after a
+#: comma, or an airline's `SMITH/JOHN MR`
+CAPITALS_NAME = (
+    r"\p{Lu}{2,}(?:[ \t]+\p{Lu}\.?)?[ \t]+\p{Lu}{2,}|\p{Lu}{2,},[ \t]*\p{Lu}{2,}|"
+    r"\p{Lu}{2,}/\p{Lu}{2,}(?:[ \t]+(?:MR|MRS|MS|MISS|MSTR|DR))?"
+)
+#: a title in capitals, as a booking's confirmation writes a passenger or a guest (`MR JOHN SMITH`;
+#: not `MS`, which is also Microsoft's `MS SQL SERVER`)
+CAPITALS_HONORIFIC = r"\b(?:MR|MRS|MISS|MSTR)\.?"
 #: a form's box for a person's name, as a browser agent names the box it types into (`{"element": "First
 #: name textbox", "ref": "e12", "text": "Jane"}`, Playwright's `page.fill("#firstName", "Jane")`)
 NAME_BOX = r"(?i:(?:first|last|given|family|full|middle|sur|maiden)[ _-]?name)"
@@ -365,8 +380,8 @@ LABEL_JOIN = (
 #: is a phone number wherever it is glued. Not after a letter, a digit or a `+` (`1.2.0+20261124` is a
 #: build's metadata), and not followed by a digit.
 DIALLED = r"(?<![A-Za-z0-9+])\+[1-9]\d{7,14}(?!\d)"
-#: an id's characters: capitals and digits, four digits in a row, in groups
-_ID_SHAPE = r"(?=[A-Z0-9 .\-/]*\d{4})[A-Z0-9](?:[ .\-/]?[A-Z0-9]){5,19}"
+#: an id's characters: capitals and digits, five digits or more, in groups (`12 345 678 901`)
+_ID_SHAPE = r"(?=(?:[A-Z .\-/]*\d){5})[A-Z0-9](?:[ .\-/]?[A-Z0-9]){5,19}"
 #: each labelled kind's value: what follows the label must look like one, whatever its checksum
 LABELLED_VALUES = {
     "PHONE_NUMBER": r"\+?\(?\d[\d \t().\-/]{5,20}\d(?:[ \t]*(?:x|ext\.?)[ \t]*\d{1,6})?",

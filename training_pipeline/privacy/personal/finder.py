@@ -70,7 +70,8 @@ _FAMILIES: tuple[tuple[str, tuple[str, ...], int], ...] = (
     ),
     (
         rf"{cues.CLOSING}[ \t]*(?:[,!.]?[ \t]*\n[ \t]*[-–—]*[ \t]*(?:{cues.LOWER_TITLE}\.?[ \t]+)?|,[ \t]*)"
-        rf"{_UPPER}|{cues.CAPITALS_FIELD}[\"']?[ \t]*:[ \t]*[\"']?{_UPPER}{{2}}",
+        rf"{_UPPER}|{cues.CAPITALS_FIELD}[\"']?[ \t]*:[ \t]*[\"']?{_UPPER}{{2}}|"
+        rf"{cues.CAPITALS_HONORIFIC}[ \t]+{_UPPER}{{2}}",
         ("PERSON",),
         80,
     ),
@@ -92,8 +93,10 @@ _FAMILIES: tuple[tuple[str, tuple[str, ...], int], ...] = (
     # file's owner, the environment's (`AccountNameRecognizer`)
     (
         r"/home/|/Users/|[A-Za-z]:[\\/](?i:users|documents and settings)[\\/]|"
-        rf"{cues.SSH_KEY_COMMENT}|{cues.LOGIN_COMMAND}@|{cues.LOGIN_OPTION}|{cues.ASKED_WHO}|\barn:aws[\w-]*:iam::\d{{12}}:user/|{cues.LOGGED_IN}|"
+        rf"{cues.SSH_KEY_COMMENT}|{cues.LOGIN_COMMAND}@|{cues.LOGIN_OPTION}|\barn:aws[\w-]*:iam::\d{{12}}:user/|{cues.LOGGED_IN}|"
         r"@[\w.-]+(?::[~/]|[ \t]+[~\w.-]+[ \t]+%|[ \t]+[~\w./-]+\][$#]|[ \t]+(?:MINGW|MSYS|UCRT64|CLANG64))|"
+        # (`whoami`'s line by its command alone: the prompts `ASKED_WHO` allows before it slow the scan)
+        r"(?:whoami|id[ \t]+-un|\$\{?(?:USER|LOGNAME)\}?|logname)[ \t]*\r?\n|"
         rf"{cues.FILE_MODE}[A-Za-z_]|\buid=\d+\(|{cues.LOGIN_VARIABLE}|{cues.ACCOUNT_KEY}[\"']?[ \t]*[:=]",
         ("USERNAME",),
         64,

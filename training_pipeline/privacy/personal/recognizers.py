@@ -44,12 +44,14 @@ from training_pipeline.privacy.personal.cues import (
     BIRTH_CUE,
     BLAME,
     CAPITALS_FIELD,
+    CAPITALS_HONORIFIC,
     CAPITALS_NAME,
     CLOSING,
     DATE,
     DEVICE,
     DEVICE_OWNER,
     DIALLED,
+    FAMILY_FIRST,
     FIELD,
     FILE_MODE,
     FILL_CALL,
@@ -119,7 +121,7 @@ _HOUSE_NUMBER = regex.compile(r"(?<![\p{L}\d.])\d{1,5}[a-zA-Z]?(?![\d.])", _FLAG
 def _is_name(value: str) -> bool:
     """Whether capitalised words after a cue are a person's name: not a word that follows a cue
     without being one ("I'm Sorry", "Dear Customer"), not a group's name ("Platform Team")."""
-    words = value.lower().split()
+    words = value.lower().replace(",", " ").split()
     return bool(words) and words[0] not in NOT_NAMES and ORGANISATION_WORDS.isdisjoint(words)
 
 
@@ -190,6 +192,13 @@ class NameCueRecognizer(_Recognizer):
         (rf"{ROLE}[ \t]+({NAME_TWO}){AFTER_ROLE}", "PERSON", 0.6),
         (rf"{SIGNATURE}({NAME_TWO})[ \t]*$", "PERSON", 0.7),
         (rf"{HONORIFIC}[ \t]+({NAME})", "PERSON", 0.6),
+        # a booking's passenger in capitals (`booked for MR JOHN SMITH`; not GitLab's "MR PIPELINE")
+        (
+            r"(?i:\b(?:for|to|dear|guest|passenger|traveller|traveler|name)\b)[ \t]*:?[ \t]*"
+            rf"{CAPITALS_HONORIFIC}[ \t]+(\p{{Lu}}{{2,}}(?:[ \t]+\p{{Lu}}{{2,}}){{1,2}})\b",
+            "PERSON",
+            0.6,
+        ),
         (
             rf"(?:^|[.!?][ \t]+)[ \t]*{CLOSING}[ \t]*[,!.]?[ \t]*\n[ \t]*[-–—]*[ \t]*({NAME})[ \t]*$",
             "PERSON",
@@ -207,6 +216,13 @@ class NameCueRecognizer(_Recognizer):
         ),
         # a closing with the sender's name after it, ending the line (`Thanks, Priya`)
         (rf"(?:^|[.!?][ \t]+)[ \t]*{CLOSING}[ \t]*,[ \t]*({NAME})[ \t]*[.!]?[ \t]*$", "PERSON", 0.6),
+        # a name field's family name first (`Name: Müller, Hans`)
+        (
+            rf"[\"']?\b(?:{FIELD}|(?i:name))[\"']?[ \t]*:[ \t]*[\"']?({FAMILY_FIRST})"
+            r"(?=[\"'<;\n]|[ \t]*$)",
+            "PERSON",
+            0.7,
+        ),
         (
             rf"[\"']?\b{CAPITALS_FIELD}[\"']?[ \t]*:[ \t]*[\"']?({CAPITALS_NAME})(?=[\"'<,;\n]|[ \t]*$)",
             "PERSON",
