@@ -206,6 +206,19 @@ def test_names_and_ids_in_other_languages_fields_and_a_bookings_capitals_are_red
     )
 
 
+def test_a_person_named_by_how_the_writer_knows_them_is_redacted() -> None:
+    """ "My wife Sarah and I", "contact my manager, Tom Baker": a relation names the person after it.
+    An assistant's name and a relation with no name stay."""
+    text = (
+        "My wife Sarah and I moved. Please contact my manager, Tom Baker. "
+        "Ask my assistant Claude or my brother."
+    )
+    assert _strict().redact(text) == (
+        "My wife <PII:PERSON:1> and I moved. Please contact my manager, <PII:PERSON:2>. "
+        "Ask my assistant Claude or my brother."
+    )
+
+
 def test_a_chat_platforms_and_a_profiles_people_fields_are_redacted() -> None:
     """Slack's user object (`real_name`, `real_name_normalized`), Discord's (`global_name`), a form's
     `nickname` and `recipient_name`, a profile's `github_username`: each went to the datasets. A last

@@ -58,6 +58,7 @@ __all__ = [
     "ORGANISATION_WORDS",
     "PLACEHOLDER_USER",
     "PROMPT_HOST",
+    "RELATION",
     "ROLE",
     "SHELL_PROMPT",
     "SIGNATURE",
@@ -201,6 +202,13 @@ INTRO_TWO = r"(?i:this\s+is|i\s+am|i'm|i’m|ich\s+bin|je\s+suis|sono|eu\s+sou|s
 GREETING = (
     r"(?i:dear|hi|hello|hey|good\s+(?:morning|afternoon|evening)|liebe[r]?|hallo|bonjour|cher|chère|"
     r"hola|estimad[oa]|ciao|caro|cara|gentile|witaj|drog[ia]|beste|olá|hej)"
+)
+#: a person named by how the writer knows them (`my wife Sarah`, `my manager, Tom Baker`), up to the name
+RELATION = (
+    r"\b(?i:my|our|your|his|her|their)[ \t]+(?i:wife|husband|partner|son|daughter|mother|father|mom|mum|"
+    r"dad|brother|sister|boss|manager|colleague|co-?worker|friend|girlfriend|boyfriend|fianc[ée]e?|"
+    r"grandmother|grandfather|grandma|grandpa|aunt|uncle|cousin|nephew|niece|neighbou?r|doctor|dentist|"
+    r"lawyer|landlord|landlady|roommate|flatmate|teacher)[ \t]*,?[ \t]+"
 )
 #: a person's role before their name (`patient Emily Carter`, `candidate Sofia Lindqvist`): roles no
 #: product, team or document is named after

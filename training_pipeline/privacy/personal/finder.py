@@ -60,7 +60,7 @@ _FAMILIES: tuple[tuple[str, tuple[str, ...], int], ...] = (
     (r"\b(?:bc1|[13])[a-zA-HJ-NP-Z0-9]{25}|\b0x[0-9a-fA-F]{40}", ("CRYPTO",), 64),
     # a cue, then a capitalised word: names (`NameCueRecognizer`)
     (
-        rf"(?:{cues.INTRO}|{cues.INTRO_TWO}|{cues.GREETING}|{cues.HONORIFIC}|{cues.ROLE}|{cues.SIGNATURE}|"
+        rf"(?:{cues.INTRO}|{cues.INTRO_TWO}|{cues.GREETING}|{cues.HONORIFIC}|{cues.ROLE}|{cues.RELATION}|{cues.SIGNATURE}|"
         rf"(?:{cues.FIELD}|{cues.NAME_FIELD})[\"']?[ \t]*:|{cues.ASSIGNED_PEOPLE}|{cues.GIT_IDENTITY})"
         r"[ \t]*[\"']?"
         rf"(?:{cues.LOWER_TITLE}\.?[ \t]+)?{_UPPER}|\[user\]|(?:['’]s[ \t]|s-){cues.DEVICE}|{cues.NAME_BOX}|"

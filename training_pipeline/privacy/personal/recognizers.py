@@ -80,6 +80,7 @@ from training_pipeline.privacy.personal.cues import (
     ORGANISATION_WORDS,
     PLACEHOLDER_USER,
     PROMPT_HOST,
+    RELATION,
     ROLE,
     SHELL_PROMPT,
     SIGNATURE,
@@ -190,6 +191,7 @@ class NameCueRecognizer(_Recognizer):
         # a greeting that opens a text, a sentence or a quoted message (`body="Hi Marcus, …"`)
         (rf"(?:^|[.!?][ \t]+|[\"'“(])[ \t]*{GREETING}[ \t]+({NAME})[ \t]*[,!:\n]", "PERSON", 0.6),
         (rf"{ROLE}[ \t]+({NAME_TWO}){AFTER_ROLE}", "PERSON", 0.6),
+        (rf"{RELATION}({NAME})", "PERSON", 0.6),
         (rf"{SIGNATURE}({NAME_TWO})[ \t]*$", "PERSON", 0.7),
         (rf"{HONORIFIC}[ \t]+({NAME})", "PERSON", 0.6),
         # a booking's passenger in capitals (`booked for MR JOHN SMITH`; not GitLab's "MR PIPELINE")
