@@ -298,6 +298,7 @@ def test_a_password_a_config_a_command_or_a_connection_string_sets_is_redacted(t
         "    def login(self, password: SecretStr, user: Optional[str]):",
         "Password: Forgot password?",
         "Password: os.environ.get(KEY) ok",
+        "On resetting my password: passwords are reset from the login page's link.",
         "PWD=/srv",
         "db.connect(user=user, password=pw)",
         "self.user, self.password = user, password",

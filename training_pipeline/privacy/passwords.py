@@ -229,8 +229,13 @@ class PasswordFieldRule(CredentialRule):
             return None
         if group == "bare" and _code_variable(key or "", value, text, match.start(), match.end("bare")):
             return None
+        # after a label's colon a sentence may go on ("On resetting my password: passwords are…"): a word
+        # of letters is taken only when said (`is`, `was`) as someone's
         if self.said and not _said_password(
-            value, groups["word"], groups["quote"] is not None, groups["owner"] is not None
+            value,
+            groups["word"],
+            groups["quote"] is not None,
+            groups["owner"] is not None and not groups["colon"],
         ):
             return None
         if groups.get("colon") and (_CODE_TOKEN.search(value) or _TYPE_AFTER.match(text, match.end(group))):
