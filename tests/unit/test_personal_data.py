@@ -897,6 +897,30 @@ def test_a_files_owner_ids_user_and_the_environments_account_are_redacted() -> N
     assert calls[3]["response"] == 'export USER=$(whoami); USER = os.environ["USER"]'
 
 
+def test_a_process_listings_an_open_files_and_an_ssh_configs_account_are_redacted() -> None:
+    """A coding agent diagnosing a port or a login prints `ps aux` (USER before the PID), `lsof` (USER
+    after it), `stat` (`Uid: ( 501/ jdoe)`), `ssh-add -l` (the key's comment) and `~/.ssh/config` (a
+    host's `User`); `root`'s rows stay."""
+    text = (
+        "USER       PID  %CPU %MEM      VSZ    RSS   TT  STAT STARTED      TIME COMMAND\n"
+        "tnguyen  41237  12.3  1.4 412345 234567   ??  S    9:12AM   0:03.21 node server.js\n"
+        "root         1   0.0  0.1 123456   1234   ??  Ss   8:00AM   0:01.00 /sbin/launchd\n"
+        "node    41237  rpatel   23u  IPv4 0x1234      0t0  TCP *:3000 (LISTEN)\n"
+        "Access: (0644/-rw-r--r--)  Uid: (  501/   afischer)   Gid: (   20/   staff)\n"
+        "256 SHA256:Xk9mQ2LpZr8T5vB3nW7yC4dF6gH1jK0sA2eR5tY8uIo jdoe@laptop (ED25519)\n"
+        "Host prod\n  HostName 10.0.4.17\n  User mkowalski\n  IdentityFile ~/.ssh/id_ed25519"
+    )
+    assert _strict().redact(text) == (
+        "USER       PID  %CPU %MEM      VSZ    RSS   TT  STAT STARTED      TIME COMMAND\n"
+        "<PII:USERNAME:1>  41237  12.3  1.4 412345 234567   ??  S    9:12AM   0:03.21 node server.js\n"
+        "root         1   0.0  0.1 123456   1234   ??  Ss   8:00AM   0:01.00 /sbin/launchd\n"
+        "node    41237  <PII:USERNAME:2>   23u  IPv4 0x1234      0t0  TCP *:3000 (LISTEN)\n"
+        "Access: (0644/-rw-r--r--)  Uid: (  501/   <PII:USERNAME:3>)   Gid: (   20/   staff)\n"
+        "256 SHA256:Xk9mQ2LpZr8T5vB3nW7yC4dF6gH1jK0sA2eR5tY8uIo <PII:USERNAME:4>@laptop (ED25519)\n"
+        "Host prod\n  HostName 10.0.4.17\n  User <PII:USERNAME:5>\n  IdentityFile ~/.ssh/id_ed25519"
+    )
+
+
 def test_whoamis_answer_in_a_transcript_is_redacted_and_roots_stays() -> None:
     """A terminal's transcript asks who the user is (`$ whoami`, `npm whoami`, `echo $USER`, Windows'
     `PS C:\\> whoami`, which answers after the machine's name) and prints the account on the next line;

@@ -55,13 +55,16 @@ __all__ = [
     "NAME_TWO",
     "NOT_A_USER",
     "NOT_NAMES",
+    "OPEN_FILE",
     "ORGANISATION_WORDS",
     "PLACEHOLDER_USER",
+    "PROCESS_OWNER",
     "PROMPT_HOST",
     "RELATION",
     "ROLE",
     "SHELL_PROMPT",
     "SIGNATURE",
+    "SSH_CONFIG_USER",
     "SSH_KEY_COMMENT",
     "STREET_NAME_WORD",
     "STREET_WORDS_EN",
@@ -172,6 +175,15 @@ LOGIN_VARIABLE = (
 DEVICE = r"(?:MacBook|iMac|Mac[ \t-]?(?:mini|Pro|Studio)|MBP|iPhone|iPad)"
 #: the owner's name before them: one or two capitalised words
 DEVICE_OWNER = rf"{_WORD}(?:[ \t-]{_WORD})?"
+#: a process listing's or a file's owner column where system tools print one: `ps aux`'s USER before
+#: its PID, %CPU, %MEM, VSZ and RSS; `lsof`'s USER between the PID and the descriptor; `stat`'s `Uid:
+#: (  501/   jdoe)`; `ssh-add -l`'s key comment after the fingerprint
+PROCESS_OWNER = r"[ \t]+\d+[ \t]+\d+\.\d[ \t]+\d+\.\d[ \t]+\d+[ \t]+\d+[ \t]"
+OPEN_FILE = r"[ \t]+(?:\d+[urwW]|cwd|txt|mem|rtd)[ \t]+(?:IPv[46]|REG|DIR|CHR|unix|PIPE|FIFO|KQUEUE|sock)\b"
+#: an SSH config's host block up to its `User` (`Host prod` / `  HostName …` / `  User jdoe`)
+SSH_CONFIG_USER = (
+    r"(?:^|\n)[ \t]*Host(?:Name)?[ \t]+[^\n]+(?:\n[ \t]*[A-Z]\w+[ \t]+[^\n]+){0,3}\n[ \t]*User[ \t]+"
+)
 #: a command that prints the account it runs as, on a transcript's line of its own (`$ whoami`, `npm
 #: whoami`, `id -un`, `echo $USER`; PowerShell's `PS C:\\> whoami`), up to its answer on the next line
 ASKED_WHO = (

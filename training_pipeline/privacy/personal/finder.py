@@ -97,6 +97,9 @@ _FAMILIES: tuple[tuple[str, tuple[str, ...], int], ...] = (
         r"@[\w.-]+(?::[~/]|[ \t]+[~\w.-]+[ \t]+%|[ \t]+[~\w./-]+\][$#]|[ \t]+(?:MINGW|MSYS|UCRT64|CLANG64))|"
         # (`whoami`'s line by its command alone: the prompts `ASKED_WHO` allows before it slow the scan)
         r"(?:whoami|id[ \t]+-un|\$\{?(?:USER|LOGNAME)\}?|logname)[ \t]*\r?\n|"
+        rf"{cues.PROCESS_OWNER}|{cues.OPEN_FILE}|\bUid:[ \t]*\([ \t]*\d+/|"
+        r"\bSHA256:[A-Za-z0-9+/]{40,44}[ \t]+[\w.-]+@|"
+        r"\n[ \t]*User[ \t]+[A-Za-z_]|"
         rf"{cues.FILE_MODE}[A-Za-z_]|\buid=\d+\(|{cues.LOGIN_VARIABLE}|{cues.ACCOUNT_KEY}[\"']?[ \t]*[:=]",
         ("USERNAME",),
         64,
