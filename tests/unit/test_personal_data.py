@@ -419,6 +419,19 @@ def test_an_address_or_number_percent_escaped_in_a_url_is_redacted_and_a_git_rem
     assert metadata["repository"] == "git@github.com:acme/agent.git"
 
 
+def test_a_url_querys_value_under_a_key_that_says_what_it_holds_is_redacted() -> None:
+    """A browser agent's or a form's URL sends a person's number as a query value (`?phone=…&`,
+    `?card=…`): a value of its own inside the URL. An id's, an order's and a page's numbers stay."""
+    text = (
+        "https://example.com/signup?phone=4155550123&plan=pro https://x.io/pay?card=4111111111111111\n"
+        "GET /api?id=84219374&page=2 https://x.io/track?order=4111111111111111"
+    )
+    assert _strict().redact(text) == (
+        "https://example.com/signup?phone=<PII:PHONE_NUMBER:1>&plan=pro https://x.io/pay?card=<PII:CREDIT_CARD:1>\n"
+        "GET /api?id=84219374&page=2 https://x.io/track?order=4111111111111111"
+    )
+
+
 def test_an_address_or_number_written_with_html_references_is_redacted_and_the_page_kept() -> None:
     """A browsing agent's tool returns a page whose contacts are written with character references
     (`jane&#64;example.com`, `&commat;`, `&#x2B;1…`), as sites write them against harvesters: each is

@@ -324,12 +324,27 @@ def _stands_alone(text: str, start: int, end: int) -> bool:
     after = _TOKEN.match(text, end, end + _TOKEN_REACH)
     left = start - (before.end() if before else 0)
     right = after.end() if after else end
-    if (left, right) == (start, end):
+    if (left, right) == (start, end) or _query_value(text, start, end):
         return True
     token = text[left:right].rstrip("?!.:")
     if "@" in token or _valid_iban(token):
         return True
     return _NOT_A_VALUE_TOKEN.fullmatch(token) is None and _NOT_A_VALUE_INSIDE.search(token) is None
+
+
+#: a URL query's key right before a value (`?phone=`, `&email=`)
+_QUERY_KEY = re.compile(r"[?&;]([A-Za-z][\w.-]{0,39})=$")
+
+
+def _query_value(text: str, start: int, end: int) -> bool:
+    """Whether a finding is a URL query's whole value under a key that says what it holds
+    (`?phone=4155550123&`): a value of its own inside the URL, as a form sends it."""
+    key = _QUERY_KEY.search(text, max(0, start - 41), start)
+    return (
+        key is not None
+        and (end == len(text) or text[end] in "&#;\"' \t\r\n")
+        and key_cue(key.group(1)) is not None
+    )
 
 
 def _valid_iban(token: str) -> bool:
