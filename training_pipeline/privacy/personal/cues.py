@@ -38,8 +38,10 @@ __all__ = [
     "GREETING",
     "HONORIFIC",
     "HOUSE",
+    "ID_UID",
     "INTRO",
     "INTRO_TWO",
+    "KEY_FINGERPRINT",
     "LABELLED_VALUES",
     "LABELS",
     "LABEL_JOIN",
@@ -66,10 +68,12 @@ __all__ = [
     "SIGNATURE",
     "SSH_CONFIG_USER",
     "SSH_KEY_COMMENT",
+    "STAT_UID",
     "STREET_NAME_WORD",
     "STREET_WORDS_EN",
     "STREET_WORDS_OTHER",
     "TYPED_INTO",
+    "WHO_COMMAND",
 ]
 
 #: a name's word: a capital, then letters (accents included), an inner hyphen or apostrophe allowed
@@ -184,12 +188,18 @@ OPEN_FILE = r"[ \t]+(?:\d+[urwW]|cwd|txt|mem|rtd)[ \t]+(?:IPv[46]|REG|DIR|CHR|un
 SSH_CONFIG_USER = (
     r"(?:^|\n)[ \t]*Host(?:Name)?[ \t]+[^\n]+(?:\n[ \t]*[A-Z]\w+[ \t]+[^\n]+){0,3}\n[ \t]*User[ \t]+"
 )
-#: a command that prints the account it runs as, on a transcript's line of its own (`$ whoami`, `npm
-#: whoami`, `id -un`, `echo $USER`; PowerShell's `PS C:\\> whoami`), up to its answer on the next line
+#: the lead of `stat`'s owner (`Uid: (  501/   jdoe)`), `id`'s (`uid=501(jdoe)`) and `ssh-add -l`'s key
+#: comment (`256 SHA256:… jdoe@laptop`), up to the account
+STAT_UID = r"\bUid:[ \t]*\([ \t]*\d+/[ \t]*"
+ID_UID = r"\buid=\d+\("
+KEY_FINGERPRINT = r"\bSHA256:[A-Za-z0-9+/]{40,44}[ \t]+"
+#: a command that prints the account it runs as (`whoami`, `npm whoami`, `id -un`, `echo $USER`)
+WHO_COMMAND = r"(?:whoami|npm[ \t]+whoami|id[ \t]+-un|echo[ \t]+\$\{?(?:USER|LOGNAME)\}?|logname)"
+#: such a command on a transcript's line of its own (PowerShell's `PS C:\\> whoami` too), up to its
+#: answer on the next line
 ASKED_WHO = (
     r"(?:^|\n)[ \t]*(?:[$#%>][ \t]*|PS[ \t][^\n>]{0,80}>[ \t]*)?"
-    r"(?:whoami|npm[ \t]+whoami|id[ \t]+-un|echo[ \t]+\$\{?(?:USER|LOGNAME)\}?|logname)"
-    r"[ \t]*\r?\n[ \t]*(?:[\w-]+\\)?"
+    rf"{WHO_COMMAND}[ \t]*\r?\n[ \t]*(?:[\w-]+\\)?"
 )
 #: a database client's or a registry login's user option, up to the account (`psql -U jdoe`,
 #: `mysql -ujdoe`, `docker login -u jdoe`)

@@ -96,11 +96,10 @@ _FAMILIES: tuple[tuple[str, tuple[str, ...], int], ...] = (
         rf"{cues.SSH_KEY_COMMENT}|{cues.LOGIN_COMMAND}@|{cues.LOGIN_OPTION}|\barn:aws[\w-]*:iam::\d{{12}}:user/|{cues.LOGGED_IN}|"
         r"@[\w.-]+(?::[~/]|[ \t]+[~\w.-]+[ \t]+%|[ \t]+[~\w./-]+\][$#]|[ \t]+(?:MINGW|MSYS|UCRT64|CLANG64))|"
         # (`whoami`'s line by its command alone: the prompts `ASKED_WHO` allows before it slow the scan)
-        r"(?:whoami|id[ \t]+-un|\$\{?(?:USER|LOGNAME)\}?|logname)[ \t]*\r?\n|"
-        rf"{cues.PROCESS_OWNER}|{cues.OPEN_FILE}|\bUid:[ \t]*\([ \t]*\d+/|"
-        r"\bSHA256:[A-Za-z0-9+/]{40,44}[ \t]+[\w.-]+@|"
+        rf"{cues.WHO_COMMAND}[ \t]*\r?\n|"
+        rf"{cues.PROCESS_OWNER}|{cues.OPEN_FILE}|{cues.STAT_UID}|{cues.KEY_FINGERPRINT}[\w.-]+@|"
         r"\n[ \t]*User[ \t]+[A-Za-z_]|"
-        rf"{cues.FILE_MODE}[A-Za-z_]|\buid=\d+\(|{cues.LOGIN_VARIABLE}|{cues.ACCOUNT_KEY}[\"']?[ \t]*[:=]",
+        rf"{cues.FILE_MODE}[A-Za-z_]|{cues.ID_UID}|{cues.LOGIN_VARIABLE}|{cues.ACCOUNT_KEY}[\"']?[ \t]*[:=]",
         ("USERNAME",),
         64,
     ),
