@@ -20,6 +20,7 @@ from training_pipeline.privacy.credential_rule import CredentialRule, compiled
 from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.filter import PrivacyFilter
 from training_pipeline.privacy.keyed import KEYED_SECRET, KEYED_SPACED
+from training_pipeline.privacy.personal.recognizers import _Recognizer
 from training_pipeline.privacy.prefilter import _STAND_IN, LineGate, RuleGate, stand_in_bytes
 from training_pipeline.privacy.profiles import ELIZAOS_RULES, PROFILES, RuleSet, literal_first
 from training_pipeline.privacy.proximity import KEYWORD_PROXIMITY
@@ -464,6 +465,39 @@ def test_a_line_gate_takes_every_text_with_a_line_its_pattern_matches(
     compiled = re.compile(pattern, re.IGNORECASE if caseless else 0)
     if any(compiled.search(line) for line in text.splitlines()):
         assert LineGate([compiled]).candidates(text) == {0}
+
+
+_GATED_RECOGNIZERS = [cls() for cls in _Recognizer.__subclasses__()]
+_UNGATED_RECOGNIZERS = [cls() for cls in _Recognizer.__subclasses__()]
+for _recognizer in _UNGATED_RECOGNIZERS:
+    _recognizer._gate = None
+#: what the recognizers' patterns are made of: cues, names, numbers, and what `regex` reads
+#: differently from a byte scan (letters outside ASCII, folds into ASCII and into two letters)
+_CUE_PIECES = [
+    *["my name is", "Hi", "Regards,", "Name:", '"full_name": "', "Patient:", "DOB:", "born on", "Mr"],
+    *["Hauptstraße", "Main St", "Strasse", "jdoe@host:~$", "/home/", "USER=", "uid=501(", "login"],
+    *["Jane", "Doe", "JANE", "Ólafur", "Émile", "Müller", "o'Neil", "ß", "SS", "\u212a", "ſ", "İ", "ﬁ"],
+    *["12", "1990-04-01", "4411", " ", "  ", "\n", ",", ":", '"', "-", "é", "\u2028", "\x1f"],
+]
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(_CUE_PIECES), max_size=10).map("".join))
+@example("Mit freundlichen GRÜSSEN,\nJane Doe")  # `ß` in a pattern is `SS` to a case-insensitive regex
+@example("HAUPTSTRAßE 5")  # ... and a text's `ß` a pattern's `ss`
+@example("Paßnummer: X1234567")  # where the pattern has no `ß`
+@example("\ufb01rst name: Jane")  # a ligature folds to two letters too
+@example("Hi Ólafur,")  # a capital outside ASCII where a name starts
+@example("my name is Jane Doe")
+def test_a_recognizers_gate_never_hides_what_its_patterns_find(text: str) -> None:
+    """Each of our recognizers, asked first whether it could find anything (as the finder asks) and then
+    to analyse, finds what it finds with every pattern searched."""
+    for gated, ungated in zip(_GATED_RECOGNIZERS, _UNGATED_RECOGNIZERS, strict=True):
+        entities = gated.supported_entities
+        expected = [(r.entity_type, r.start, r.end, r.score) for r in ungated.analyze(text, entities)]
+        assert gated.could_find(text, entities) or not expected, (type(gated).__name__, text)
+        found = [(r.entity_type, r.start, r.end, r.score) for r in gated.analyze(text, entities)]
+        assert found == expected, (type(gated).__name__, text)
 
 
 @given(st.text(alphabet=st.characters(blacklist_categories=())))

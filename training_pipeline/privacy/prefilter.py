@@ -9,7 +9,7 @@ matches, and the Python pattern alone decides what is redacted. Text that is not
 cannot be scanned and gets every rule.
 
 `LineGate` does the same for patterns that are matched line by line (detect-secrets' plugins) with a
-single scan of the whole text.
+single scan of the whole text, and for the personal data recognizers' `regex` patterns over a window.
 """
 
 from __future__ import annotations
@@ -96,44 +96,110 @@ _FOLDS_OUTSIDE_ASCII = frozenset("iIsSkK")
 def line_gate_expression(pattern: str, caseless: bool) -> bytes:
     """`pattern`, matched by Python one line at a time, as a Hyperscan expression over the whole text
     with every character outside ASCII replaced by one stand-in byte (`_OTHER`), matching a superset:
-    wherever the pattern can match a character outside ASCII, the expression accepts the stand-in."""
-    if not pattern.isascii() or re.search(r"\{,\d|\(\?P=", pattern):
+    wherever the pattern can match a character outside ASCII, the expression accepts the stand-in.
+
+    Also the `regex` module's syntax the personal data recognizers write: a letter property
+    (`\\p{Lu}`), characters outside ASCII (each the stand-in, or what it folds to), a backreference
+    (any text) and a case-insensitive group (`(?i:…)`, read as `caseless`)."""
+    if re.search(r"\{,\d", pattern):
         raise ValueError(f"a line gate cannot take {pattern!r}")
+    caseless = caseless or "(?i" in pattern
     pattern = re.sub(r"\(\?P<\w+>", "(", pattern)  # a group's name is not matched
+    pattern = re.sub(r"\(\?P=\w+\)", r"(?:[\\s\\S]*)", pattern)  # nor what a backreference repeats
     out: list[str] = []
-    for token in _TOKEN.finditer(pattern):
-        char_class, escape, low = token.groups()
+    for token in _LINE_TOKEN.finditer(pattern):
+        char_class, escape, prop, low = token.groups()
         text = token.group()
         if escape is not None:
             raise ValueError(f"a line gate cannot take {pattern!r}")
         if char_class is not None:
             out.append(_line_class(char_class, caseless))
+        elif prop is not None:
+            letters = _LETTER_PROPERTIES.get(prop[3:-1])
+            if letters is None:
+                raise ValueError(f"a line gate cannot take {prop!r}")
+            out.append(f"[{letters}{_OTHER}]" if prop[1] == "p" else f"[^{letters}]")
         elif low is not None:
             out.append(f"{{{low},}}")
         elif text in _LINE_ESCAPES:
             out.append(_LINE_ESCAPES[text])
         elif caseless and text in _FOLDS_OUTSIDE_ASCII:
             out.append(f"[{text}{_OTHER}]")
+        elif not text.isascii():
+            folded = text.casefold()  # `ß` is also `ss` to a case-insensitive `regex`
+            out.append(f"(?:{_OTHER}|{re.escape(folded)})" if folded.isascii() else _OTHER)
         else:
             out.append(text)
     return "".join(out).encode("latin-1")
 
 
+#: `_TOKEN`'s pieces, with a letter property (`\p{Lu}`, `\P{L}`) and a group's opening one piece each
+_LINE_TOKEN = re.compile(
+    r"(\[\^?\]?(?:\\.|[^\\\]])*\])|(\\u[0-9a-fA-F]{4})|(\\[pP]\{\w+\})|\\.|\{(\d+),\d+\}"
+    r"|\(\?(?:[a-zA-Z-]*[:)]|<?[=!])|.",  # a group's opening with its flags or a lookaround's, as it is
+    re.DOTALL,
+)
+#: the letter properties a line gate reads, as their ASCII letters (outside ASCII, the stand-in)
+_LETTER_PROPERTIES = {"L": "A-Za-z", "Lu": "A-Z", "Ll": "a-z"}
+#: one item of a character class: a letter property, an escape, or a character
+_CLASS_ITEM = re.compile(r"(\\[pP]\{\w+\})|(\\.)|(.)", re.DOTALL)
+
+
 def _line_class(char_class: str, caseless: bool) -> str:
     negated = char_class.startswith("[^")
-    body = char_class[2 if negated else 1 : -1]
+    body, outside = _ascii_class_body(char_class[2 if negated else 1 : -1], negated)
     if negated:  # it takes the stand-in already, unless it names a class that holds such characters
-        return r"[\s\S]" if re.search(r"\\[WSD]", body) else char_class
-    if re.search(r"\\[dws]", body) or (caseless and re.search(r"[A-Za-z]", body)):
-        return f"(?:{char_class}|[\\x1c-\\x1f{_OTHER}])" if "\\s" in body else f"(?:{char_class}|{_OTHER})"
+        return r"[\s\S]" if re.search(r"\\[WSD]", body) or not body else f"[^{body}]"
+    char_class = f"[{body}]" if body else ""
+    if outside or re.search(r"\\[dws]", body) or (caseless and re.search(r"[A-Za-z]", body)):
+        extra = f"[\\x1c-\\x1f{_OTHER}]" if "\\s" in body else _OTHER
+        return f"(?:{char_class}|{extra})" if char_class else extra
     return char_class
 
 
+def _ascii_class_body(body: str, negated: bool) -> tuple[str, bool]:
+    """A class's body with what it holds outside ASCII left out (a letter property as its ASCII
+    letters), and whether anything was: the stand-in is then the class's too, unless it is negated."""
+    if body.isascii() and "\\p{" not in body and "\\P{" not in body:
+        return body, False
+    items = [m.group() for m in _CLASS_ITEM.finditer(body)]
+    kept: list[str] = []
+    outside = False
+    index = 0
+    while index < len(items):
+        item = items[index]
+        if index + 2 < len(items) and items[index + 1] == "-" and not item.startswith(("\\p{", "\\P{")):
+            low, high = item, items[index + 2]
+            index += 3
+            if high.isascii():
+                kept.append(f"{low}-{high}")
+            else:
+                outside = True
+                if low.isascii():
+                    kept.append(f"{low}-\\x7f")
+            continue
+        index += 1
+        if item.startswith(("\\p{", "\\P{")):
+            letters = _LETTER_PROPERTIES.get(item[3:-1])
+            if letters is None or item[1] == "P":
+                raise ValueError(f"a line gate cannot take {item!r} in a class")
+            kept.append(letters)
+            outside = True
+        elif item.isascii():
+            kept.append(item)
+        else:
+            outside = True
+    if negated:
+        outside = False
+    return "".join(kept), outside
+
+
 class LineGate:
-    """Which of `patterns` may match some line of a text, from one scan of the whole text; never
-    leaves out one that does (the patterns are matched per line with Python's `re`, as detect-secrets
-    matches them). The text is scanned as bytes, each character outside ASCII as one stand-in byte, so
-    nothing depends on Hyperscan's reading of Unicode classes or case folding."""
+    """Which of `patterns` may match some line of a text, from one scan of the whole text; never leaves
+    out one that does (the patterns are matched per line with Python's `re`, as detect-secrets matches
+    them, or over the whole text with the `regex` module, `^` and `$` at each line). The text is
+    scanned as bytes, each character outside ASCII as one stand-in byte, so nothing depends on
+    Hyperscan's reading of Unicode classes or case folding."""
 
     def __init__(self, patterns: Sequence[re.Pattern[str]]) -> None:
         expressions = [line_gate_expression(p.pattern, bool(p.flags & re.IGNORECASE)) for p in patterns]

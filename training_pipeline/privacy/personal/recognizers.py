@@ -27,8 +27,10 @@ Each returns a span with a score Presidio's analyzer weighs as it weighs its own
 from __future__ import annotations
 
 import ipaddress
+import re
 from typing import Any, ClassVar
 
+import hyperscan
 import regex
 import tldextract
 from presidio_analyzer import AnalysisExplanation, LocalRecognizer, Pattern, RecognizerResult
@@ -96,6 +98,7 @@ from training_pipeline.privacy.personal.cues import (
     STREET_WORDS_OTHER,
     TYPED_INTO,
 )
+from training_pipeline.privacy.prefilter import LineGate
 
 __all__ = [
     "AccountNameRecognizer",
@@ -113,6 +116,12 @@ __all__ = [
 ]
 
 _FLAGS = regex.VERSION1 | regex.MULTILINE
+#: a letter a case-insensitive `regex` reads as two or more (`ß` as `ss`, `ﬁ` as `fi`, `İ` as `i̇`; all
+#: in the Basic Multilingual Plane): a gate that reads a character outside ASCII as one byte cannot
+#: tell what a text holding one matches
+_FOLDS_TO_MORE = re.compile(
+    "[" + "".join(c for c in map(chr, range(0x80, 0x10000)) if len(c.casefold()) > 1) + "]"
+)
 
 
 _STREET_WORD = regex.compile(
@@ -153,15 +162,31 @@ class _Recognizer(LocalRecognizer):
             (compiled, entity, score, compiled.groupindex.get("value", 1))
             for compiled, entity, score in ((regex.compile(p, _FLAGS), e, s) for p, e, s in self.PATTERNS)
         ]
-        self._any = {
-            entity: regex.compile("|".join(f"(?:{p})" for p, e, _ in self.PATTERNS if e == entity), _FLAGS)
+        self._of_entity = {
+            entity: frozenset(i for i, (_, e, _) in enumerate(self.PATTERNS) if e == entity)
             for entity in self.supported_entities
         }
+        self._every = frozenset(range(len(self.PATTERNS)))
+        try:
+            self._gate: LineGate | None = LineGate([compiled for compiled, *_ in self._compiled])
+        except (ValueError, hyperscan.error):
+            self._gate = None
+        # what the last `could_find` read, for the `analyze` that follows it on the same text
+        self._last: tuple[str, frozenset[int] | set[int]] = ("", self._every)
+
+    def _candidates(self, text: str) -> frozenset[int] | set[int]:
+        """The patterns that may match `text`: the gate's (one scan of them all), which reads a letter
+        outside ASCII as any, except where full case folding makes one letter two (`ß`, `ﬁ`)."""
+        if self._gate is None or _FOLDS_TO_MORE.search(text):
+            return self._every
+        return self._gate.candidates(text)
 
     def could_find(self, text: str, entities: list[str]) -> bool:
         """Whether `analyze` could find one of `entities` in `text`: its findings are its patterns'
-        matches, so a text none of them matches holds none (one search of them all)."""
-        return any(self._any[entity].search(text) for entity in entities if entity in self._any)
+        matches, so a text none of them matches holds none."""
+        candidates = self._candidates(text)
+        self._last = (text, candidates)
+        return any(candidates & self._of_entity[entity] for entity in entities if entity in self._of_entity)
 
     def accept(self, value: str, entity: str) -> bool:
         return True
@@ -171,7 +196,11 @@ class _Recognizer(LocalRecognizer):
 
     def analyze(self, text: str, entities: list[str], nlp_artifacts: Any = None) -> list[RecognizerResult]:
         results = []
-        for pattern, entity, score, group in self._compiled:
+        last_text, candidates = self._last
+        if last_text != text:
+            candidates = self._candidates(text)
+        for index in sorted(candidates):
+            pattern, entity, score, group = self._compiled[index]
             if entities and entity not in entities:
                 continue
             for match in pattern.finditer(text, overlapped=False):
