@@ -489,6 +489,8 @@ _CUE_PIECES = [
 @example("\ufb01rst name: Jane")  # a ligature folds to two letters too
 @example("Hi Ólafur,")  # a capital outside ASCII where a name starts
 @example("my name is Jane Doe")
+@example("reviewers: Jane Doe, Tom Baker")  # a pattern opening with a lookbehind, closing with a lookahead
+@example('authors = ["Jane Doe", "Tom Baker"]')
 def test_a_recognizers_gate_never_hides_what_its_patterns_find(text: str) -> None:
     """Each of our recognizers, asked first whether it could find anything (as the finder asks) and then
     to analyse, finds what it finds with every pattern searched."""
@@ -498,6 +500,15 @@ def test_a_recognizers_gate_never_hides_what_its_patterns_find(text: str) -> Non
         assert gated.could_find(text, entities) or not expected, (type(gated).__name__, text)
         found = [(r.entity_type, r.start, r.end, r.score) for r in gated.analyze(text, entities)]
         assert found == expected, (type(gated).__name__, text)
+
+
+def test_a_recognizers_gate_sets_aside_capitalised_words_without_a_cue() -> None:
+    """What the gate is for: an agent's chat, where a greeting cue opened the window, holds two
+    capitalised words in a row but no pattern's cue (a lookbehind's cue is matched, not dropped)."""
+    name_cues = next(r for r in _GATED_RECOGNIZERS if type(r).__name__ == "NameCueRecognizer")
+    chat = "grace: hey Eliza, can you explain a bug?\n\nShould Eliza respond to grace?"
+    assert not name_cues.could_find(chat, ["PERSON"])
+    assert name_cues.could_find("Reviewers: Jane Doe, Tom Baker", ["PERSON"])
 
 
 @given(st.text(alphabet=st.characters(blacklist_categories=())))

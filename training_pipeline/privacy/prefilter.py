@@ -107,12 +107,25 @@ def line_gate_expression(pattern: str, caseless: bool) -> bytes:
     pattern = re.sub(r"\(\?P<\w+>", "(", pattern)  # a group's name is not matched
     pattern = re.sub(r"\(\?P=\w+\)", r"(?:[\\s\\S]*)", pattern)  # nor what a backreference repeats
     out: list[str] = []
-    for token in _LINE_TOKEN.finditer(pattern):
+    opened: list[int] = []  # where each open group's opening is in `out`
+    tokens = list(_LINE_TOKEN.finditer(pattern))
+    for number, token in enumerate(tokens):
         char_class, escape, prop, low = token.groups()
         text = token.group()
         if escape is not None:
             raise ValueError(f"a line gate cannot take {pattern!r}")
-        if char_class is not None:
+        if text.startswith("(") and not text.endswith(")"):  # not a flag for the rest (`(?i)`)
+            opened.append(len(out))
+            # what a lookbehind opening the pattern asserts is text the match follows: matched, it is
+            # still a superset (Hyperscan would drop the assertion, and a name's pattern alone matches
+            # any two capitalised words)
+            out.append("(?:" if text == "(?<=" and not out else text)
+        elif text == ")" and opened:
+            start = opened.pop()
+            if out[start] == "(?=" and number == len(tokens) - 1:  # ... as is a lookahead closing it
+                out[start] = "(?:"
+            out.append(text)
+        elif char_class is not None:
             out.append(_line_class(char_class, caseless))
         elif prop is not None:
             letters = _LETTER_PROPERTIES.get(prop[3:-1])
