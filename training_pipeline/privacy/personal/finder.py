@@ -83,9 +83,11 @@ _FAMILIES: tuple[tuple[str, tuple[str, ...], int], ...] = (
         tuple(cues.LABELS),
         96,
     ),
-    # written-out birth dates (numeric ones are in the numbers' family)
+    # written-out birth dates (numeric ones are in the numbers' family), and one typed into a birth
+    # date's box (`"element": "Date of birth", …, "text": …`; as far as the line goes: a bounded repeat
+    # after the cue's alternatives takes Hyperscan ten seconds to compile)
     (
-        rf"{cues.BIRTH_CUE}[^\n]{{0,24}}?\d|{cues.BIRTH_CUE}[^\n]{{0,160}}?[\"'](?:text|value)[\"']",
+        rf"{cues.BIRTH_CUE}[^\n]{{0,24}}?\d|{cues.BIRTH_CUE}[^\n]*?[\"'](?:text|value)[\"']",
         ("DATE_OF_BIRTH",),
         40,
     ),
