@@ -208,7 +208,8 @@ class PersonalDataFinder:
     def _spans(self, text: str) -> list[Span]:
         # a lone surrogate (JSON allows `\ud800`) is no character to spaCy or Hyperscan: it is read as
         # U+FFFD, one character for one, so every offset holds in the text itself
-        text = _LONE_SURROGATE.sub("\ufffd", text)
+        if not text.isascii():
+            text = _LONE_SURROGATE.sub("\ufffd", text)
         found: list[tuple[int, int, str, float]] = []
         for start, end, kinds in self._windows(text):
             window = text[start:end]
