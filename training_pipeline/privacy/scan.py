@@ -189,11 +189,16 @@ class SecretScanner:
         from detect_secrets.filters import heuristic
 
         words, detector = self._keywords
-        if words.search(line) is None or heuristic.is_indirect_reference(line):
+        if words.search(line) is None:
+            return ()
+        values = dict.fromkeys(detector.analyze_string(line))  # several of its forms may match
+        # detect-secrets' indirect reference test backtracks over a long line: asked only of a line
+        # with a finding to set aside
+        if not values or heuristic.is_indirect_reference(line):
             return ()
         return tuple(
             (detector.secret_type, value)
-            for value in dict.fromkeys(detector.analyze_string(line))  # several of its forms may match
+            for value in values
             if not (
                 _LEFT_BY_THE_FILTER.search(value)
                 or heuristic.is_templated_secret(value)
