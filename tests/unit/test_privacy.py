@@ -611,7 +611,7 @@ def test_a_secret_value_that_is_not_utf8_is_redacted_and_fingerprinted() -> None
 def test_a_repeated_long_prompt_is_redacted_and_counted_every_time_within_a_bounded_memo() -> None:
     """A system prompt repeats in every call of an agent: its redaction is remembered and replayed, each
     occurrence counted as if redacted anew, and what is remembered stays within its bound."""
-    from training_pipeline.privacy import filter as privacy_filter
+    from training_pipeline.privacy import memo
 
     prompt = "You are Eliza. " * 200 + "Deploy with ghp_C3J27XDCG2LmlZGEONYlgCtjfIZ4SOcMz9CP today."
     privacy = PrivacyFilter("strict")
@@ -622,7 +622,7 @@ def test_a_repeated_long_prompt_is_redacted_and_counted_every_time_within_a_boun
     assert privacy.redact(clean) is clean and privacy.redact(clean) is clean
     for index in range(1500):  # 6 MB of distinct prompts: the memo starts over rather than grow
         privacy.redact(f"{index:05d} " + "x" * 4000)
-        assert privacy._memo_chars <= privacy_filter._MEMO_BUDGET_CHARS
+        assert privacy._memo._chars <= memo._BUDGET_CHARS
 
 
 def test_the_elizaos_profile_does_not_load_the_strict_rule_set() -> None:

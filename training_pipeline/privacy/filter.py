@@ -33,6 +33,7 @@ from training_pipeline.privacy.credential_rule import Found, is_placeholder
 from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.escapes import may_be_escaped, unescaped
 from training_pipeline.privacy.id_key import apart, detached
+from training_pipeline.privacy.memo import MEMO_MAX_CHARS, TextMemo
 from training_pipeline.privacy.personal import (
     ANALYZER_MODULE,
     PersonalDataFinder,
@@ -57,11 +58,8 @@ HANDLE = re.compile(r"@[a-zA-Z0-9_.-]{2,}")
 ENV_SECRET_LABEL = "env-secret"
 _ENV_PLACEHOLDER = f"<REDACTED:{ENV_SECRET_LABEL}>"
 _ENV_PLACEHOLDER_BYTES = _ENV_PLACEHOLDER.encode()
-#: Strings up to this long are remembered with their redaction (`PrivacyFilter.redact`), at most this
-#: many at a time, and holding at most this many characters in all (the memo keeps them alive).
-_MEMO_MAX_CHARS = 64 * 1024
-_MEMO_MAX_ENTRIES = 8192
-_MEMO_BUDGET_CHARS = 4 * 1024 * 1024
+#: how many keys `_key_of_items` remembers what it read under, at most
+_KEYS_REMEMBERED = 8192
 #: Texts this long are cleared in batches of about `_BATCH_CHARS` (`PrivacyFilter._clear_short_texts`):
 #: shorter ones cannot hold a match, longer ones cost more in the scan than in the call.
 _MIN_BATCHED = MIN_SECRET_LENGTH
@@ -198,12 +196,9 @@ class PrivacyFilter:
         self.stats = FilterStats()
         #: how long redacting one trajectory may take (`budget`)
         self.budget_seconds = redaction_budget_seconds()
-        #: text -> (its redaction, or None when unchanged; the counts by rule; the secrets found)
-        self._memo: dict[str, _Remembered] = {}
-        self._memo_chars = 0
-        #: text (credentials redacted) -> where its personal data is
-        self._spans: dict[str, list[Span]] = {}
-        self._spans_chars = 0
+        #: text -> (its redaction, or None when unchanged; the counts by rule; the secrets found); where
+        #: a text's personal data is, the finder remembers
+        self._memo: TextMemo[_Remembered] = TextMemo()
         #: key -> the key its values are read under (`_key_of_items`); a trajectory's keys repeat
         self._keys_of_items: dict[str, str | None] = {}
 
@@ -350,20 +345,7 @@ class PrivacyFilter:
         self.stats.redactions.update(counts)
 
     def _personal_spans(self, text: str) -> list[Span]:
-        """Where `text` holds personal data, remembered as `_redacted` remembers (texts repeat)."""
-        if len(text) < 5 or self.personal is None:
-            return []
-        if len(text) > _MEMO_MAX_CHARS:
-            return self.personal.spans(text)
-        spans = self._spans.get(text)
-        if spans is None:
-            spans = self.personal.spans(text)
-            if len(self._spans) >= _MEMO_MAX_ENTRIES or self._spans_chars + len(text) > _MEMO_BUDGET_CHARS:
-                self._spans.clear()
-                self._spans_chars = 0
-            self._spans[text] = spans
-            self._spans_chars += len(text)
-        return spans
+        return [] if self.personal is None else self.personal.spans(text)
 
     def _redact_found_everywhere(self, found: dict[str, str], slots: list[Slot]) -> None:
         """A secret found once is redacted wherever else the trajectory holds it: a rule that knows a
@@ -412,7 +394,7 @@ class PrivacyFilter:
         joined = "\n".join(batch).encode("utf-8")
         if not self.rules.any_candidate_in_lines(joined) and not self._holds_secret(joined):
             for text in batch:
-                self._remember(text, (None, (), ()))
+                self._memo.remember(text, (None, (), ()))
 
     def _holds_secret(self, data: bytes) -> bool:
         """Whether UTF-8 `data` holds an environment secret's value: exactly where its text holds it."""
@@ -438,11 +420,11 @@ class PrivacyFilter:
         A trajectory repeats its strings in every call (model names, step kinds, the agent's name,
         its system prompt, often kilobytes) and so does the next one; under `strict` the short ones
         are a third of every string walked. Redaction depends on the text alone, so a string's result
-        and its counts are remembered and replayed (a memo bounded in entries and characters, cleared
-        when full; a string it has not seen costs one hash more)."""
+        and its counts are remembered and replayed (`TextMemo`; a string it has not seen costs one hash
+        more)."""
         if len(text) < 4:  # shorter than any rule's match or any secret (8 UTF-16 units, 4 astral chars)
             return text, ()
-        if len(text) > _MEMO_MAX_CHARS:
+        if len(text) > MEMO_MAX_CHARS:
             found: Found = []
             return self._redact(text, self.stats.redactions, found), found
         remembered = self._memo.get(text)
@@ -452,18 +434,11 @@ class PrivacyFilter:
             found = []
             redacted = self._redact(text, counts, found)
             remembered = (None if redacted == text else redacted, tuple(counts.items()), tuple(found))
-            self._remember(text, remembered)
+            self._memo.remember(text, remembered)
         changed, hits, secrets = remembered
         for label, count in hits:
             self.stats.redactions[label] += count
         return (text if changed is None else changed), secrets
-
-    def _remember(self, text: str, result: _Remembered) -> None:
-        if len(self._memo) >= _MEMO_MAX_ENTRIES or self._memo_chars + len(text) > _MEMO_BUDGET_CHARS:
-            self._memo.clear()
-            self._memo_chars = 0
-        self._memo[text] = result
-        self._memo_chars += len(text)
 
     def _redact(self, text: str, counts: dict[str, int], found: Found) -> str:
         """Both gates scan the text's UTF-8, encoded once. Under `strict`, `found` gets the secrets the
@@ -600,7 +575,7 @@ class PrivacyFilter:
             ):
                 said = form
                 break
-        if len(self._keys_of_items) >= _MEMO_MAX_ENTRIES:
+        if len(self._keys_of_items) >= _KEYS_REMEMBERED:
             self._keys_of_items.clear()
         self._keys_of_items[key] = said
         return said

@@ -161,7 +161,6 @@ class SecretScanner:
         self._text = lru_cache(maxsize=256)(self._scan_text)
         self.personal_kinds = personal_kinds
         self._personal = PersonalDataFinder(personal_kinds) if personal_kinds else None
-        self._personal_text = lru_cache(maxsize=256)(self._find_personal)
 
     @cached_property
     def _plugins(self) -> list[BasePlugin]:
@@ -225,10 +224,6 @@ class SecretScanner:
         are not findings); never the values."""
         if self._personal is None:
             return ()
-        return self._personal_text(text)
-
-    def _find_personal(self, text: str) -> tuple[str, ...]:
-        assert self._personal is not None
         return tuple(PERSONAL_PREFIX + kind for _, _, kind in self._personal.spans(text))
 
     def find(self, text: str) -> tuple[tuple[str, str], ...]:

@@ -25,6 +25,7 @@ import hyperscan
 
 from training_pipeline.privacy import escapes
 from training_pipeline.privacy.escapes import unescaped
+from training_pipeline.privacy.memo import MEMO_MAX_CHARS, TextMemo
 from training_pipeline.privacy.personal import cues
 from training_pipeline.privacy.personal.kinds import DEFAULT_KINDS, NUMBERS
 from training_pipeline.privacy.prefilter import PatternDatabase
@@ -141,6 +142,9 @@ def _gate() -> PatternDatabase:
     return PatternDatabase([expression.encode() for expression, _, _ in _FAMILIES], flags)
 
 
+#: (kinds, NER model) -> what finders of that configuration found in each text (`PersonalDataFinder.spans`)
+_MEMOS: dict[tuple[frozenset[str], str | None], TextMemo[list[Span]]] = {}
+
 #: room before a gate's match for Presidio's context words (five tokens) and a cue; after it, each
 #: family says how much (the value a cue introduces)
 _BEFORE = 48
@@ -196,9 +200,31 @@ class PersonalDataFinder:
 
     def spans(self, text: str) -> list[Span]:
         """The findings in `text`, in order, none overlapping another or a redaction already there;
-        read with its escapes read (`escapes.unescaped`), each finding then spanning its escapes."""
+        read with its escapes read (`escapes.unescaped`), each finding then spanning its escapes.
+        Remembered for every finder of this process that finds the same (`_memo`): the filter's and the
+        datasets' checks' read the same texts. The list is shared: not to be changed."""
         if not self.kinds or len(text) < 5:
             return []
+        if len(text) > MEMO_MAX_CHARS:
+            return self._read(text)
+        memo = self._memo
+        found = memo.get(text)
+        if found is None:
+            found = self._read(text)
+            memo.remember(text, found)
+        return found
+
+    @cached_property
+    def _memo(self) -> TextMemo[list[Span]]:
+        """This process's memo of what a finder like this one found: one with the same kinds, and the same
+        NER model or none."""
+        key = (self.kinds, self.ner_model if self._ner_wanted else None)
+        memo = _MEMOS.get(key)
+        if memo is None:
+            memo = _MEMOS[key] = TextMemo()
+        return memo
+
+    def _read(self, text: str) -> list[Span]:
         read = unescaped(text)
         if read is None:
             return self._spans(text)
