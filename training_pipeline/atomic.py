@@ -37,6 +37,10 @@ class TempFile:
         self.fd, self.path = fd, Path(name)
         self._lock = os.dup(fd)  # the lock lives on the open file, which this keeps open
 
+    def sync(self) -> None:
+        """What is written to the file so far, to disk (the data and the size)."""
+        _datasync(self._lock)
+
     def release(self) -> None:
         os.close(self._lock)
 
@@ -118,10 +122,14 @@ class StagedFiles:
         self._staged[target] = temp
         return os.fdopen(temp.fd, mode, buffering, encoding=None if "b" in mode else "utf-8")
 
-    def publish(self) -> None:
+    def sync(self) -> None:
+        """What the staged files hold so far, to disk: a writer that syncs as it goes has the disk work
+        while it does, and `publish` then waits only for the rest."""
         for temp in self._staged.values():
-            with temp.path.open("rb") as handle:
-                _datasync(handle.fileno())
+            temp.sync()
+
+    def publish(self) -> None:
+        self.sync()
         for target, temp in self._staged.items():
             os.chmod(temp.path, _FILE_MODE)
             os.replace(temp.path, target)

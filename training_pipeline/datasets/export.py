@@ -41,6 +41,8 @@ from training_pipeline.trajectories.models import iter_llm_calls
 #: elizaOS's order. Bytes, because they are written to binary files, maybe after crossing processes.
 Prepared = tuple[Any, int, list[tuple[Task, bytes]]]
 _BUFFER = 1 << 20
+#: how many bytes of examples a writer writes between syncs of its files (`DatasetWriter.add_batch`)
+_SYNC_EVERY = 32 << 20
 
 
 def prepare(trajectory: dict[str, Any]) -> Prepared:
@@ -188,6 +190,7 @@ class DatasetWriter:
         self._preview_rows = preview_rows
         self.previews: dict[Task, list[dict[str, Any]]] = {t: [] for t in TASKS}
         self.last_summary: dict[str, Any] | None = None
+        self._unsynced = 0  # bytes of examples written since the files were last synced
 
     def add_batch(self, batch: ExampleBatch) -> None:
         """Write the examples of a batch of trajectories (`ExampleBatch`), with their sidecars and
@@ -208,6 +211,14 @@ class DatasetWriter:
         self.trajectory_count += len(batch.trajectories)
         self.llm_call_count += sum(llm_calls for _, llm_calls, _ in batch.trajectories)
         self._tasks_of.add((trajectory_id, bits) for trajectory_id, _, bits in batch.trajectories)
+        self._unsynced += sum(map(len, batch.lines.values()))
+        if self._unsynced >= _SYNC_EVERY:
+            # to disk as it comes, while the workers make the next batches: what publishing the files
+            # waits for at the end is only the last of them
+            for handle in (*self._files.values(), *self._provenance.values()):
+                handle.flush()
+            self._staged.sync()
+            self._unsynced = 0
 
     def _looked_at(self, task: Task, lines: bytes) -> None:
         if self._inspected:
