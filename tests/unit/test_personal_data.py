@@ -934,6 +934,33 @@ def test_a_process_listings_an_open_files_and_an_ssh_configs_account_are_redacte
     )
 
 
+def test_a_database_connections_account_is_redacted_and_code_and_service_accounts_stay() -> None:
+    """A coding agent connecting to a database writes the account into a libpq connection string
+    (`psql "host=… user=jdoe …"`, before or after the other keywords) or a database URL's query (JDBC's
+    `?user=`, MongoDB's `&username=`). A service account (`postgres`), a keyword argument in code
+    (`user=DB_USER,`, `user='demo',`) and `user=` alone stay."""
+    text = (
+        'psql "host=db.internal port=5432 user=jdoe dbname=app sslmode=require"\n'
+        'connect("user=rpatel password=hunter22 host=10.0.0.5 dbname=orders")\n'
+        "DATABASE_URL=jdbc:postgresql://db:5432/app?user=mchen&ssl=true\n"
+        "mongodb://db.example.com/app?authSource=admin&username=kwong\n"
+        "host=db user=postgres dbname=app\n"
+        "connect(host=DB_HOST, user=DB_USER, port=5432)\n"
+        "filesystem('ftp', host='test.rebex.net', user='demo', port=21)\n"
+        "user=jdoe"
+    )
+    assert _strict().redact(text) == (
+        'psql "host=db.internal port=5432 user=<PII:USERNAME:1> dbname=app sslmode=require"\n'
+        'connect("user=<PII:USERNAME:2> password=<REDACTED:keyed-secret> host=10.0.0.5 dbname=orders")\n'
+        "DATABASE_URL=jdbc:postgresql://db:5432/app?user=<PII:USERNAME:3>&ssl=true\n"
+        "mongodb://db.example.com/app?authSource=admin&username=<PII:USERNAME:4>\n"
+        "host=db user=postgres dbname=app\n"
+        "connect(host=DB_HOST, user=DB_USER, port=5432)\n"
+        "filesystem('ftp', host='test.rebex.net', user='demo', port=21)\n"
+        "user=jdoe"
+    )
+
+
 def test_whoamis_answer_in_a_transcript_is_redacted_and_roots_stays() -> None:
     """A terminal's transcript asks who the user is (`$ whoami`, `npm whoami`, `echo $USER`, Windows'
     `PS C:\\> whoami`, which answers after the machine's name) and prints the account on the next line;

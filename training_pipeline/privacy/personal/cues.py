@@ -208,6 +208,15 @@ LOGIN_OPTION = (
     r"(?:docker|podman|buildah|skopeo|nerdctl|oras|helm[ \t]+registry)[ \t]+login)\b[^\n|;&]{0,200}?"
     r"[ \t](?:-[uU][ \t]*|--user(?:name)?(?:[ \t]+|=))"
 )
+#: a database connection's account: a libpq connection string's `user=` among its other keywords
+#: (`host=db port=5432 user=jdoe dbname=app`), after one of them (`CONNINFO_USER`) or before
+#: (`CONNINFO_KEY` after the value), and a database URL's query (`jdbc:postgresql://db/app?user=jdoe`)
+CONNINFO_KEY = r"(?:host|hostaddr|port|dbname|password|passfile|sslmode|connect_timeout|application_name)="
+CONNINFO_USER = rf"\b{CONNINFO_KEY}[^\s,]*[ \t]+(?:\w+=[^\s,]*[ \t]+)*user='?"
+DB_URL_USER = (
+    r"(?i:\bjdbc:[a-z0-9]+:(?://)?|\b(?:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|sqlserver)://)"
+    r"[^\s\"'?]*\?(?:[^\s\"'&#]*&)*(?i:user(?:name)?)="
+)
 #: a home folder written as a template or variable (`$USER`, `%USERNAME%`, `<you>`, `{user}`, `*`), or a
 #: numbered stand-in (`user1`)
 PLACEHOLDER_USER = re.compile(r"[$%<>{}*]|^\.\.?$|^x+$|^(?:user|test|guest|admin)[-_]?\d+$", re.IGNORECASE)

@@ -102,7 +102,9 @@ _FAMILIES: tuple[tuple[str, tuple[str, ...], int], ...] = (
         rf"{cues.WHO_COMMAND}[ \t]*\r?\n|"
         rf"{cues.PROCESS_OWNER}|{cues.OPEN_FILE}|{cues.STAT_UID}|{cues.KEY_FINGERPRINT}[\w.-]+@|"
         r"\n[ \t]*User[ \t]+[A-Za-z_]|"
-        rf"{cues.FILE_MODE}[A-Za-z_]|{cues.ID_UID}|{cues.LOGIN_VARIABLE}|{cues.ACCOUNT_KEY}[\"']?[ \t]*[:=]",
+        rf"{cues.FILE_MODE}[A-Za-z_]|{cues.ID_UID}|{cues.LOGIN_VARIABLE}|{cues.ACCOUNT_KEY}[\"']?[ \t]*[:=]|"
+        rf"{cues.CONNINFO_USER}|\buser='?[A-Za-z_][^\s,]*[ \t]+(?:\w+=[^\s,]*[ \t]+)*{cues.CONNINFO_KEY}|"
+        rf"{cues.DB_URL_USER}",
         ("USERNAME",),
         64,
     ),

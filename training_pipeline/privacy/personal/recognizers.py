@@ -49,7 +49,10 @@ from training_pipeline.privacy.personal.cues import (
     CAPITALS_HONORIFIC,
     CAPITALS_NAME,
     CLOSING,
+    CONNINFO_KEY,
+    CONNINFO_USER,
     DATE,
+    DB_URL_USER,
     DEVICE,
     DEVICE_OWNER,
     DIALLED,
@@ -467,6 +470,14 @@ class AccountNameRecognizer(_Recognizer):
         (rf"{KEY_FINGERPRINT}([a-z_][\w.-]{{0,31}})@[\w.-]+", "USERNAME", 0.7),
         (rf"{SSH_CONFIG_USER}([A-Za-z_][\w.-]{{0,31}})[ \t]*(?=\r?\n|$)", "USERNAME", 0.7),
         (rf"{LOGIN_VARIABLE}([A-Za-z_][\w.-]{{0,38}})(?=[\"'\s,;}}]|$)", "USERNAME", 0.7),
+        # a database connection's account: a libpq connection string's, and a database URL's query's
+        (rf"{CONNINFO_USER}([A-Za-z_][\w.-]{{0,62}})(?=['\s]|$)", "USERNAME", 0.7),
+        (
+            rf"(?<![\w.-])user='?([A-Za-z_][\w.-]{{0,62}})'?[ \t]+(?:\w+=[^\s,]*[ \t]+)*{CONNINFO_KEY}",
+            "USERNAME",
+            0.7,
+        ),
+        (rf"{DB_URL_USER}([A-Za-z_][\w.-]{{0,62}})(?=[&#\s\"']|$)", "USERNAME", 0.7),
         # a field holding an account's name: quoted (GitHub's `"login": "jdoe"`), or a config's line
         # (`username: jdoe`, `user_name = "jdoe"`) that ends with it; not a type (`username: str`,
         # `login: String!`), code's variable (`username = self.username`), a log's "Login: failed for"
