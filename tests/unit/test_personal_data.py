@@ -913,7 +913,7 @@ def test_a_files_owner_ids_user_and_the_environments_account_are_redacted() -> N
 def test_a_process_listings_an_open_files_and_an_ssh_configs_account_are_redacted() -> None:
     """A coding agent diagnosing a port or a login prints `ps aux` (USER before the PID), `lsof` (USER
     after it), `stat` (`Uid: ( 501/ jdoe)`), `ssh-add -l` (the key's comment) and `~/.ssh/config` (a
-    host's `User`); `root`'s rows stay."""
+    host's `User`, however many of its options come before); `root`'s rows stay."""
     text = (
         "USER       PID  %CPU %MEM      VSZ    RSS   TT  STAT STARTED      TIME COMMAND\n"
         "tnguyen  41237  12.3  1.4 412345 234567   ??  S    9:12AM   0:03.21 node server.js\n"
@@ -921,7 +921,9 @@ def test_a_process_listings_an_open_files_and_an_ssh_configs_account_are_redacte
         "node    41237  rpatel   23u  IPv4 0x1234      0t0  TCP *:3000 (LISTEN)\n"
         "Access: (0644/-rw-r--r--)  Uid: (  501/   afischer)   Gid: (   20/   staff)\n"
         "256 SHA256:Xk9mQ2LpZr8T5vB3nW7yC4dF6gH1jK0sA2eR5tY8uIo jdoe@laptop (ED25519)\n"
-        "Host prod\n  HostName 10.0.4.17\n  User mkowalski\n  IdentityFile ~/.ssh/id_ed25519"
+        "Host prod\n  HostName 10.0.4.17\n  User mkowalski\n  IdentityFile ~/.ssh/id_ed25519\n"
+        "Host build\n  HostName build.internal\n  Port 2222\n  IdentityFile ~/.ssh/id_build\n"
+        "  IdentitiesOnly yes\n  ForwardAgent yes\n  User tnguyen"
     )
     assert _strict().redact(text) == (
         "USER       PID  %CPU %MEM      VSZ    RSS   TT  STAT STARTED      TIME COMMAND\n"
@@ -930,7 +932,9 @@ def test_a_process_listings_an_open_files_and_an_ssh_configs_account_are_redacte
         "node    41237  <PII:USERNAME:2>   23u  IPv4 0x1234      0t0  TCP *:3000 (LISTEN)\n"
         "Access: (0644/-rw-r--r--)  Uid: (  501/   <PII:USERNAME:3>)   Gid: (   20/   staff)\n"
         "256 SHA256:Xk9mQ2LpZr8T5vB3nW7yC4dF6gH1jK0sA2eR5tY8uIo <PII:USERNAME:4>@laptop (ED25519)\n"
-        "Host prod\n  HostName 10.0.4.17\n  User <PII:USERNAME:5>\n  IdentityFile ~/.ssh/id_ed25519"
+        "Host prod\n  HostName 10.0.4.17\n  User <PII:USERNAME:5>\n  IdentityFile ~/.ssh/id_ed25519\n"
+        "Host build\n  HostName build.internal\n  Port 2222\n  IdentityFile ~/.ssh/id_build\n"
+        "  IdentitiesOnly yes\n  ForwardAgent yes\n  User <PII:USERNAME:1>"
     )
 
 

@@ -184,9 +184,13 @@ DEVICE_OWNER = rf"{_WORD}(?:[ \t-]{_WORD})?"
 #: (  501/   jdoe)`; `ssh-add -l`'s key comment after the fingerprint
 PROCESS_OWNER = r"[ \t]+\d+[ \t]+\d+\.\d[ \t]+\d+\.\d[ \t]+\d+[ \t]+\d+[ \t]"
 OPEN_FILE = r"[ \t]+(?:\d+[urwW]|cwd|txt|mem|rtd)[ \t]+(?:IPv[46]|REG|DIR|CHR|unix|PIPE|FIFO|KQUEUE|sock)\b"
-#: an SSH config's host block up to its `User` (`Host prod` / `  HostName …` / `  User jdoe`)
+#: an SSH config's host block up to its `User` (`Host prod` / `  HostName …` / `  User jdoe`): within three
+#: lines after the host's or another of the config's keywords, so a window around `User` holds one
 SSH_CONFIG_USER = (
-    r"(?:^|\n)[ \t]*Host(?:Name)?[ \t]+[^\n]+(?:\n[ \t]*[A-Z]\w+[ \t]+[^\n]+){0,3}\n[ \t]*User[ \t]+"
+    r"(?:^|\n)[ \t]*(?:Host(?:Name)?|Port|Identit(?:yFile|iesOnly)|ForwardAgent|Proxy(?:Jump|Command)|"
+    r"AddKeysToAgent|UseKeychain|ServerAlive(?:Interval|CountMax)|StrictHostKeyChecking|UserKnownHostsFile|"
+    r"(?:Local|Remote|Dynamic)Forward|Control(?:Master|Path|Persist)|PreferredAuthentications|LogLevel)"
+    r"[ \t]+[^\n]+(?:\n[ \t]*[A-Z]\w+[ \t]+[^\n]+){0,3}\n[ \t]*User[ \t]+"
 )
 #: the lead of `stat`'s owner (`Uid: (  501/   jdoe)`), `id`'s (`uid=501(jdoe)`) and `ssh-add -l`'s key
 #: comment (`256 SHA256:… jdoe@laptop`), up to the account
