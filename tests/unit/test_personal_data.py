@@ -432,6 +432,21 @@ def test_a_url_querys_value_under_a_key_that_says_what_it_holds_is_redacted() ->
     )
 
 
+def test_the_number_a_whatsapp_link_opens_a_chat_with_is_redacted() -> None:
+    """A support agent's reply or a profile links a chat (`https://wa.me/14155550123`): WhatsApp's link
+    takes only a phone number as its path, with no `+` and no label. A number in another site's path
+    and a short or glued one stay."""
+    text = (
+        "Message me on WhatsApp: https://wa.me/14155550123 or [chat](https://wa.me/447911123456?text=hi)\n"
+        "https://example.com/orders/14155550123 https://notwa.me/14155550123 wa.me/14155550123abc"
+    )
+    assert _strict().redact(text) == (
+        "Message me on WhatsApp: https://wa.me/<PII:PHONE_NUMBER:1> or "
+        "[chat](https://wa.me/<PII:PHONE_NUMBER:2>?text=hi)\n"
+        "https://example.com/orders/14155550123 https://notwa.me/14155550123 wa.me/14155550123abc"
+    )
+
+
 def test_an_address_or_number_written_with_html_references_is_redacted_and_the_page_kept() -> None:
     """A browsing agent's tool returns a page whose contacts are written with character references
     (`jane&#64;example.com`, `&commat;`, `&#x2B;1…`), as sites write them against harvesters: each is

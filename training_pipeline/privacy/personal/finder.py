@@ -377,6 +377,18 @@ def _query_value(text: str, start: int, end: int) -> bool:
     )
 
 
+#: a click-to-chat link's host and path up to the number it opens a chat with (`wa.me/14155550123`)
+_CHAT_LINK = re.compile(r"(?<![\w.-])wa\.me/\+?$")
+
+
+def _chat_link(text: str, start: int, end: int) -> bool:
+    """Whether a finding is the number a click-to-chat link opens a chat with: WhatsApp's `wa.me/` takes
+    only a phone number as its path (`?text=…` may follow)."""
+    return _CHAT_LINK.search(text, max(0, start - 7), start) is not None and (
+        end == len(text) or text[end] in "/?#\"' \t\r\n)>"
+    )
+
+
 def _valid_iban(token: str) -> bool:
     """An IBAN by its ISO 13616 check digits (hexadecimal-looking ones, `DE72…`, are not hashes)."""
     if not (15 <= len(token) <= 34 and token[:2].isalpha() and token[2:4].isdigit() and token.isalnum()):
@@ -483,7 +495,7 @@ _SAID_AS = {"wa_id": "whatsapp number"}
 
 def _worth_reading(text: str, start: int, end: int, family: int) -> bool:
     """Whether a gate's match of `family` could be someone's data, before Presidio reads around it."""
-    if family == _PHONES and _DIALLED.match(text, start):
+    if family == _PHONES and (_DIALLED.match(text, start) or _chat_link(text, start, end)):
         return True  # `_dialled_whole`, whatever it is glued into
     if family < _CRYPTO and not _stands_alone(text, start, end):
         return False
@@ -494,8 +506,8 @@ def _worth_reading(text: str, start: int, end: int, family: int) -> bool:
 
 def _someones(text: str, start: int, end: int, kind: str, score: float) -> bool:
     """Whether a finding of Presidio's is someone's data, not a piece of an id, a reference or code."""
-    if kind == "PHONE_NUMBER" and _dialled_whole(text, start, end):
-        return True  # dialled with its country code: a phone number whatever it is glued into
+    if kind == "PHONE_NUMBER" and (_dialled_whole(text, start, end) or _chat_link(text, start, end)):
+        return True  # dialled with its country code, or a chat link's: a phone number whatever it is in
     if kind in _TOKEN_KINDS and not _stands_alone(text, start, end):
         return False
     if kind in _NUMBER_KINDS and (
