@@ -220,20 +220,24 @@ def test_a_person_named_by_how_the_writer_knows_them_is_redacted() -> None:
 
 
 def test_a_chat_platforms_and_a_profiles_people_fields_are_redacted() -> None:
-    """Slack's user object (`real_name`, `real_name_normalized`), Discord's (`global_name`), a form's
-    `nickname` and `recipient_name`, a profile's `github_username`: each went to the datasets. A last
-    login's time and a count stay."""
+    """Slack's user object (`real_name`, `real_name_normalized`, a handle's `display_name`), Discord's
+    (`global_name`), a form's `nickname` and `recipient_name`, a profile's `github_username`: each went
+    to the datasets. A last login's time, a count and a notebook kernel's display name stay."""
     text = (
-        '{"real_name": "Jane Doe", "profile": {"real_name_normalized": "Jane Doe"}}\n'
+        '{"real_name": "Jane Doe", "profile": {"real_name_normalized": "Jane Doe", '
+        '"display_name": "tnguyen"}}\n'
+        '"kernelspec": {"display_name": "Python 3 (ipykernel)", "name": "python3"}\n'
         '{"global_name": "Priya", "nickname": "Janey", "recipient_name": "Chen Wei"}\n'
         '{"twitter_username": "janedoe", "github_username": "mkowalski"}\n'
         '{"last_login": "2026-11-02", "login_count": "12"}'
     )
     assert _strict().redact(text) == (
-        '{"real_name": "<PII:PERSON:1>", "profile": {"real_name_normalized": "<PII:PERSON:1>"}}\n'
+        '{"real_name": "<PII:PERSON:1>", "profile": {"real_name_normalized": "<PII:PERSON:1>", '
+        '"display_name": "<PII:USERNAME:1>"}}\n'
+        '"kernelspec": {"display_name": "Python 3 (ipykernel)", "name": "python3"}\n'
         '{"global_name": "<PII:PERSON:2>", "nickname": "<PII:PERSON:3>", '
         '"recipient_name": "<PII:PERSON:4>"}\n'
-        '{"twitter_username": "<PII:USERNAME:1>", "github_username": "<PII:USERNAME:2>"}\n'
+        '{"twitter_username": "<PII:USERNAME:2>", "github_username": "<PII:USERNAME:3>"}\n'
         '{"last_login": "2026-11-02", "login_count": "12"}'
     )
 

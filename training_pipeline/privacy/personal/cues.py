@@ -169,6 +169,9 @@ ACCOUNT_KEY = (
     r"(?i:(?:twitter|github|gitlab|slack|discord|telegram|instagram|tiktok|reddit|linkedin|mastodon)[ _-]?)?"
     r"(?i:login|user[ _]?name|screen[ _]?name)"
 )
+#: a chat's display name given as a handle (Slack's and Discord's `"display_name": "jdoe"`, a line's
+#: `display_name: jdoe`), up to it; one given in words is a person's name (`NAME_FIELD`)
+HANDLE_DISPLAY_NAME = r"(?:[\"']display[_ ]?name[\"']|^[ \t]*display[_ ]?name)[ \t]*:[ \t]*[\"']?"
 #: the environment's variables holding the account a process runs as (`env`'s `USER=jdoe`, a tool's
 #: `{"USER": "jdoe"}`), or the person a CI run is for, up to the value
 LOGIN_VARIABLE = (

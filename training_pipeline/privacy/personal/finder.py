@@ -104,7 +104,7 @@ _FAMILIES: tuple[tuple[str, tuple[str, ...], int], ...] = (
         r"\n[ \t]*User[ \t]+[A-Za-z_]|"
         rf"{cues.FILE_MODE}[A-Za-z_]|{cues.ID_UID}|{cues.LOGIN_VARIABLE}|{cues.ACCOUNT_KEY}[\"']?[ \t]*[:=]|"
         rf"{cues.CONNINFO_USER}|\buser='?[A-Za-z_][^\s,]*[ \t]+(?:\w+=[^\s,]*[ \t]+)*{cues.CONNINFO_KEY}|"
-        rf"{cues.DB_URL_USER}",
+        rf"{cues.DB_URL_USER}|\bdisplay[_ ]?name[\"']?[ \t]*:[ \t]*[\"']?[a-z0-9_]",
         ("USERNAME",),
         64,
     ),

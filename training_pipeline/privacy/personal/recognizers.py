@@ -65,6 +65,7 @@ from training_pipeline.privacy.personal.cues import (
     GIT_IDENTITY,
     GITCONFIG_USER,
     GREETING,
+    HANDLE_DISPLAY_NAME,
     HONORIFIC,
     HOUSE,
     ID_UID,
@@ -488,6 +489,7 @@ class AccountNameRecognizer(_Recognizer):
             "USERNAME",
             0.7,
         ),
+        (rf"{HANDLE_DISPLAY_NAME}([a-z0-9_][\w.-]{{0,79}})(?=[\"']|[ \t]*$)", "USERNAME", 0.7),
         # a login given with its password on one line (`Login: jdoe42 Password: …`)
         (
             rf"\b{ACCOUNT_KEY}[ \t]*:[ \t]*([A-Za-z0-9_][\w.-]{{0,38}})"
