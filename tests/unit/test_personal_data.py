@@ -964,6 +964,7 @@ def test_a_database_connections_account_is_redacted_and_code_and_service_account
     (`user=DB_USER,`, `user='demo',`) and `user=` alone stay."""
     text = (
         'psql "host=db.internal port=5432 user=jdoe dbname=app sslmode=require"\n'
+        'pg_dump "host=db dbname=app user=afischer" > app.sql\n'
         'connect("user=rpatel password=hunter22 host=10.0.0.5 dbname=orders")\n'
         "DATABASE_URL=jdbc:postgresql://db:5432/app?user=mchen&ssl=true\n"
         "mongodb://db.example.com/app?authSource=admin&username=kwong\n"
@@ -974,9 +975,10 @@ def test_a_database_connections_account_is_redacted_and_code_and_service_account
     )
     assert _strict().redact(text) == (
         'psql "host=db.internal port=5432 user=<PII:USERNAME:1> dbname=app sslmode=require"\n'
-        'connect("user=<PII:USERNAME:2> password=<REDACTED:keyed-secret> host=10.0.0.5 dbname=orders")\n'
-        "DATABASE_URL=jdbc:postgresql://db:5432/app?user=<PII:USERNAME:3>&ssl=true\n"
-        "mongodb://db.example.com/app?authSource=admin&username=<PII:USERNAME:4>\n"
+        'pg_dump "host=db dbname=app user=<PII:USERNAME:2>" > app.sql\n'
+        'connect("user=<PII:USERNAME:3> password=<REDACTED:keyed-secret> host=10.0.0.5 dbname=orders")\n'
+        "DATABASE_URL=jdbc:postgresql://db:5432/app?user=<PII:USERNAME:4>&ssl=true\n"
+        "mongodb://db.example.com/app?authSource=admin&username=<PII:USERNAME:5>\n"
         "host=db user=postgres dbname=app\n"
         "connect(host=DB_HOST, user=DB_USER, port=5432)\n"
         "filesystem('ftp', host='test.rebex.net', user='demo', port=21)\n"

@@ -472,7 +472,7 @@ class AccountNameRecognizer(_Recognizer):
         (rf"{SSH_CONFIG_USER}([A-Za-z_][\w.-]{{0,31}})[ \t]*(?=\r?\n|$)", "USERNAME", 0.7),
         (rf"{LOGIN_VARIABLE}([A-Za-z_][\w.-]{{0,38}})(?=[\"'\s,;}}]|$)", "USERNAME", 0.7),
         # a database connection's account: a libpq connection string's, and a database URL's query's
-        (rf"{CONNINFO_USER}([A-Za-z_][\w.-]{{0,62}})(?=['\s]|$)", "USERNAME", 0.7),
+        (rf"{CONNINFO_USER}([A-Za-z_][\w.-]{{0,62}})(?=[\"'\s]|$)", "USERNAME", 0.7),
         (
             rf"(?<![\w.-])user='?([A-Za-z_][\w.-]{{0,62}})'?[ \t]+(?:\w+=[^\s,]*[ \t]+)*{CONNINFO_KEY}",
             "USERNAME",
