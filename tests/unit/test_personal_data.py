@@ -959,9 +959,10 @@ def test_a_process_listings_an_open_files_and_an_ssh_configs_account_are_redacte
 
 def test_a_database_connections_account_is_redacted_and_code_and_service_accounts_stay() -> None:
     """A coding agent connecting to a database writes the account into a libpq connection string
-    (`psql "host=… user=jdoe …"`, before or after the other keywords) or a database URL's query (JDBC's
-    `?user=`, MongoDB's `&username=`). A service account (`postgres`), a keyword argument in code
-    (`user=DB_USER,`, `user='demo',`) and `user=` alone stay."""
+    (`psql "host=… user=jdoe …"`, before or after the other keywords), a database URL's query (JDBC's
+    `?user=`, MongoDB's `&username=`) or an ODBC or ADO.NET string (`…;User ID=jdoe;…`, `UID=…;`). A
+    service account (`postgres`, SQL Server's `sa`), code's keyword arguments (`user=DB_USER,`,
+    `user='demo',`) and statements (`var uid = uid;`) and `user=` alone stay."""
     text = (
         'psql "host=db.internal port=5432 user=jdoe dbname=app sslmode=require"\n'
         'pg_dump "host=db dbname=app user=afischer" > app.sql\n'
@@ -971,6 +972,10 @@ def test_a_database_connections_account_is_redacted_and_code_and_service_account
         "host=db user=postgres dbname=app\n"
         "connect(host=DB_HOST, user=DB_USER, port=5432)\n"
         "filesystem('ftp', host='test.rebex.net', user='demo', port=21)\n"
+        "Host=db.internal;Username=mchen;Password=x;Database=app\n"
+        "UID=tnguyen;Trusted_Connection=yes;Server=db\n"
+        "Data Source=db;Initial Catalog=app;User Id=sa;Password=x;\n"
+        "var host = opts.host; var uid = uid;\n"
         "user=jdoe"
     )
     assert _strict().redact(text) == (
@@ -982,6 +987,10 @@ def test_a_database_connections_account_is_redacted_and_code_and_service_account
         "host=db user=postgres dbname=app\n"
         "connect(host=DB_HOST, user=DB_USER, port=5432)\n"
         "filesystem('ftp', host='test.rebex.net', user='demo', port=21)\n"
+        "Host=db.internal;Username=<PII:USERNAME:4>;Password=x;Database=app\n"
+        "UID=<PII:USERNAME:6>;Trusted_Connection=yes;Server=db\n"
+        "Data Source=db;Initial Catalog=app;User Id=sa;Password=x;\n"
+        "var host = opts.host; var uid = uid;\n"
         "user=jdoe"
     )
 

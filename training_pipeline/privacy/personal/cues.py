@@ -136,7 +136,7 @@ _NOT_A_USER = """
     test tests tester work code data home temp tmp src project projects workspace workspaces repo repos
     me you your yourname your-name your_name yourusername your-username your_username name example
     john.doe jane.doe foo bar baz docs deploy deployer ansible terraform ops devops core opc bitnami
-    postgres mysql oracle backup sftp ftp www web service svc system operator cloud-user automation
+    postgres mysql oracle sa backup sftp ftp www web service svc system operator cloud-user automation
     bot github-actions
     str string text bool true false null none undefined sub email int any object anonymous unknown
 """
@@ -224,6 +224,12 @@ DB_URL_USER = (
     r"(?i:\bjdbc:[a-z0-9]+:(?://)?|\b(?:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|sqlserver)://)"
     r"[^\s\"'?]*\?(?:[^\s\"'&#]*&)*(?i:user(?:name)?)="
 )
+#: an ODBC or ADO.NET connection string's account (`Server=db;Database=app;User ID=jdoe;Password=…;`,
+#: `Driver={…};UID=jdoe;PWD=…`, Npgsql's `Host=db;Username=jdoe;…`): its key among the string's other
+#: `key=value;` pairs, written without spaces around `=` as code seldom is
+CONNECTION_KEY = r"(?i:server|data[ ]source|host|database|initial[ ]catalog|driver|dsn|password|pwd)="
+CONNECTION_USER_KEY = r"(?i:user[ ]?id|uid|user[ ]?name|user)="
+CONNECTION_PAIRS = r"(?:[ \t]*[\w ]+=[^;\n]*;)*[ \t]*"
 #: a home folder written as a template or variable (`$USER`, `%USERNAME%`, `<you>`, `{user}`, `*`), or a
 #: numbered stand-in (`user1`)
 PLACEHOLDER_USER = re.compile(r"[$%<>{}*]|^\.\.?$|^x+$|^(?:user|test|guest|admin)[-_]?\d+$", re.IGNORECASE)

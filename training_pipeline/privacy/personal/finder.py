@@ -104,7 +104,9 @@ _FAMILIES: tuple[tuple[str, tuple[str, ...], int], ...] = (
         r"\n[ \t]*User[ \t]+[A-Za-z_]|"
         rf"{cues.FILE_MODE}[A-Za-z_]|{cues.ID_UID}|{cues.LOGIN_VARIABLE}|{cues.ACCOUNT_KEY}[\"']?[ \t]*[:=]|"
         rf"{cues.CONNINFO_USER}|\buser='?[A-Za-z_][^\s,]*[ \t]+(?:\w+=[^\s,]*[ \t]+)*{cues.CONNINFO_KEY}|"
-        rf"{cues.DB_URL_USER}|\bdisplay[_ ]?name[\"']?[ \t]*:[ \t]*[\"']?[a-z0-9_]",
+        rf"{cues.DB_URL_USER}|\bdisplay[_ ]?name[\"']?[ \t]*:[ \t]*[\"']?[a-z0-9_]|"
+        rf"\b{cues.CONNECTION_KEY}[^;\n]*;{cues.CONNECTION_PAIRS}{cues.CONNECTION_USER_KEY}|"
+        rf"{cues.CONNECTION_USER_KEY}[^;\n]*;{cues.CONNECTION_PAIRS}{cues.CONNECTION_KEY}",
         ("USERNAME",),
         64,
     ),

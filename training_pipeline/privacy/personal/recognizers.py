@@ -49,6 +49,9 @@ from training_pipeline.privacy.personal.cues import (
     CAPITALS_HONORIFIC,
     CAPITALS_NAME,
     CLOSING,
+    CONNECTION_KEY,
+    CONNECTION_PAIRS,
+    CONNECTION_USER_KEY,
     CONNINFO_KEY,
     CONNINFO_USER,
     DATE,
@@ -479,6 +482,17 @@ class AccountNameRecognizer(_Recognizer):
             0.7,
         ),
         (rf"{DB_URL_USER}([A-Za-z_][\w.-]{{0,62}})(?=[&#\s\"']|$)", "USERNAME", 0.7),
+        (
+            rf"\b{CONNECTION_KEY}[^;\n]*;{CONNECTION_PAIRS}{CONNECTION_USER_KEY}"
+            r"([A-Za-z_][\w.\\@-]{0,62})(?=[ \t]*(?:;|[\"']|$))",
+            "USERNAME",
+            0.7,
+        ),
+        (
+            rf"(?<![\w.-]){CONNECTION_USER_KEY}([A-Za-z_][\w.\\@-]{{0,62}});(?={CONNECTION_PAIRS}{CONNECTION_KEY})",
+            "USERNAME",
+            0.7,
+        ),
         # a field holding an account's name: quoted (GitHub's `"login": "jdoe"`), or a config's line
         # (`username: jdoe`, `user_name = "jdoe"`) that ends with it; not a type (`username: str`,
         # `login: String!`), code's variable (`username = self.username`), a log's "Login: failed for"
