@@ -1014,15 +1014,17 @@ def test_whoamis_answer_in_a_transcript_is_redacted_and_roots_stays() -> None:
 def test_an_accounts_field_and_a_login_beside_its_password_are_redacted_and_types_stay() -> None:
     """GitHub's API names every pull request's, issue's and commit's person by `"login"`, a config and a
     form by `username`, a support reply gives `Login: … Password: …`: each account went to the
-    datasets. A bot, a service account, a type (`username: str`, `login: String!`), code's variable
-    (`username = self.username`) and a log's "Login: failed" stay."""
+    datasets. A bot, a service account (`admin`, `dagster`), a type (`username: str`, `login: String!`),
+    code's variable (`username = self.username`) or sentinel (`"current"`) and a log's "Login: failed"
+    stay."""
     text = (
         '{"user": {"login": "octocat-jane", "id": 583231}, "author": {"login": "dependabot[bot]"}}\n'
         "username: mkowalski\n"
         'user_name = "tnguyen"\n'
         "Here you go - Login: rpatel42 Password: hunter22\n"
         '"username": "admin"\n    username: Optional[str] = None\nusername: str\n  login: String!\n'
-        "username = self.username\nLogin: failed"
+        "username = self.username\nLogin: failed\n"
+        'username = "current"\n    username="dagster",'
     )
     assert _strict().redact(text) == (
         '{"user": {"login": "<PII:USERNAME:1>", "id": 583231}, "author": {"login": "dependabot[bot]"}}\n'
@@ -1030,7 +1032,8 @@ def test_an_accounts_field_and_a_login_beside_its_password_are_redacted_and_type
         'user_name = "<PII:USERNAME:3>"\n'
         "Here you go - Login: <PII:USERNAME:4> Password: <REDACTED:keyed-secret>\n"
         '"username": "admin"\n    username: Optional[str] = None\nusername: str\n  login: String!\n'
-        "username = self.username\nLogin: failed"
+        "username = self.username\nLogin: failed\n"
+        'username = "current"\n    username="dagster",'
     )
 
 

@@ -136,9 +136,10 @@ _NOT_A_USER = """
     test tests tester work code data home temp tmp src project projects workspace workspaces repo repos
     me you your yourname your-name your_name yourusername your-username your_username name example
     john.doe jane.doe foo bar baz docs deploy deployer ansible terraform ops devops core opc bitnami
-    postgres mysql oracle sa backup sftp ftp www web service svc system operator cloud-user automation
+    postgres mysql oracle sa dagster backup sftp ftp www web service svc system operator cloud-user automation
     bot github-actions
     str string text bool true false null none undefined sub email int any object anonymous unknown
+    current self other new
 """
 NOT_A_USER = frozenset(_NOT_A_USER.split()) | {"all users", "default user"}
 #: an SSH public key up to its comment (`ssh-ed25519 AAAA… `), which names the account that made it
