@@ -27,8 +27,13 @@ import hyperscan
 
 from training_pipeline.environment import cache_dir
 
-# A class, a `\uXXXX` escape, any other escape, a bounded repeat, or one character of the pattern.
-_TOKEN = re.compile(r"(\[\^?\]?(?:\\.|[^\\\]])*\])|(\\u[0-9a-fA-F]{4})|\\.|\{(\d+),\d+\}|.", re.DOTALL)
+# A class, a `\uXXXX` escape, a letter property (`\p{Lu}`, `\P{L}`), any other escape, a bounded
+# repeat, a group's opening with its flags or a lookaround's, or one character of the pattern.
+_TOKEN = re.compile(
+    r"(\[\^?\]?(?:\\.|[^\\\]])*\])|(\\u[0-9a-fA-F]{4})|(\\[pP]\{\w+\})|\\.|\{(\d+),\d+\}"
+    r"|\(\?(?:[a-zA-Z-]*[:)]|<?[=!])|.",
+    re.DOTALL,
+)
 _ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})|\\.", re.DOTALL)
 _BASE_FLAGS = hyperscan.HS_FLAG_UTF8 | hyperscan.HS_FLAG_PREFILTER | hyperscan.HS_FLAG_SINGLEMATCH
 
@@ -46,7 +51,7 @@ def gate_expression(pattern: str, joined: bool = False) -> bytes:
     `\\A` and `\\Z` become `^` and `$`, which then match at each text's start and end."""
     out: list[str] = []
     for token in _TOKEN.finditer(pattern):
-        char_class, escape, low = token.groups()
+        char_class, escape, _, low = token.groups()
         text = token.group()
         if char_class is not None or escape is not None:
             out.append(_pcre_escapes(text))
@@ -108,7 +113,7 @@ def line_gate_expression(pattern: str, caseless: bool) -> bytes:
     pattern = re.sub(r"\(\?P=\w+\)", r"(?:[\\s\\S]*)", pattern)  # nor what a backreference repeats
     out: list[str] = []
     opened: list[int] = []  # where each open group's opening is in `out`
-    tokens = list(_LINE_TOKEN.finditer(pattern))
+    tokens = list(_TOKEN.finditer(pattern))
     for number, token in enumerate(tokens):
         char_class, escape, prop, low = token.groups()
         text = token.group()
@@ -146,12 +151,6 @@ def line_gate_expression(pattern: str, caseless: bool) -> bytes:
     return "".join(out).encode("latin-1")
 
 
-#: `_TOKEN`'s pieces, with a letter property (`\p{Lu}`, `\P{L}`) and a group's opening one piece each
-_LINE_TOKEN = re.compile(
-    r"(\[\^?\]?(?:\\.|[^\\\]])*\])|(\\u[0-9a-fA-F]{4})|(\\[pP]\{\w+\})|\\.|\{(\d+),\d+\}"
-    r"|\(\?(?:[a-zA-Z-]*[:)]|<?[=!])|.",  # a group's opening with its flags or a lookaround's, as it is
-    re.DOTALL,
-)
 #: the letter properties a line gate reads, as their ASCII letters (outside ASCII, the stand-in)
 _LETTER_PROPERTIES = {"L": "A-Za-z", "Lu": "A-Z", "Ll": "a-z"}
 #: one item of a character class: a letter property, an escape, or a character
