@@ -221,6 +221,8 @@ LOGIN_OPTION = (
 #: (`CONNINFO_KEY` after the value), and a database URL's query (`jdbc:postgresql://db/app?user=jdoe`)
 CONNINFO_KEY = r"(?:host|hostaddr|port|dbname|password|passfile|sslmode|connect_timeout|application_name)="
 CONNINFO_USER = rf"\b{CONNINFO_KEY}[^\s,]*[ \t]+(?:\w+=[^\s,]*[ \t]+)*user='?"
+#: what follows a libpq `user=`'s value that the string's other keywords come after
+CONNINFO_KEYS_AFTER = rf"'?[ \t]+(?:\w+=[^\s,]*[ \t]+)*{CONNINFO_KEY}"
 DB_URL_USER = (
     r"(?i:\bjdbc:[a-z0-9]+:(?://)?|\b(?:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|sqlserver)://)"
     r"[^\s\"'?]*\?(?:[^\s\"'&#]*&)*(?i:user(?:name)?)="
@@ -231,6 +233,10 @@ DB_URL_USER = (
 CONNECTION_KEY = r"(?i:server|data[ ]source|host|database|initial[ ]catalog|driver|dsn|password|pwd)="
 CONNECTION_USER_KEY = r"(?i:user[ ]?id|uid|user[ ]?name|user)="
 CONNECTION_PAIRS = r"(?:[ \t]*[\w ]+=[^;\n]*;)*[ \t]*"
+#: the account's key after another of the string's keys, up to its value; the string's pairs after a
+#: value, up to another of its keys
+CONNECTION_USER_AFTER_KEY = rf"\b{CONNECTION_KEY}[^;\n]*;{CONNECTION_PAIRS}{CONNECTION_USER_KEY}"
+CONNECTION_KEY_AFTER = rf"{CONNECTION_PAIRS}{CONNECTION_KEY}"
 #: a home folder written as a template or variable (`$USER`, `%USERNAME%`, `<you>`, `{user}`, `*`), or a
 #: numbered stand-in (`user1`)
 PLACEHOLDER_USER = re.compile(r"[$%<>{}*]|^\.\.?$|^x+$|^(?:user|test|guest|admin)[-_]?\d+$", re.IGNORECASE)

@@ -103,10 +103,9 @@ _FAMILIES: tuple[tuple[str, tuple[str, ...], int], ...] = (
         rf"{cues.PROCESS_OWNER}|{cues.OPEN_FILE}|{cues.STAT_UID}|{cues.KEY_FINGERPRINT}[\w.-]+@|"
         r"\n[ \t]*User[ \t]+[A-Za-z_]|"
         rf"{cues.FILE_MODE}[A-Za-z_]|{cues.ID_UID}|{cues.LOGIN_VARIABLE}|{cues.ACCOUNT_KEY}[\"']?[ \t]*[:=]|"
-        rf"{cues.CONNINFO_USER}|\buser='?[A-Za-z_][^\s,]*[ \t]+(?:\w+=[^\s,]*[ \t]+)*{cues.CONNINFO_KEY}|"
+        rf"{cues.CONNINFO_USER}|\buser='?[A-Za-z_][^\s,]*{cues.CONNINFO_KEYS_AFTER}|"
         rf"{cues.DB_URL_USER}|\bdisplay[_ ]?name[\"']?[ \t]*:[ \t]*[\"']?[a-z0-9_]|"
-        rf"\b{cues.CONNECTION_KEY}[^;\n]*;{cues.CONNECTION_PAIRS}{cues.CONNECTION_USER_KEY}|"
-        rf"{cues.CONNECTION_USER_KEY}[^;\n]*;{cues.CONNECTION_PAIRS}{cues.CONNECTION_KEY}",
+        rf"{cues.CONNECTION_USER_AFTER_KEY}|{cues.CONNECTION_USER_KEY}[^;\n]*;{cues.CONNECTION_KEY_AFTER}",
         ("USERNAME",),
         64,
     ),

@@ -49,10 +49,10 @@ from training_pipeline.privacy.personal.cues import (
     CAPITALS_HONORIFIC,
     CAPITALS_NAME,
     CLOSING,
-    CONNECTION_KEY,
-    CONNECTION_PAIRS,
+    CONNECTION_KEY_AFTER,
+    CONNECTION_USER_AFTER_KEY,
     CONNECTION_USER_KEY,
-    CONNINFO_KEY,
+    CONNINFO_KEYS_AFTER,
     CONNINFO_USER,
     DATE,
     DB_URL_USER,
@@ -477,19 +477,18 @@ class AccountNameRecognizer(_Recognizer):
         # a database connection's account: a libpq connection string's, and a database URL's query's
         (rf"{CONNINFO_USER}([A-Za-z_][\w.-]{{0,62}})(?=[\"'\s]|$)", "USERNAME", 0.7),
         (
-            rf"(?<![\w.-])user='?([A-Za-z_][\w.-]{{0,62}})'?[ \t]+(?:\w+=[^\s,]*[ \t]+)*{CONNINFO_KEY}",
+            rf"(?<![\w.-])user='?([A-Za-z_][\w.-]{{0,62}}){CONNINFO_KEYS_AFTER}",
             "USERNAME",
             0.7,
         ),
         (rf"{DB_URL_USER}([A-Za-z_][\w.-]{{0,62}})(?=[&#\s\"']|$)", "USERNAME", 0.7),
         (
-            rf"\b{CONNECTION_KEY}[^;\n]*;{CONNECTION_PAIRS}{CONNECTION_USER_KEY}"
-            r"([A-Za-z_][\w.\\@-]{0,62})(?=[ \t]*(?:;|[\"']|$))",
+            rf"{CONNECTION_USER_AFTER_KEY}([A-Za-z_][\w.\\@-]{{0,62}})(?=[ \t]*(?:;|[\"']|$))",
             "USERNAME",
             0.7,
         ),
         (
-            rf"(?<![\w.-]){CONNECTION_USER_KEY}([A-Za-z_][\w.\\@-]{{0,62}});(?={CONNECTION_PAIRS}{CONNECTION_KEY})",
+            rf"(?<![\w.-]){CONNECTION_USER_KEY}([A-Za-z_][\w.\\@-]{{0,62}});(?={CONNECTION_KEY_AFTER})",
             "USERNAME",
             0.7,
         ),
