@@ -995,6 +995,31 @@ def test_a_database_connections_account_is_redacted_and_code_and_service_account
     )
 
 
+def test_a_urls_account_is_redacted_with_its_password_and_service_accounts_stay() -> None:
+    """A connection URL names its account before the password (`postgres://jdoe:…@db`), which the
+    credential rule redacts and leaves the account; an SSH URL names it alone (`ssh://jdoe@buildbox`).
+    Service and token accounts (`app`, `x-access-token`, `guest`), a URL with a port and an address in
+    its query stay accounts of nobody."""
+    text = (
+        "DATABASE_URL=postgres://jdoe:S3cretPassw0rd42@db.example.com:5432/app\n"
+        "curl https://jane.smith:tok3nV4lue99@api.example.com/v1\n"
+        "ssh://mchen@buildbox:22/srv\n"
+        "postgresql+psycopg2://app:qpFnjjdgeZXPDPjSGRnhHcxpxoMK@db.internal/app\n"
+        "https://x-access-token:ghs_16C7e42F292c6912E7710c838347Ae178B4a@github.com/o/r.git\n"
+        "amqp://guest:guest@localhost:5672/\n"
+        "http://localhost:8080?next=/inbox&ref=@home"
+    )
+    assert _strict().redact(text) == (
+        "DATABASE_URL=postgres://<PII:USERNAME:1>:<REDACTED:url-password>@db.example.com:5432/app\n"
+        "curl https://<PII:USERNAME:2>:<REDACTED:url-password>@api.example.com/v1\n"
+        "ssh://<PII:USERNAME:3>@buildbox:22/srv\n"
+        "postgresql+psycopg2://app:<REDACTED:url-password>@db.internal/app\n"
+        "https://x-access-token:<REDACTED:url-password>@github.com/o/r.git\n"
+        "amqp://guest:<REDACTED:url-password>@localhost:5672/\n"
+        "http://localhost:8080?next=/inbox&ref=@home"
+    )
+
+
 def test_whoamis_answer_in_a_transcript_is_redacted_and_roots_stays() -> None:
     """A terminal's transcript asks who the user is (`$ whoami`, `npm whoami`, `echo $USER`, Windows'
     `PS C:\\> whoami`, which answers after the machine's name) and prints the account on the next line;
@@ -1077,6 +1102,23 @@ def test_a_window_our_recognizers_could_find_nothing_in_holds_nothing_of_theirs(
                 found += 1
                 assert recognizer.could_find(text, entities), (type(recognizer).__name__, text)
     assert found > 1000
+
+
+def test_a_window_whose_values_are_all_no_ones_costs_no_analysis(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cue opens a window (`postgres://…@`), and Presidio's analysis of it (a spaCy pass over it)
+    runs only where a recognizer finds a value it accepts there: a service account's URL, in every
+    trajectory of a day, does not pay for it; a person's does, and is found."""
+    finder = PersonalDataFinder(frozenset({"USERNAME"}))
+    analyzer = finder._analyzer
+    analysed: list[str] = []
+    real = analyzer.analyze
+    monkeypatch.setattr(analyzer, "analyze", lambda text, **kw: analysed.append(text) or real(text, **kw))
+    service = "connect to postgres://app:<REDACTED:url-password>@db.internal:5432/orders, then migrate"
+    assert finder.spans(service) == []
+    assert analysed == []
+    person = service.replace("://app:", "://rpatel:")
+    assert [person[start:end] for start, end, _ in finder.spans(person)] == ["rpatel"]
+    assert len(analysed) == 1
 
 
 @pytest.mark.parametrize("built_before_fork", [False, True], ids=["workers' own", "built before fork"])

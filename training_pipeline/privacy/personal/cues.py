@@ -73,6 +73,8 @@ __all__ = [
     "STREET_WORDS_EN",
     "STREET_WORDS_OTHER",
     "TYPED_INTO",
+    "URL_ACCOUNT",
+    "URL_PASSWORD_AT",
     "WHO_COMMAND",
 ]
 
@@ -138,6 +140,8 @@ _NOT_A_USER = """
     john.doe jane.doe foo bar baz docs deploy deployer ansible terraform ops devops core opc bitnami
     postgres mysql oracle sa dagster backup sftp ftp www web service svc system operator cloud-user automation
     bot github-actions
+    x-access-token x-token-auth x-oauth-basic oauth oauth2 gitlab-ci-token token api apikey elastic
+    rabbitmq minioadmin redis userid myuser dbuser db_user
     str string text bool true false null none undefined sub email int any object anonymous unknown
     current self other new
 """
@@ -227,6 +231,10 @@ DB_URL_USER = (
     r"(?i:\bjdbc:[a-z0-9]+:(?://)?|\b(?:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|sqlserver)://)"
     r"[^\s\"'?]*\?(?:[^\s\"'&#]*&)*(?i:user(?:name)?)="
 )
+#: a URL's account (`postgres://jdoe:…@db`, `ssh://jdoe@buildbox/`): its scheme up to the account, and
+#: after the account its password (redacted by then, or too weak for a credential rule) and the `@`
+URL_ACCOUNT = r"(?i:\b[a-z][a-z0-9+.-]{1,30})://"
+URL_PASSWORD_AT = r"(?::(?:<REDACTED:[\w.-]{1,64}>|[^\s@/?#\[\]\"'<>]+))?@"
 #: an ODBC or ADO.NET connection string's account (`Server=db;Database=app;User ID=jdoe;Password=…;`,
 #: `Driver={…};UID=jdoe;PWD=…`, Npgsql's `Host=db;Username=jdoe;…`): its key among the string's other
 #: `key=value;` pairs, written without spaces around `=` as code seldom is

@@ -104,6 +104,8 @@ from training_pipeline.privacy.personal.cues import (
     STREET_WORDS_EN,
     STREET_WORDS_OTHER,
     TYPED_INTO,
+    URL_ACCOUNT,
+    URL_PASSWORD_AT,
 )
 from training_pipeline.privacy.prefilter import LineGate
 
@@ -169,17 +171,13 @@ class _Recognizer(LocalRecognizer):
             (compiled, entity, score, compiled.groupindex.get("value", 1))
             for compiled, entity, score in ((regex.compile(p, _FLAGS), e, s) for p, e, s in self.PATTERNS)
         ]
-        self._of_entity = {
-            entity: frozenset(i for i, (_, e, _) in enumerate(self.PATTERNS) if e == entity)
-            for entity in self.supported_entities
-        }
         self._every = frozenset(range(len(self.PATTERNS)))
         try:
             self._gate: LineGate | None = LineGate([compiled for compiled, *_ in self._compiled])
         except (ValueError, hyperscan.error):
             self._gate = None
-        # what the last `could_find` read, for the `analyze` that follows it on the same text
-        self._last: tuple[str, frozenset[int] | set[int]] = ("", self._every)
+        # what the last `could_find` found, for the `analyze` that follows it on the same text
+        self._last: tuple[str, tuple[str, ...], list[RecognizerResult]] = ("", (), [])
 
     def _candidates(self, text: str) -> frozenset[int] | set[int]:
         """The patterns that may match `text`: the gate's (one scan of them all), which reads a letter
@@ -189,11 +187,13 @@ class _Recognizer(LocalRecognizer):
         return self._gate.candidates(text)
 
     def could_find(self, text: str, entities: list[str]) -> bool:
-        """Whether `analyze` could find one of `entities` in `text`: its findings are its patterns'
-        matches, so a text none of them matches holds none."""
-        candidates = self._candidates(text)
-        self._last = (text, candidates)
-        return any(candidates & self._of_entity[entity] for entity in entities if entity in self._of_entity)
+        """Whether `analyze` finds one of `entities` in `text`. Its findings are its patterns' matches
+        whose values it accepts, which need no NLP pass: they are made here and handed to the `analyze`
+        that follows on the same text, and a window whose matches are all no one's (a cue's
+        `postgres://app:…@`, a greeting to the agent) costs no Presidio analysis."""
+        found = self._found(text, entities)
+        self._last = (text, tuple(entities), found)
+        return bool(found)
 
     def accept(self, value: str, entity: str) -> bool:
         return True
@@ -202,11 +202,15 @@ class _Recognizer(LocalRecognizer):
         return _result(self, entity, start, end, score)
 
     def analyze(self, text: str, entities: list[str], nlp_artifacts: Any = None) -> list[RecognizerResult]:
+        last_text, last_entities, found = self._last
+        self._last = ("", (), [])  # handed out once: Presidio's context enhancer changes the results
+        if last_text == text and last_entities == tuple(entities):
+            return found
+        return self._found(text, entities)
+
+    def _found(self, text: str, entities: list[str]) -> list[RecognizerResult]:
         results = []
-        last_text, candidates = self._last
-        if last_text != text:
-            candidates = self._candidates(text)
-        for index in sorted(candidates):
+        for index in sorted(self._candidates(text)):
             pattern, entity, score, group = self._compiled[index]
             if entities and entity not in entities:
                 continue
@@ -482,6 +486,8 @@ class AccountNameRecognizer(_Recognizer):
             0.7,
         ),
         (rf"{DB_URL_USER}([A-Za-z_][\w.-]{{0,62}})(?=[&#\s\"']|$)", "USERNAME", 0.7),
+        # a URL's account, with its password or without (a dotted host's `user@host` is an address too)
+        (rf"{URL_ACCOUNT}([A-Za-z_][\w.+-]{{0,62}})(?={URL_PASSWORD_AT})", "USERNAME", 0.7),
         (
             rf"{CONNECTION_USER_AFTER_KEY}([A-Za-z_][\w.\\@-]{{0,62}})(?=[ \t]*(?:;|[\"']|$))",
             "USERNAME",
