@@ -364,12 +364,15 @@ def test_a_token_that_goes_on_past_a_full_stop_is_redacted_to_its_end(text: str,
         "git clone http://<REDACTED:github-app-token>@github.com/username/repo.git",
         'curl -H "Authorization: Api-Token <REDACTED:authorization-header>" https://example.com',
         "airtable_pat = <REDACTED:airtable-api-key>",
+        "apiVersion: v1\ndata:\n  <REDACTED:kubernetes-secret-yaml>\nmetadata:\n  name: registry\n"
+        "type: kubernetes.io/dockercfg\nkind: Secret\n",
     ],
 )
 def test_a_redacted_text_redacted_again_is_the_same(text: str) -> None:
     """A stored day filtered again (a subset of the daily assets) is redacted twice: a placeholder read
-    as a URL's user and password, or a header's scheme left before its redacted credential, was
-    redacted again (the first broke the placeholder)."""
+    as a URL's user and password, a header's scheme left before its redacted credential, or a
+    Kubernetes Secret's `type: kubernetes.io/…` once its data entry was redacted (gitleaks' rule reads
+    it as an entry of ten base64 letters) was redacted again (the first broke the placeholder)."""
     assert PrivacyFilter("strict").redact(text) == text
 
 
