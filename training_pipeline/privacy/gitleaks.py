@@ -301,7 +301,7 @@ _CODE_REFERENCE = Allowlist((REFERENCE,), ())
 #: A Secret's own `type: kubernetes.io/…`, which gitleaks' Kubernetes rule reads as a data entry of ten
 #: base64 letters (`kubernetes`) once the entry before it is redacted: a redacted manifest filtered
 #: again (a stored day's subset) must come out the same.
-_SECRET_TYPE = Allowlist((re.compile(r"(?i)^type:[ \t]*[\"']?kubernetes$"),), ())
+_SECRET_TYPE = Allowlist((LazyPattern(r"(?i)^type:[ \t]*[\"']?kubernetes$", re.ASCII),), ())
 EXTRA_ALLOWLISTS: dict[str, tuple[Allowlist, ...]] = {
     "generic-api-key": (_CODE_REFERENCE,),
     "kubernetes-secret-yaml": (_SECRET_TYPE,),
