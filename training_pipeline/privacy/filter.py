@@ -58,8 +58,6 @@ HANDLE = re.compile(r"@[a-zA-Z0-9_.-]{2,}")
 ENV_SECRET_LABEL = "env-secret"
 _ENV_PLACEHOLDER = f"<REDACTED:{ENV_SECRET_LABEL}>"
 _ENV_PLACEHOLDER_BYTES = _ENV_PLACEHOLDER.encode()
-#: how many keys `_key_of_items` remembers what it read under, at most
-_KEYS_REMEMBERED = 8192
 #: Texts this long are cleared in batches of about `_BATCH_CHARS` (`PrivacyFilter._clear_short_texts`):
 #: shorter ones cannot hold a match, longer ones cost more in the scan than in the call.
 _MIN_BATCHED = MIN_SECRET_LENGTH
@@ -200,7 +198,7 @@ class PrivacyFilter:
         #: a text's personal data is, the finder remembers
         self._memo: TextMemo[_Remembered] = TextMemo()
         #: key -> the key its values are read under (`_key_of_items`); a trajectory's keys repeat
-        self._keys_of_items: dict[str, str | None] = {}
+        self._keys_of_items: TextMemo[str | None] = TextMemo()
 
     def recipe(
         self,
@@ -575,9 +573,7 @@ class PrivacyFilter:
             ):
                 said = form
                 break
-        if len(self._keys_of_items) >= _KEYS_REMEMBERED:
-            self._keys_of_items.clear()
-        self._keys_of_items[key] = said
+        self._keys_of_items.remember(key, said)
         return said
 
 

@@ -20,23 +20,20 @@ _MAX_ENTRIES = 8192
 _BUDGET_CHARS = 4 * 1024 * 1024
 
 
-class TextMemo(Generic[Value]):
+class TextMemo(dict[str, Value], Generic[Value]):
     """text -> what was found in it, for texts up to `MEMO_MAX_CHARS` (the caller does not ask of longer
-    ones: a text seen once that long costs more to keep than to read again)."""
+    ones: a text seen once that long costs more to keep than to read again). A dict, so looking a text
+    up (`get`, `in`) is the dict's own: it is asked of every string of every trajectory."""
+
+    __slots__ = ("_chars",)
 
     def __init__(self) -> None:
-        self._values: dict[str, Value] = {}
+        super().__init__()
         self._chars = 0
 
-    def get(self, text: str) -> Value | None:
-        return self._values.get(text)
-
-    def __contains__(self, text: str) -> bool:
-        return text in self._values
-
     def remember(self, text: str, value: Value) -> None:
-        if len(self._values) >= _MAX_ENTRIES or self._chars + len(text) > _BUDGET_CHARS:
-            self._values.clear()
+        if len(self) >= _MAX_ENTRIES or self._chars + len(text) > _BUDGET_CHARS:
+            self.clear()
             self._chars = 0
-        self._values[text] = value
+        self[text] = value
         self._chars += len(text)
