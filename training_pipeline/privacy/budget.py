@@ -14,10 +14,10 @@ runs under the outer one's timer.
 
 from __future__ import annotations
 
-import contextlib
+import _signal  # the handler as it is, without `signal.getsignal`'s enum lookup (asked every record)
 import signal
 import threading
-from collections.abc import Iterator
+from types import TracebackType
 
 __all__ = ["OverBudget", "budget"]
 
@@ -40,22 +40,37 @@ def _expire(signum: int, frame: object) -> None:
         signal.raise_signal(signal.SIGALRM)
 
 
-@contextlib.contextmanager
-def budget(seconds: float) -> Iterator[None]:
-    """Raise `OverBudget` in this block once it has run `seconds` (0: no budget).
+def budget(seconds: float) -> _Budget:
+    """A block that raises `OverBudget` once it has run `seconds` (0: no budget): `with budget(s):`.
 
-    The handler is installed once and stays (handing alarms outside a budget to the one it replaced):
-    installing and restoring it around each record costs far more than the two timer calls."""
-    global _active, _previous
-    if seconds <= 0 or _active or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    if signal.getsignal(signal.SIGALRM) is not _expire:
-        _previous = signal.signal(signal.SIGALRM, _expire)
-    _active = True
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        _active = False
+    The handler is installed once and stays (handing alarms outside a budget to the one it replaced),
+    put back if something else replaced it: installing and restoring it around each record costs far
+    more than the two timer calls."""
+    return _Budget(seconds)
+
+
+class _Budget:
+    """The block of one `budget`: a plain class, as it is entered once per record."""
+
+    __slots__ = ("_armed", "_seconds")
+
+    def __init__(self, seconds: float) -> None:
+        self._seconds = seconds
+        self._armed = False
+
+    def __enter__(self) -> None:
+        global _active, _previous
+        if self._seconds <= 0 or _active or threading.current_thread() is not threading.main_thread():
+            return
+        if _signal.getsignal(signal.SIGALRM) is not _expire:
+            _previous = signal.signal(signal.SIGALRM, _expire)
+        _active = self._armed = True
+        signal.setitimer(signal.ITIMER_REAL, self._seconds)
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        global _active
+        if self._armed:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            _active = self._armed = False
