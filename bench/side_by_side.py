@@ -1,6 +1,7 @@
-"""This tree's `build-datasets` against another commit's, on the same input, in one run, alternating.
+"""This tree's `build-datasets` against another commit's, on the same input, in one run, alternating;
+and each tree's daily Dagster graph on one day.
 
-    python bench/side_by_side.py --against REV [N] [--rounds R] [--write]
+    python bench/side_by_side.py --against REV [N] [--rounds R] [--day-trajectories D] [--write]
 
 Checks out REV into a temporary git worktree and runs both trees' CLI (`python -m training_pipeline`
 from each tree's folder, with this venv) on N generated trajectories (`samples.write_long_sample`), for
@@ -8,6 +9,11 @@ both privacy profiles, R rounds each, the two trees alternating so the machine's
 Reports wall seconds and CPU seconds (the CLI and every worker it reaped: `wait4`'s rusage), peak PSS of
 the whole process tree, and a bare `orjson` parse of the same file for scale. The datasets of the two
 trees must be byte for byte the same (the summary's `generatedAt` aside), or it says so and fails.
+
+`dagster-day`: each tree's `datasets_job` (`strict`, with its checks) on one generated day of D
+trajectories, on the README's SQLite instance made by a run of an empty day first, in a process that
+loads the code location as a run's does (each tree's own `bench/million_calls.py --child`); wall and
+CPU of that process and its pool, and the five datasets the same in both.
 
 Use it when code on the build's path shrinks or changes: "no slower" is a claim about two trees
 measured side by side, not against a figure written on another day.
@@ -23,17 +29,20 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from datetime import date
 from pathlib import Path
 
+from instances import SETUP_DAY, instance_homes
 from process_tree import timed
 from readme import machine, spread, write_section
 
 from training_pipeline.datasets.training_tasks import SUMMARY_FILE_NAME, TASK_FILE_NAMES
-from training_pipeline.samples import write_long_sample
+from training_pipeline.samples import day_of_trajectories, write_long_sample
 
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "tok-live-0f9e8d7c6b5a"
-PROFILES = ("elizaos", "strict")
+PROFILES = ("elizaos", "strict", "dagster-day")
+DAY = "2026-11-01"
 
 
 def same_datasets(a: Path, b: Path) -> list[str]:
@@ -46,6 +55,25 @@ def same_datasets(a: Path, b: Path) -> list[str]:
     return differ
 
 
+def day_datasets(data: Path) -> dict[str, bytes]:
+    """The five datasets a Dagster day wrote under `data`, by file name."""
+    return {path.name: path.read_bytes() for name in TASK_FILE_NAMES.values() for path in data.rglob(name)}
+
+
+def dagster_day(tree: Path, source: Path, work: Path) -> tuple[float, float, float]:
+    """`tree`'s day of `source` on a fresh SQLite instance; its datasets are left in `work / "data"`."""
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir()
+    with instance_homes(["sqlite"], work) as environments:
+        env = {**environments["sqlite"], "PYTHONPATH": str(tree)}
+        (work / "no-input").mkdir()
+        script = str(tree / "bench" / "million_calls.py")
+        setup = [sys.executable, script, "--child", str(work / "no-input"), str(work / "setup"), "sqlite"]
+        subprocess.run([*setup, SETUP_DAY.isoformat()], cwd=tree, env=env, check=True, capture_output=True)
+        day = [sys.executable, script, "--child", str(source), str(work / "data"), "sqlite", DAY]
+        return timed(day, tree, env)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -54,7 +82,8 @@ def main() -> None:
     parser.add_argument("n", type=int, nargs="?", default=20_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--workers", type=int, default=0, help="build processes (default: all cores)")
-    parser.add_argument("--profiles", default=",".join(PROFILES), help="comma-separated (default: both)")
+    parser.add_argument("--day-trajectories", type=int, default=10_000, help="the Dagster day's (10,000)")
+    parser.add_argument("--profiles", default=",".join(PROFILES), help="comma-separated (default: all three)")
     parser.add_argument("--write", action="store_true", help="put the table into bench/README.md")
     args = parser.parse_args()
     profiles = [profile for profile in args.profiles.split(",") if profile]
@@ -77,11 +106,20 @@ def main() -> None:
         env = {**os.environ, "BENCH_SECRET_TOKEN": SECRET}
         trees = {"this": ROOT, "other": other}
         figures: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
+        if "dagster-day" in profiles:
+            days = work / "days"
+            days.mkdir()
+            with (days / f"{DAY}.jsonl").open("w", encoding="utf-8") as handle:
+                for trajectory in day_of_trajectories(date.fromisoformat(DAY), args.day_trajectories):
+                    handle.write(json.dumps(trajectory) + "\n")
         for round_ in range(args.rounds):
             for profile in profiles:
                 order = list(trees.items()) if round_ % 2 == 0 else list(trees.items())[::-1]
                 for name, tree in order:
                     out = work / f"{name}-{profile}"
+                    if profile == "dagster-day":
+                        figures.setdefault((name, profile), []).append(dagster_day(tree, days, out))
+                        continue
                     shutil.rmtree(out, ignore_errors=True)
                     command = [
                         sys.executable,
@@ -98,6 +136,14 @@ def main() -> None:
                     if args.workers:
                         command += ["--workers", str(args.workers)]
                     figures.setdefault((name, profile), []).append(timed(command, tree, env))
+                if profile == "dagster-day":
+                    mine, theirs = (day_datasets(work / f"{name}-{profile}" / "data") for name in trees)
+                    differ = sorted(set(mine) ^ set(theirs) | {n for n in mine if mine[n] != theirs.get(n)})
+                    if differ or not mine:
+                        raise SystemExit(
+                            f"{profile}: the two trees' datasets differ: {differ or 'none written'}"
+                        )
+                    continue
                 differ = same_datasets(work / f"this-{profile}", work / f"other-{profile}")
                 if differ:
                     raise SystemExit(f"{profile}: the two trees' datasets differ: {differ}")
@@ -119,11 +165,12 @@ def main() -> None:
         subprocess.run(["git", "worktree", "remove", "--force", str(other)], cwd=ROOT, check=False)
         shutil.rmtree(work, ignore_errors=True)
     workers = args.workers or os.cpu_count()
+    day = f"; dagster-day: {args.day_trajectories:,} trajectories" if "dagster-day" in profiles else ""
     lines = [
         f"`python bench/side_by_side.py --against {args.against} {args.n} --rounds {args.rounds}` "
         f"on {machine()}, {workers} build processes; {here} against {revision}, "
-        "datasets byte for byte the same. "
-        "Median (min–max); CPU: the CLI's and its workers'.",
+        f"the same datasets{day}. "
+        "Median (min–max); CPU: all its processes'.",
         "",
         "| profile | tree | wall s | CPU s | peak PSS MB (all processes) | wall ÷ other | CPU ÷ other |",
         "|---|---|---:|---:|---:|---:|---:|",
