@@ -72,8 +72,9 @@ def materialise(source: Path, data: Path, kind: str, day: date) -> None:
     )
 
 
-def child(source: Path, data: Path, kind: str, day: date) -> list[str]:
-    return [sys.executable, __file__, "--child", str(source), str(data), kind, day.isoformat()]
+def child(source: Path, data: Path, kind: str, day: date, script: Path = Path(__file__)) -> list[str]:
+    """The command of a child's day; `script`: another tree's copy of this file (`side_by_side.py`)."""
+    return [sys.executable, str(script), "--child", str(source), str(data), kind, day.isoformat()]
 
 
 def main(calls: int, kind: str, write: bool) -> None:

@@ -29,10 +29,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from datetime import date
 from pathlib import Path
 
 from instances import SETUP_DAY, instance_homes
+from million_calls import DAY, child
 from process_tree import timed
 from readme import machine, spread, write_section
 
@@ -42,7 +42,6 @@ from training_pipeline.samples import day_of_trajectories, write_long_sample
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "tok-live-0f9e8d7c6b5a"
 PROFILES = ("elizaos", "strict", "dagster-day")
-DAY = "2026-11-01"
 
 
 def same_datasets(a: Path, b: Path) -> list[str]:
@@ -67,11 +66,10 @@ def dagster_day(tree: Path, source: Path, work: Path) -> tuple[float, float, flo
     with instance_homes(["sqlite"], work) as environments:
         env = {**environments["sqlite"], "PYTHONPATH": str(tree)}
         (work / "no-input").mkdir()
-        script = str(tree / "bench" / "million_calls.py")
-        setup = [sys.executable, script, "--child", str(work / "no-input"), str(work / "setup"), "sqlite"]
-        subprocess.run([*setup, SETUP_DAY.isoformat()], cwd=tree, env=env, check=True, capture_output=True)
-        day = [sys.executable, script, "--child", str(source), str(work / "data"), "sqlite", DAY]
-        return timed(day, tree, env)
+        script = tree / "bench" / "million_calls.py"
+        setup = child(work / "no-input", work / "setup", "sqlite", SETUP_DAY, script)
+        subprocess.run(setup, cwd=tree, env=env, check=True, capture_output=True)
+        return timed(child(source, work / "data", "sqlite", DAY, script), tree, env)
 
 
 def main() -> None:
@@ -109,8 +107,8 @@ def main() -> None:
         if "dagster-day" in profiles:
             days = work / "days"
             days.mkdir()
-            with (days / f"{DAY}.jsonl").open("w", encoding="utf-8") as handle:
-                for trajectory in day_of_trajectories(date.fromisoformat(DAY), args.day_trajectories):
+            with (days / f"{DAY.isoformat()}.jsonl").open("w", encoding="utf-8") as handle:
+                for trajectory in day_of_trajectories(DAY, args.day_trajectories):
                     handle.write(json.dumps(trajectory) + "\n")
         for round_ in range(args.rounds):
             for profile in profiles:
