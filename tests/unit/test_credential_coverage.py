@@ -362,6 +362,8 @@ def test_a_token_that_goes_on_past_a_full_stop_is_redacted_to_its_end(text: str,
     "text",
     [
         "git clone http://<REDACTED:github-app-token>@github.com/username/repo.git",
+        # a URL's account once redacted, with its domain or alone
+        "ssh://<PII:USERNAME:1>@buildbox:22/srv and smb://CORP;<PII:USERNAME:2>@fileserver/share",
         'curl -H "Authorization: Api-Token <REDACTED:authorization-header>" https://example.com',
         "airtable_pat = <REDACTED:airtable-api-key>",
         "apiVersion: v1\ndata:\n  <REDACTED:kubernetes-secret-yaml>\nmetadata:\n  name: registry\n"
@@ -370,9 +372,10 @@ def test_a_token_that_goes_on_past_a_full_stop_is_redacted_to_its_end(text: str,
 )
 def test_a_redacted_text_redacted_again_is_the_same(text: str) -> None:
     """A stored day filtered again (a subset of the daily assets) is redacted twice: a placeholder read
-    as a URL's user and password, a header's scheme left before its redacted credential, or a
-    Kubernetes Secret's `type: kubernetes.io/…` once its data entry was redacted (gitleaks' rule reads
-    it as an entry of ten base64 letters) was redacted again (the first broke the placeholder)."""
+    as a URL's user and password (a credential's, or an account's alone), a header's scheme left before
+    its redacted credential, or a Kubernetes Secret's `type: kubernetes.io/…` once its data entry was
+    redacted (gitleaks' rule reads it as an entry of ten base64 letters) was redacted again (the first
+    broke the placeholder)."""
     assert PrivacyFilter("strict").redact(text) == text
 
 

@@ -1020,6 +1020,41 @@ def test_a_urls_account_is_redacted_with_its_password_and_service_accounts_stay(
     )
 
 
+def test_a_urls_account_after_its_windows_domain_is_redacted_and_the_domain_stays() -> None:
+    """SMB writes a domain account as `smb://CORP;jdoe@host`, a connection URL as `CORP\\jdoe`, mostly
+    percent-encoded (`CORP%5Cjdoe`): the account goes, the organisation's domain and a workgroup's
+    guest stay."""
+    text = (
+        "mount smb://CORP;mgarcia@fileserver/share\n"
+        "sqlserver://CORP%5Ctnguyen:S3cretPassw0rd42@db.example.com/app\n"
+        "sqlserver://corp.example.com\\okafor@db/app\n"
+        "smb://WORKGROUP;guest@nas/public"
+    )
+    assert _strict().redact(text) == (
+        "mount smb://CORP;<PII:USERNAME:1>@fileserver/share\n"
+        "sqlserver://CORP%5C<PII:USERNAME:2>:<REDACTED:url-password>@db.example.com/app\n"
+        "sqlserver://corp.example.com\\<PII:USERNAME:3>@db/app\n"
+        "smb://WORKGROUP;guest@nas/public"
+    )
+
+
+def test_a_text_quoting_a_string_with_backslash_escapes_is_read_as_the_string_reads() -> None:
+    """A traceback quotes a Windows path with its backslashes doubled (Python's `repr`), PHP's JSON
+    escapes every slash (`postgres:\\/\\/…`), a JSON text may write `@` as `\\u0040`: each is read as
+    the string it quotes, and what is found there is redacted as written. Code's own escapes stay."""
+    text = (
+        "FileNotFoundError: [Errno 2] No such file: 'C:\\\\Users\\\\mgarcia\\\\data.csv'\n"
+        '{"dsn":"postgres:\\/\\/tnguyen:S3cretPassw0rd42@db.example.com\\/app","to":"okafor\\u0040example.com"}\n'
+        'print("a \\"quoted\\" word", re.findall(r"\\\\d+", line))'
+    )
+    assert _strict().redact(text) == (
+        "FileNotFoundError: [Errno 2] No such file: 'C:\\\\Users\\\\<PII:USERNAME:1>\\\\data.csv'\n"
+        '{"dsn":"postgres:\\/\\/<PII:USERNAME:2>:<REDACTED:url-password>@db.example.com\\/app",'
+        '"to":"<PII:EMAIL_ADDRESS:1>"}\n'
+        'print("a \\"quoted\\" word", re.findall(r"\\\\d+", line))'
+    )
+
+
 def test_whoamis_answer_in_a_transcript_is_redacted_and_roots_stays() -> None:
     """A terminal's transcript asks who the user is (`$ whoami`, `npm whoami`, `echo $USER`, Windows'
     `PS C:\\> whoami`, which answers after the machine's name) and prints the account on the next line;

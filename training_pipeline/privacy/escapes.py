@@ -2,8 +2,9 @@
 with percent-escapes (`?email=jane.doe%40example.com`, `tel:%2B14155550123`,
 `redirect_uri=https%3A%2F%2Fapp%2Fcb%3Fcode%3Dsk_live_…`), and web pages, which a browsing agent's tools
 return, write them with character references (`jane&#64;example.com`, `jane&commat;example&period;com`),
-where no rule or recognizer reads them. The finder and the filter read such a text as it reads, then map
-what they find back onto it."""
+where no rule or recognizer reads them. A text quoting a string as code or JSON writes it escaped
+(a traceback's `'C:\\\\Users\\\\jdoe\\\\data.csv'`, PHP's `"https:\\/\\/…"`, `"jdoe\\u0040…"`). The
+finder and the filter read such a text as it reads, then map what they find back onto it."""
 
 from __future__ import annotations
 
@@ -11,8 +12,12 @@ import re
 
 __all__ = ["may_be_escaped", "unescaped"]
 
-#: a percent-escape of a printable ASCII character, or an HTML character reference (decimal, hex, named)
-_ESCAPE = re.compile(r"%([2-7][0-9A-Fa-f])|&#([0-9]{2,3});|&#[xX]([0-9A-Fa-f]{2});|&([A-Za-z]{2,6});")
+#: a percent-escape of a printable ASCII character, an HTML character reference (decimal, hex, named),
+#: or a backslash-escape of a backslash, a slash, a quote or a printable ASCII character (`\\u0040`)
+_ESCAPE = re.compile(
+    r"%([2-7][0-9A-Fa-f])|&#([0-9]{2,3});|&#[xX]([0-9A-Fa-f]{2});|&([A-Za-z]{2,6});"
+    r"|\\(?:([\\/\"])|u00([2-7][0-9A-Fa-f]))"
+)
 #: the named references of the characters addresses, numbers and tokens are written with
 _NAMED = {
     "commat": "@",
@@ -30,25 +35,27 @@ _NAMED = {
     "quot": '"',
     "apos": "'",
 }
-#: where a character reference may begin, in a text or in its UTF-8
-_REFERENCE = re.compile(r"&#|&[A-Za-z]{2,6};")
-_REFERENCE_BYTES = re.compile(rb"&#|&[A-Za-z]{2,6};")
+#: where a character reference or a backslash-escape may begin, in a text or in its UTF-8
+_REFERENCE = re.compile(r"&#|&[A-Za-z]{2,6};|\\[\\/\"u]")
+_REFERENCE_BYTES = re.compile(rb"&#|&[A-Za-z]{2,6};|\\[\\/\"u]")
 
 
 def may_be_escaped(text: str | bytes) -> bool:
     """Whether `text` (or UTF-8) may hold an escape `unescaped` reads: a scan of it as written may miss
-    what it holds. (Most texts have neither `%` nor `&`: no pattern is run for them.)"""
+    what it holds. (Most texts have no `%`, `&` or backslash: no pattern is run for them.)"""
     if isinstance(text, bytes):
-        return b"%" in text or (b"&" in text and _REFERENCE_BYTES.search(text) is not None)
-    return "%" in text or ("&" in text and _REFERENCE.search(text) is not None)
+        return b"%" in text or ((b"&" in text or b"\\" in text) and _REFERENCE_BYTES.search(text) is not None)
+    return "%" in text or (("&" in text or "\\" in text) and _REFERENCE.search(text) is not None)
 
 
 def _read(match: re.Match[str]) -> str | None:
     """The printable ASCII character an escape stands for; None for any other (`%C3`, `&nbsp;`)."""
-    percent, decimal, hexadecimal, name = match.groups()
+    percent, decimal, hexadecimal, name, backslashed, unicode = match.groups()
     if name is not None:
         return _NAMED.get(name.lower())
-    code = int(decimal) if decimal is not None else int(percent or hexadecimal, 16)
+    if backslashed is not None:
+        return backslashed
+    code = int(decimal) if decimal is not None else int(percent or hexadecimal or unicode, 16)
     return chr(code) if 32 <= code < 127 else None
 
 

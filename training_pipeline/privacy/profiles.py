@@ -119,7 +119,7 @@ _STRICT_OWN: tuple[CredentialRule, ...] = (
     # behind it), so `re` finds it by literal search; starting with the scheme's class, it was tried at
     # every letter of a prompt (the strict profile's slowest rule). `1://u:p@` counts too, and an empty
     # user (Redis' `redis://:password@host`).
-    _rule("url-password", r"://(?<=[A-Za-z0-9+.-]://)[^\s/?#@:{}]{0,256}:([^\s/?#@{}]{1,256})@", group=1),
+    _rule("url-password", r"://(?<=[A-Za-z0-9+.-]://)[^\s/?#@:{}<>]{0,256}:([^\s/?#@{}]{1,256})@", group=1),
     _rule(
         "aws-secret-key",
         r"aws.{0,20}?(?:key|pwd|pw|password|pass|token|secret).{0,20}?['\"=: ]"

@@ -74,6 +74,7 @@ __all__ = [
     "STREET_WORDS_OTHER",
     "TYPED_INTO",
     "URL_ACCOUNT",
+    "URL_DOMAIN",
     "URL_PASSWORD_AT",
     "WHO_COMMAND",
 ]
@@ -234,6 +235,9 @@ DB_URL_USER = (
 #: a URL's account (`postgres://jdoe:…@db`, `ssh://jdoe@buildbox/`): its scheme up to the account, and
 #: after the account its password (redacted by then, or too weak for a credential rule) and the `@`
 URL_ACCOUNT = r"(?i:\b[a-z][a-z0-9+.-]{1,30})://"
+#: a Windows domain before a URL's account, an organisation's and no one's: SMB's `smb://CORP;jdoe@`,
+#: and a connection URL's `CORP\jdoe` (percent-encoded, `CORP%5Cjdoe`, as the finder reads it unescaped)
+URL_DOMAIN = r"(?:[A-Za-z][\w.-]{0,62}[;\\])?"
 URL_PASSWORD_AT = r"(?::(?:<REDACTED:[\w.-]{1,64}>|[^\s@/?#\[\]\"'<>]+))?@"
 #: an ODBC or ADO.NET connection string's account (`Server=db;Database=app;User ID=jdoe;Password=…;`,
 #: `Driver={…};UID=jdoe;PWD=…`, Npgsql's `Host=db;Username=jdoe;…`): its key among the string's other

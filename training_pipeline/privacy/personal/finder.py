@@ -104,7 +104,7 @@ _FAMILIES: tuple[tuple[str, tuple[str, ...], int], ...] = (
         r"\n[ \t]*User[ \t]+[A-Za-z_]|"
         rf"{cues.FILE_MODE}[A-Za-z_]|{cues.ID_UID}|{cues.LOGIN_VARIABLE}|{cues.ACCOUNT_KEY}[\"']?[ \t]*[:=]|"
         rf"{cues.CONNINFO_USER}|\buser='?[A-Za-z_][^\s,]*{cues.CONNINFO_KEYS_AFTER}|"
-        rf"{cues.URL_ACCOUNT}[A-Za-z_][\w.+-]*{cues.URL_PASSWORD_AT}|"
+        rf"{cues.URL_ACCOUNT}{cues.URL_DOMAIN}[A-Za-z_][\w.+-]*{cues.URL_PASSWORD_AT}|"
         rf"{cues.DB_URL_USER}|\bdisplay[_ ]?name[\"']?[ \t]*:[ \t]*[\"']?[a-z0-9_]|"
         rf"{cues.CONNECTION_USER_AFTER_KEY}|{cues.CONNECTION_USER_KEY}[^;\n]*;{cues.CONNECTION_KEY_AFTER}",
         ("USERNAME",),

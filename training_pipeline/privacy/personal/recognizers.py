@@ -105,6 +105,7 @@ from training_pipeline.privacy.personal.cues import (
     STREET_WORDS_OTHER,
     TYPED_INTO,
     URL_ACCOUNT,
+    URL_DOMAIN,
     URL_PASSWORD_AT,
 )
 from training_pipeline.privacy.prefilter import LineGate
@@ -486,8 +487,9 @@ class AccountNameRecognizer(_Recognizer):
             0.7,
         ),
         (rf"{DB_URL_USER}([A-Za-z_][\w.-]{{0,62}})(?=[&#\s\"']|$)", "USERNAME", 0.7),
-        # a URL's account, with its password or without (a dotted host's `user@host` is an address too)
-        (rf"{URL_ACCOUNT}([A-Za-z_][\w.+-]{{0,62}})(?={URL_PASSWORD_AT})", "USERNAME", 0.7),
+        # a URL's account, with its password or without (a dotted host's `user@host` is an address too),
+        # after its domain if it has one
+        (rf"{URL_ACCOUNT}{URL_DOMAIN}([A-Za-z_][\w.+-]{{0,62}})(?={URL_PASSWORD_AT})", "USERNAME", 0.7),
         (
             rf"{CONNECTION_USER_AFTER_KEY}([A-Za-z_][\w.\\@-]{{0,62}})(?=[ \t]*(?:;|[\"']|$))",
             "USERNAME",
