@@ -1055,6 +1055,43 @@ def test_a_text_quoting_a_string_with_backslash_escapes_is_read_as_the_string_re
     )
 
 
+def test_an_account_a_terminals_commands_name_is_redacted_and_code_and_prose_stay() -> None:
+    """A coding agent's terminal names accounts in its commands and in SSH's answers: the account a
+    command runs as, switches to, makes or gives a file to, a home folder by its account (`~jdoe/`),
+    PowerShell's prompt, SSH's `jdoe@10.0.0.5:` and `jdoe@host's password:`. Service accounts, code's
+    `self.passwd` and `~mask/2`, prose about the commands and Spanish prose's "su" stay."""
+    text = (
+        "$ sudo -u mgarcia psql\n"
+        "crontab -u okafor -l\n"
+        "su - tnguyen\n"
+        "sudo usermod -aG docker akowalski\n"
+        "chown -R lpetrov:staff src/\n"
+        "cd ~hsato/projects\n"
+        "PS C:\\Users\\mgarcia> python main.py\n"
+        "okafor@10.0.0.5: Permission denied (publickey).\n"
+        "tnguyen@buildbox's password:\n"
+        "sudo -u postgres psql; chown root:root /etc/hosts; git@10.0.0.5: denied\n"
+        "self.passwd = passwd; x = ~mask/2\n"
+        "adduser gives you more configuration than useradd, and fs: fix chown abort in\n"
+        "Juan le dio el libro a su amigo"
+    )
+    assert _strict().redact(text) == (
+        "$ sudo -u <PII:USERNAME:1> psql\n"
+        "crontab -u <PII:USERNAME:2> -l\n"
+        "su - <PII:USERNAME:3>\n"
+        "sudo usermod -aG docker <PII:USERNAME:4>\n"
+        "chown -R <PII:USERNAME:5>:staff src/\n"
+        "cd ~<PII:USERNAME:6>/projects\n"
+        "PS C:\\Users\\<PII:USERNAME:1>> python main.py\n"
+        "<PII:USERNAME:2>@10.0.0.5: Permission denied (publickey).\n"
+        "<PII:USERNAME:3>@buildbox's password:\n"
+        "sudo -u postgres psql; chown root:root /etc/hosts; git@10.0.0.5: denied\n"
+        "self.passwd = passwd; x = ~mask/2\n"
+        "adduser gives you more configuration than useradd, and fs: fix chown abort in\n"
+        "Juan le dio el libro a su amigo"
+    )
+
+
 def test_whoamis_answer_in_a_transcript_is_redacted_and_roots_stays() -> None:
     """A terminal's transcript asks who the user is (`$ whoami`, `npm whoami`, `echo $USER`, Windows'
     `PS C:\\> whoami`, which answers after the machine's name) and prints the account on the next line;

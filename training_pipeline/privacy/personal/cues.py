@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 __all__ = [
+    "ACCOUNT_COMMAND",
     "ACCOUNT_KEY",
     "ADDRESS_CUE",
     "ADDRESS_GATE",
@@ -17,12 +18,15 @@ __all__ = [
     "AFTER_ROLE",
     "ASKED_WHO",
     "ASSIGNED_PEOPLE",
+    "AT_HOST",
     "BIRTH_CUE",
     "BLAME",
     "CAPITALS_FIELD",
     "CAPITALS_HONORIFIC",
     "CAPITALS_NAME",
+    "CHOWN",
     "CLOSING",
+    "COMMAND_START",
     "DATE",
     "DEVICE",
     "DEVICE_OWNER",
@@ -64,6 +68,7 @@ __all__ = [
     "PROMPT_HOST",
     "RELATION",
     "ROLE",
+    "RUN_AS_OPTION",
     "SHELL_PROMPT",
     "SIGNATURE",
     "SSH_CONFIG_USER",
@@ -72,6 +77,7 @@ __all__ = [
     "STREET_NAME_WORD",
     "STREET_WORDS_EN",
     "STREET_WORDS_OTHER",
+    "SWITCH_USER",
     "TYPED_INTO",
     "URL_ACCOUNT",
     "URL_DOMAIN",
@@ -221,6 +227,31 @@ LOGIN_OPTION = (
     r"(?:docker|podman|buildah|skopeo|nerdctl|oras|helm[ \t]+registry)[ \t]+login)\b[^\n|;&]{0,200}?"
     r"[ \t](?:-[uU][ \t]*|--user(?:name)?(?:[ \t]+|=))"
 )
+#: a command that runs as an account or lists its processes (`sudo -u jdoe`, `crontab -u jdoe -l`,
+#: `pkill -u jdoe`), up to the account (its recognizer's pattern reads a command: not `self.passwd`)
+RUN_AS_OPTION = (
+    r"\b(?:sudo|runuser|crontab|ps|pgrep|pkill|killall|top|htop)[ \t]+(?:[^\n|;&]{0,80}?[ \t])?"
+    r"(?:-u[ \t]*|--user(?:[ \t]+|=))"
+)
+#: a switch to an account, up to it: `su - jdoe`, `sudo su jdoe`, a prompt's `$ su jdoe` (prose's
+#: Spanish "su" has no `-` after it and starts no command)
+SWITCH_USER = (
+    r"(?:\bsu[ \t]+(?:-l?|--login)[ \t]+|\bsudo[ \t]+su[ \t]+(?:-[ \t]+)?|(?:^|\n)[ \t]*[$#%][ \t]*su[ \t]+)"
+)
+#: where a transcript's or a script's command starts: after a prompt, Dockerfile's `RUN`, `sudo` or `&&`
+#: (a line of prose may start with a command's name: "adduser gives you more configuration and…")
+COMMAND_START = r"(?:(?:^|\n)[ \t]*(?:[$#%]|RUN)[ \t]+|\bsudo[ \t]+|&&[ \t]*)"
+#: a command that makes, changes or removes an account, named last on its line (`sudo useradd -m jdoe`,
+#: `$ passwd jdoe`, `RUN usermod -aG docker jdoe`)
+ACCOUNT_COMMAND = (
+    rf"{COMMAND_START}(?:useradd|adduser|usermod|userdel|deluser|passwd|chsh|chfn)[ \t]+"
+    r"(?:[^\n|;&=(),\"']{0,200}?[ \t])?"
+)
+#: a file given to an account, up to it (`chown -R jdoe:staff src`; without a group, as a command)
+CHOWN = r"\bchown[ \t]+(?:-[A-Za-z]+[ \t]+)*"
+#: an account at a host where SSH writes one: before an address (`jdoe@10.0.0.5: Permission denied`)
+#: or a password's prompt (`jdoe@build's password:`)
+AT_HOST = r"@(?:\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}|[\w.-]+'s[ \t]+password:)"
 #: a database connection's account: a libpq connection string's `user=` among its other keywords
 #: (`host=db port=5432 user=jdoe dbname=app`), after one of them (`CONNINFO_USER`) or before
 #: (`CONNINFO_KEY` after the value), and a database URL's query (`jdbc:postgresql://db/app?user=jdoe`)

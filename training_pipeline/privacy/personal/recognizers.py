@@ -37,18 +37,22 @@ from presidio_analyzer import AnalysisExplanation, LocalRecognizer, Pattern, Rec
 from presidio_analyzer.predefined_recognizers import EmailRecognizer, IpRecognizer
 
 from training_pipeline.privacy.personal.cues import (
+    ACCOUNT_COMMAND,
     ACCOUNT_KEY,
     ADDRESS_CUE,
     ADDRESS_JOIN,
     AFTER_ROLE,
     ASKED_WHO,
     ASSIGNED_PEOPLE,
+    AT_HOST,
     BIRTH_CUE,
     BLAME,
     CAPITALS_FIELD,
     CAPITALS_HONORIFIC,
     CAPITALS_NAME,
+    CHOWN,
     CLOSING,
+    COMMAND_START,
     CONNECTION_KEY_AFTER,
     CONNECTION_USER_AFTER_KEY,
     CONNECTION_USER_KEY,
@@ -95,6 +99,7 @@ from training_pipeline.privacy.personal.cues import (
     PROMPT_HOST,
     RELATION,
     ROLE,
+    RUN_AS_OPTION,
     SHELL_PROMPT,
     SIGNATURE,
     SSH_CONFIG_USER,
@@ -103,6 +108,7 @@ from training_pipeline.privacy.personal.cues import (
     STREET_NAME_WORD,
     STREET_WORDS_EN,
     STREET_WORDS_OTHER,
+    SWITCH_USER,
     TYPED_INTO,
     URL_ACCOUNT,
     URL_DOMAIN,
@@ -448,18 +454,29 @@ class AccountNameRecognizer(_Recognizer):
             "USERNAME",
             0.7,
         ),
+        # (PowerShell's prompt ends at its `>`)
         (
             r"(?<!\w)[A-Za-z]:[\\/](?i:users|documents and settings)[\\/]"
-            r"([^\\/:*?\"<>|\r\n]+?)(?=[\\/]|[\"'`),;\]]|$)",
+            r"([^\\/:*?\"<>|\r\n]+?)(?=[\\/]|[\"'`),;\]>]|$)",
             "USERNAME",
             0.7,
         ),
+        # a home folder named by its account (`~jdoe/src`): a path, not code's `~mask`
+        (r"(?<![\w~/.$-])~([a-z_][\w.-]{0,31})/(?=[A-Za-z._]|[\s\"'`]|$)", "USERNAME", 0.7),
         # a public key's comment, which `ssh-keygen` writes as the account and host that made it
         (rf"{SSH_KEY_COMMENT}([a-z_][\w.-]{{0,31}})@[\w.-]+", "USERNAME", 0.7),
         # the account a command logs in to a host as (an address after it is an email's, found apart;
         # not a URL's password: `scp://user:secret@host`)
         (rf"{LOGIN_COMMAND}(?<![\w.@/:-])([a-z_][\w.-]{{0,31}})@(?=[\w-])", "USERNAME", 0.7),
         (rf"{LOGIN_OPTION}[\"']?([A-Za-z_][\w.-]{{0,63}})(?![\w@])", "USERNAME", 0.7),
+        # the account a command runs as, switches to, makes or changes, or gives a file to; SSH's
+        # account at an address or asked for its password
+        (rf"(?<![\w.$-]){RUN_AS_OPTION}[\"']?([a-z_][\w.-]{{0,31}})(?![\w@])", "USERNAME", 0.7),
+        (rf"{SWITCH_USER}([a-z_][\w.-]{{0,31}})(?=[ \t]*(?:\r?\n|$|[;&|]))", "USERNAME", 0.7),
+        (rf"{ACCOUNT_COMMAND}([a-z_][\w.-]{{0,31}})[ \t]*(?=\r?\n|$|[;&|])", "USERNAME", 0.7),
+        (rf"(?<![\w.$-]){CHOWN}([a-z_][\w.-]{{0,31}})(?=:[\w.-]*[ \t])", "USERNAME", 0.7),
+        (rf"{COMMAND_START}{CHOWN}([a-z_][\w.-]{{0,31}})(?=[ \t])", "USERNAME", 0.7),
+        (rf"(?<![\w.@/:-])([a-z_][\w.-]{{0,31}})(?={AT_HOST}(?![\w.]))", "USERNAME", 0.7),
         # `whoami`'s answer in a transcript (Windows' after its machine: `desktop-7k2l9q\jsmith`)
         (rf"{ASKED_WHO}([A-Za-z_][\w.-]{{0,31}})[ \t]*(?=\r?\n|$)", "USERNAME", 0.7),
         (r"\barn:aws[\w-]*:iam::\d{12}:user/(?:[\w+=,.@-]+/)*([\w+=,.@-]+)", "USERNAME", 0.7),
