@@ -189,20 +189,23 @@ def test_a_calendars_a_trackers_and_a_cards_people_and_a_closing_on_one_line_are
 
 def test_names_and_ids_in_other_languages_fields_and_a_bookings_capitals_are_redacted() -> None:
     """A form's given and family names in French, German, Spanish (`Prénom :`, `Vorname:`), a name
-    field's family name first (`Name: Müller, Hans`), "mi nombre es …", a tax id written in groups of
+    field's family name first (`Name: Müller, Hans`, `Assignee: Okafor, Chidi`, before a parenthesis:
+    `Customer: Garcia, Maria (ID 4471)`), "mi nombre es …", a tax id written in groups of
     three (`Steuer-ID: 65 929 970 489`), a ticket's holder and an airline's `SMITH/JOHN MR` or "booked
     for MR JOHN SMITH": each went to the datasets. GitLab's "MR PIPELINE FAILED", Microsoft's "MS SQL
     SERVER" and a tool list's `Name: Search, Fetch` stay."""
     text = (
         "Prénom : Jean\nNachname: Müller, Vorname: Hans\nName: Doe, Jane\nMi nombre es Lucía Fernández\n"
         "Steuer-ID: 65 929 970 489\nTicket holder: Ana Lima\nPassenger: SMITH/JOHN MR\n"
-        "Flight AA123 booked for MR TOM BAKER\nMR PIPELINE FAILED on MS SQL SERVER\nName: Search, Fetch"
+        "Flight AA123 booked for MR TOM BAKER\nMR PIPELINE FAILED on MS SQL SERVER\nName: Search, Fetch\n"
+        "Customer: Garcia, Maria (ID 4471)\nAssignee: Okafor, Chidi"
     )
     assert _strict().redact(text) == (
         "Prénom : <PII:PERSON:1>\nNachname: <PII:PERSON:2>, Vorname: <PII:PERSON:3>\nName: <PII:PERSON:4>\n"
         "Mi nombre es <PII:PERSON:5>\nSteuer-ID: <PII:NATIONAL_ID:1>\nTicket holder: <PII:PERSON:6>\n"
         "Passenger: <PII:PERSON:7>\nFlight AA123 booked for MR <PII:PERSON:8>\n"
-        "MR PIPELINE FAILED on MS SQL SERVER\nName: Search, Fetch"
+        "MR PIPELINE FAILED on MS SQL SERVER\nName: Search, Fetch\n"
+        "Customer: <PII:PERSON:9> (ID 4471)\nAssignee: <PII:PERSON:10>"
     )
 
 

@@ -271,10 +271,10 @@ class NameCueRecognizer(_Recognizer):
         ),
         # a closing with the sender's name after it, ending the line (`Thanks, Priya`)
         (rf"(?:^|[.!?][ \t]+)[ \t]*{CLOSING}[ \t]*,[ \t]*({NAME})[ \t]*[.!]?[ \t]*$", "PERSON", 0.6),
-        # a name field's family name first (`Name: Müller, Hans`)
+        # a name field's family name first (`Name: Müller, Hans`, `Customer: Garcia, Maria (ID 4471)`)
         (
-            rf"[\"']?\b(?:{FIELD}|(?i:name))[\"']?[ \t]*:[ \t]*[\"']?({FAMILY_FIRST})"
-            r"(?=[\"'<;\n]|[ \t]*$)",
+            rf"[\"']?\b(?:{FIELD}|{NAME_FIELD})[\"']?[ \t]*:[ \t]*[\"']?({FAMILY_FIRST})"
+            r"(?=[\"'<;\n]|[ \t]*$|[ \t]+[<(])",
             "PERSON",
             0.7,
         ),
