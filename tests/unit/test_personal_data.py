@@ -536,6 +536,35 @@ def test_a_value_is_read_as_its_key_says_and_ids_under_other_keys_stay() -> None
     )
 
 
+def test_a_tables_cells_are_read_as_their_columns_header_says() -> None:
+    """A CSV file an agent read, a tool's tab-separated output and a Markdown table name their people
+    in cells that say nothing alone (`Maria Garcia`, `4155550123`): each cell under a column its header
+    names (`name`, `first_name`, `phone_number`, `dob`) is read as a value under that key is, a quoted
+    CSV cell too. A package list's or an error table's `name` column (no other column of a person's),
+    a table of no one's columns, JSON's lines and prose with commas stay."""
+    text = (
+        "name,email,phone\nMaria Garcia,mgarcia@corp.com,4155550123\nTran Nguyen,tn@corp.com,4155550124\n\n"
+        "id\tfirst_name\tlast_name\n1\tChidi\tOkafor\n\n"
+        'customer_id;full_name;dob\n4471;"Kowalski, Anna";1987-04-12\n\n'
+        "| Name | Email |\n|---|:---:|\n| Hana Sato | hs@corp.com |\n\n"
+        "name,version\nnumpy,1.26.4\n\n| Code | Name |\n|---|---|\n| 0x01 | Protocol Error |\n\n"
+        '"Username": "example",\n"Password": "example",\n\n'
+        "city,population\nLyon,522000\n\n"
+        "My name, if you ask, is not important,\nand neither is the rest."
+    )
+    assert _strict().redact(text) == (
+        "name,email,phone\n<PII:PERSON:1>,<PII:EMAIL_ADDRESS:1>,<PII:PHONE_NUMBER:1>\n"
+        "<PII:PERSON:2>,<PII:EMAIL_ADDRESS:2>,<PII:PHONE_NUMBER:2>\n\n"
+        "id\tfirst_name\tlast_name\n1\t<PII:PERSON:3>\t<PII:PERSON:4>\n\n"
+        'customer_id;full_name;dob\n4471;"<PII:PERSON:5>";<PII:DATE_OF_BIRTH:1>\n\n'
+        "| Name | Email |\n|---|:---:|\n| <PII:PERSON:6> | <PII:EMAIL_ADDRESS:3> |\n\n"
+        "name,version\nnumpy,1.26.4\n\n| Code | Name |\n|---|---|\n| 0x01 | Protocol Error |\n\n"
+        '"Username": "example",\n"Password": "example",\n\n'
+        "city,population\nLyon,522000\n\n"
+        "My name, if you ask, is not important,\nand neither is the rest."
+    )
+
+
 def test_a_list_is_read_as_its_key_says_of_each_item() -> None:
     """A contact card's `"phones": [...]`, a config's `"api_keys": [...]`: each item is read as its
     key's singular says (`phone`, `api_key`), numbers among them; a list of tags or ids stays."""

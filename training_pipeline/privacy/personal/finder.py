@@ -28,6 +28,7 @@ from training_pipeline.privacy.escapes import unescaped
 from training_pipeline.privacy.memo import MEMO_MAX_CHARS, TextMemo
 from training_pipeline.privacy.personal import cues
 from training_pipeline.privacy.personal.kinds import DEFAULT_KINDS, NUMBERS
+from training_pipeline.privacy.personal.tables import cued_cells
 from training_pipeline.privacy.prefilter import PatternDatabase
 
 if TYPE_CHECKING:
@@ -43,6 +44,11 @@ Span = tuple[int, int, str]
 #: with none of these holds nothing of theirs, and each recognizer is run only on the windows around
 #: its family's matches. (Hyperscan's syntax: PCRE's, `\p{Lu}` a capital in any script.)
 _UPPER = r"\p{Lu}"
+#: the words a key or a table's header is read as a cue by (`key_cue`; the gate finds them in any case)
+_TABLE_CUE = (
+    rf"{cues.FIELD}|{cues.NAME_FIELD}|{cues.BIRTH_CUE}|{cues.ACCOUNT_KEY}|"
+    rf"(?i:{'|'.join(cues.LABELS.values())})"
+)
 _FAMILIES: tuple[tuple[str, tuple[str, ...], int], ...] = (
     # an address, and the display name before it (`Jane Doe <jane@…>`: `NameCueRecognizer`)
     (r"[\w.+-]@[\w-]", ("EMAIL_ADDRESS", "PERSON"), 64),
@@ -111,7 +117,16 @@ _FAMILIES: tuple[tuple[str, tuple[str, ...], int], ...] = (
         ("USERNAME",),
         64,
     ),
+    # a table's header naming a column by a cue (`name,email,phone`, `| Full Name | Home Phone |`), the
+    # cue ending a cell: its cells are read as the header says (`tables`), not in a window
+    (
+        rf"(?i:(?:{_TABLE_CUE})\"?[ \t]*(?:[,;\t|]|\r?\n))",
+        tuple(sorted(DEFAULT_KINDS)),
+        0,
+    ),
 )
+#: the tables' family (the last)
+_TABLES = len(_FAMILIES) - 1
 
 
 #: the families whose matches' starts Hyperscan reports (the cue families' automata are too large for
@@ -242,7 +257,8 @@ class PersonalDataFinder:
         if not text.isascii():
             text = _LONE_SURROGATE.sub("\ufffd", text)
         found: list[tuple[int, int, str, float]] = []
-        for start, end, kinds in self._windows(text):
+        windows, table = self._windows(text)
+        for start, end, kinds in windows:
             window = text[start:end]
             entities = sorted(kinds)
             if not self._could_find(window, entities):
@@ -252,10 +268,16 @@ class PersonalDataFinder:
         if self._ner is not None:
             for result in self._ner.analyze(text, language="en", entities=["PERSON"]):
                 found.append((result.start, result.end, result.entity_type, result.score))
-        if not found:
+        cells = self._cells(text) if table else []
+        if not found and not cells:
             return []
         taken = [(m.start(), m.end()) for m in _LEFT_BY_A_REDACTION.finditer(text)]
         chosen: list[Span] = []
+        # a cell's findings first: judged as its header says, not as the text around the table reads
+        for start, end, kind in cells:
+            if not any(start < t_end and t_start < end for t_start, t_end in taken):
+                taken.append((start, end))
+                chosen.append((start, end, kind))
         # the widest first, then the surest: a card number is not also three phone numbers
         for start, end, kind, score in sorted(found, key=lambda f: (f[0] - f[1], -f[3], f[0])):
             if start >= end or any(start < t_end and t_start < end for t_start, t_end in taken):
@@ -265,6 +287,19 @@ class PersonalDataFinder:
             taken.append((start, end))
             chosen.append((start, end, kind))
         return sorted(chosen)
+
+    def _cells(self, text: str) -> list[Span]:
+        """What is found in the cells of `text`'s tables, each read after its column's header
+        (`tables.cued_cells`), as a value is read after its key: `phone: 4155550123`."""
+        found: list[Span] = []
+        for cell_start, cell_end, cue in cued_cells(text, key_cue):
+            said = f"{cue}: "
+            found += [
+                (cell_start + start - len(said), cell_start + end - len(said), kind)
+                for start, end, kind in self._spans(said + text[cell_start:cell_end])
+                if start >= len(said)
+            ]
+        return found
 
     def _could_find(self, window: str, entities: list[str]) -> bool:
         """Whether Presidio's analysis of `window` could find one of `entities`: not when each of their
@@ -285,20 +320,24 @@ class PersonalDataFinder:
     def _recognizers_of(self) -> dict[tuple[str, ...], tuple[Any, ...]]:
         return {}
 
-    def _windows(self, text: str) -> list[tuple[int, int, frozenset[str]]]:
+    def _windows(self, text: str) -> tuple[list[tuple[int, int, frozenset[str]]], bool]:
         """The windows around the gate's matches, each widened to whole words, with the kinds its
-        family finds; a family's overlapping windows merged."""
+        family finds; a family's overlapping windows merged. And whether `text` may hold a table whose
+        header names a column by a cue (`_cells`)."""
         data = text.encode("utf-8")
         matches = _gate().matches(data)
         if not matches:
-            return []
+            return [], False
+        table = False
         ascii_only = len(data) == len(text)
         by_family: dict[int, list[tuple[int, int]]] = {}
         family_kinds = self._family_kinds
         # Hyperscan reports each longer match from one start too: the longest is the candidate
         longest: dict[tuple[int, int], int] = {}
         for family, byte_start, byte_end in matches:
-            if family_kinds[family]:
+            if family == _TABLES:
+                table = True
+            elif family_kinds[family]:
                 if family >= _WITH_START:
                     byte_start = max(0, byte_end - _CUE_LENGTH)
                 key = (family, byte_start)
@@ -332,9 +371,10 @@ class PersonalDataFinder:
                 spans[-1] = (min(start, spans[-1][0]), max(end, spans[-1][1]))
             else:
                 spans.append((start, end))
-        return [
+        windows = [
             (start, end, family_kinds[family]) for family, spans in by_family.items() for start, end in spans
         ]
+        return windows, table
 
 
 #: a whole token a finding may not be part of: a UUID, a hash or hexadecimal id
@@ -472,11 +512,7 @@ def _could_be_a_number_of_someone(text: str, start: int, end: int) -> bool:
 
 
 #: a key that says what its value is: a name field's, a kind's label, a birth date's cue
-_CUE_KEY = re.compile(
-    rf"(?<![A-Za-z0-9])(?:{cues.FIELD}|{cues.NAME_FIELD}|{cues.BIRTH_CUE}|{cues.ACCOUNT_KEY}|"
-    rf"(?i:{'|'.join(cues.LABELS.values())}))"
-    r"(?![A-Za-z0-9])"
-)
+_CUE_KEY = re.compile(rf"(?<![A-Za-z0-9])(?:{_TABLE_CUE})(?![A-Za-z0-9])")
 _HUMP = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
