@@ -426,6 +426,22 @@ def test_an_address_or_number_percent_escaped_in_a_url_is_redacted_and_a_git_rem
     assert metadata["repository"] == "git@github.com:acme/agent.git"
 
 
+def test_an_address_spelt_out_for_harvesters_is_redacted_and_prose_stays() -> None:
+    """A contact page or a README writes its addresses with the `@` and the `.` as bracketed words
+    (`jdoe [at] example [dot] com`, `ahmed(dot)tahri(at)…`, `gershon[AT]cs…`): read as the address they
+    spell, each went to the datasets. Prose with a bracketed word and an unbracketed "at" stay."""
+    text = (
+        "Contact: mgarcia [at] corp [dot] com\n"
+        "Copyright (C) 2023 <ahmed(dot)tahri(at)cloudnursery.dev> and <gershon[AT]cs.technion.ac.il>\n"
+        "meet (at) noon; see the [dot] notation; we are at example dot com"
+    )
+    assert _strict().redact(text) == (
+        "Contact: <PII:EMAIL_ADDRESS:1>\n"
+        "Copyright (C) 2023 <<PII:EMAIL_ADDRESS:2>> and <<PII:EMAIL_ADDRESS:3>>\n"
+        "meet (at) noon; see the [dot] notation; we are at example dot com"
+    )
+
+
 def test_a_url_querys_value_under_a_key_that_says_what_it_holds_is_redacted() -> None:
     """A browser agent's or a form's URL sends a person's number as a query value (`?phone=…&`,
     `?card=…`): a value of its own inside the URL. An id's, an order's and a page's numbers stay."""

@@ -3,8 +3,9 @@ with percent-escapes (`?email=jane.doe%40example.com`, `tel:%2B14155550123`,
 `redirect_uri=https%3A%2F%2Fapp%2Fcb%3Fcode%3Dsk_live_…`), and web pages, which a browsing agent's tools
 return, write them with character references (`jane&#64;example.com`, `jane&commat;example&period;com`),
 where no rule or recognizer reads them. A text quoting a string as code or JSON writes it escaped
-(a traceback's `'C:\\\\Users\\\\jdoe\\\\data.csv'`, PHP's `"https:\\/\\/…"`, `"jdoe\\u0040…"`). The
-finder and the filter read such a text as it reads, then map what they find back onto it."""
+(a traceback's `'C:\\\\Users\\\\jdoe\\\\data.csv'`, PHP's `"https:\\/\\/…"`, `"jdoe\\u0040…"`), and a
+contact page spells an address out (`jdoe [at] example [dot] com`). The finder and the filter read such
+a text as it reads, then map what they find back onto it."""
 
 from __future__ import annotations
 
@@ -13,11 +14,14 @@ import re
 __all__ = ["may_be_escaped", "unescaped"]
 
 #: a percent-escape of a printable ASCII character, an HTML character reference (decimal, hex, named),
-#: or a backslash-escape of a backslash, a slash, a quote or a printable ASCII character (`\\u0040`)
+#: a backslash-escape of a backslash, a slash, a quote or a printable ASCII character (`\\u0040`), or
+#: an address's `@` and `.` written as words in brackets, as a web page hides it from harvesters
+#: (`jdoe [at] example [dot] com`, `jdoe(at)example(dot)com`)
 _ESCAPE = re.compile(
     r"%([2-7][0-9A-Fa-f])|&#([0-9]{2,3});|&#[xX]([0-9A-Fa-f]{2});|&([A-Za-z]{2,6});"
-    r"|\\(?:([\\/\"])|u00([2-7][0-9A-Fa-f]))"
+    r"|\\(?:([\\/\"])|u00([2-7][0-9A-Fa-f]))|[ \t]?[\[({]((?i:at|dot))[\])}][ \t]?"
 )
+_SPELT = {"at": "@", "dot": "."}
 #: the named references of the characters addresses, numbers and tokens are written with
 _NAMED = {
     "commat": "@",
@@ -35,26 +39,33 @@ _NAMED = {
     "quot": '"',
     "apos": "'",
 }
-#: where a character reference or a backslash-escape may begin, in a text or in its UTF-8
-_REFERENCE = re.compile(r"&#|&[A-Za-z]{2,6};|\\[\\/\"u]")
-_REFERENCE_BYTES = re.compile(rb"&#|&[A-Za-z]{2,6};|\\[\\/\"u]")
+#: where a character reference, a backslash-escape or a bracketed word may begin, in a text or its UTF-8
+_REFERENCE = re.compile(r"&#|&[A-Za-z]{2,6};|\\[\\/\"u]|[\[({](?i:at|dot)[\])}]")
+_REFERENCE_BYTES = re.compile(rb"&#|&[A-Za-z]{2,6};|\\[\\/\"u]|[\[({](?i:at|dot)[\])}]")
+#: what each of those holds, found before the pattern is run (`t)` ends a bracketed word)
+_MARKS = ("&", "\\", "t)", "t]", "t}", "T)", "T]", "T}")
+_MARKS_BYTES = tuple(mark.encode() for mark in _MARKS)
 
 
 def may_be_escaped(text: str | bytes) -> bool:
     """Whether `text` (or UTF-8) may hold an escape `unescaped` reads: a scan of it as written may miss
     what it holds. (Most texts have no `%`, `&` or backslash: no pattern is run for them.)"""
     if isinstance(text, bytes):
-        return b"%" in text or ((b"&" in text or b"\\" in text) and _REFERENCE_BYTES.search(text) is not None)
-    return "%" in text or (("&" in text or "\\" in text) and _REFERENCE.search(text) is not None)
+        return b"%" in text or (
+            any(mark in text for mark in _MARKS_BYTES) and _REFERENCE_BYTES.search(text) is not None
+        )
+    return "%" in text or (any(mark in text for mark in _MARKS) and _REFERENCE.search(text) is not None)
 
 
 def _read(match: re.Match[str]) -> str | None:
     """The printable ASCII character an escape stands for; None for any other (`%C3`, `&nbsp;`)."""
-    percent, decimal, hexadecimal, name, backslashed, unicode = match.groups()
+    percent, decimal, hexadecimal, name, backslashed, unicode, spelt = match.groups()
     if name is not None:
         return _NAMED.get(name.lower())
     if backslashed is not None:
         return backslashed
+    if spelt is not None:
+        return _SPELT[spelt.lower()]
     code = int(decimal) if decimal is not None else int(percent or hexadecimal or unicode, 16)
     return chr(code) if 32 <= code < 127 else None
 
