@@ -290,6 +290,20 @@ def test_a_field_that_may_name_a_person_takes_two_words_and_a_tools_name_is_nobo
     assert metadata["tools"] == [{"name": "Search Web"}, {"name": "Send Email"}]
 
 
+def test_a_house_number_with_a_letter_and_a_linkedin_members_profile_are_redacted() -> None:
+    """A house numbered with a letter (`221B Baker Street`, `12a High Street`) after a cue the address
+    family's gate did not read, and a LinkedIn member's profile address (`/in/…`, a person's alone):
+    each went to the datasets. A company's page stays."""
+    text = (
+        "Ship to: 221B Baker Street, London\nI moved to 12a High Street in May\n"
+        "https://www.linkedin.com/in/maria-garcia-4b7a2b1/ works at linkedin.com/company/acme"
+    )
+    assert _strict().redact(text) == (
+        "Ship to: <PII:STREET_ADDRESS:1>, London\nI moved to <PII:STREET_ADDRESS:2> in May\n"
+        "https://www.linkedin.com/in/<PII:USERNAME:1>/ works at linkedin.com/company/acme"
+    )
+
+
 def test_an_address_glued_to_a_counter_in_an_id_is_redacted_and_a_version_is_not() -> None:
     """Agent frameworks name runs and sessions after their user (`run-jane.doe@example.com-1`): the
     address is personal data there too, in every field stored; `build@1.2.3-4` has no address in it."""

@@ -418,7 +418,7 @@ ADDRESS_CUE = (
 #: what every address form below needs (`finder`'s gate): a street word beside a capitalised word or
 #: a house number, or a cue before a number
 ADDRESS_GATE = (
-    rf"\d[ \t]+(?:\p{{Lu}}[\p{{L}}'’.-]*[ \t]+){{1,4}}(?:{STREET_WORDS_EN})\b|"
+    rf"\d[ \t]?[a-zA-Z]?[ \t]+(?:\p{{Lu}}[\p{{L}}'’.-]*[ \t]+){{1,4}}(?:{STREET_WORDS_EN})\b|"
     rf"(?i:{GERMANIC_STREETS})[ \t]+\d|"
     rf"(?i:\b(?:{STREET_WORDS_OTHER}))\.?[ \t]+(?:\p{{Lu}}|\p{{Ll}}{{1,3}}[ \t]+\p{{Lu}})|"
     rf"{ADDRESS_CUE}[ \t]*[\"']?\d"

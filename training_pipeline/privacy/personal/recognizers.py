@@ -480,6 +480,8 @@ class AccountNameRecognizer(_Recognizer):
         # `whoami`'s answer in a transcript (Windows' after its machine: `desktop-7k2l9q\jsmith`)
         (rf"{ASKED_WHO}([A-Za-z_][\w.-]{{0,31}})[ \t]*(?=\r?\n|$)", "USERNAME", 0.7),
         (r"\barn:aws[\w-]*:iam::\d{12}:user/(?:[\w+=,.@-]+/)*([\w+=,.@-]+)", "USERNAME", 0.7),
+        # a person's profile by its address: LinkedIn's `/in/` is a member's (a company's is `/company/`)
+        (r"\blinkedin\.com/(?:in|pub)/([\w%.-]{2,100})", "USERNAME", 0.7),
         (rf"{LOGGED_IN}([A-Za-z0-9][\w.-]{{0,38}})(?![\w@.-])", "USERNAME", 0.7),
         # a file's owner in `ls -l`'s listing (its group is the owner's own, found by spreading, or a
         # shared one: `staff`), `id`'s user, and the environment's account (`USER=jdoe`)
