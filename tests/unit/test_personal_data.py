@@ -1154,6 +1154,33 @@ def test_an_account_a_terminals_commands_name_is_redacted_and_code_and_prose_sta
     )
 
 
+def test_a_directorys_calendars_and_certificates_people_are_redacted_and_its_groups_stay() -> None:
+    """An IT agent's directory listing names people by their common name (`CN=Jane Doe,OU=…`, Active
+    Directory's `CN=Doe\\, Jane`) and LDAP accounts by `uid=`; a calendar invitation its attendees
+    (`ATTENDEE;CN=…`), a certificate its subject (`CN = …`), a vCard its `FN` and `N`. A directory's
+    groups (`CN=Domain Admins`, `CN=Remote Desktop Users`) and a host's certificate stay."""
+    text = (
+        "DistinguishedName : CN=Maria Garcia,OU=Staff,DC=corp,DC=example,DC=com\n"
+        "CN=Okafor\\, Chidi,OU=Staff,DC=corp,DC=com\n"
+        "uid=tnguyen,ou=people,dc=example,dc=com\n"
+        'ATTENDEE;CN="Hana Sato";ROLE=REQ-PARTICIPANT:mailto:hs@corp.com\n'
+        "subject=C = US, O = Acme, CN = Anna Kowalski\n"
+        "BEGIN:VCARD\nFN:Lars Petrov\nN:Petrov;Lars;;;\nEND:VCARD\n"
+        "CN=Domain Admins,CN=Users,DC=corp,DC=com; CN=Remote Desktop Users,CN=Builtin\n"
+        "subject=CN = www.example.com"
+    )
+    assert _strict().redact(text) == (
+        "DistinguishedName : CN=<PII:PERSON:1>,OU=Staff,DC=corp,DC=example,DC=com\n"
+        "CN=<PII:PERSON:2>,OU=Staff,DC=corp,DC=com\n"
+        "uid=<PII:USERNAME:1>,ou=people,dc=example,dc=com\n"
+        'ATTENDEE;CN="<PII:PERSON:3>";ROLE=REQ-PARTICIPANT:mailto:<PII:EMAIL_ADDRESS:1>\n'
+        "subject=C = US, O = Acme, CN = <PII:PERSON:4>\n"
+        "BEGIN:VCARD\nFN:<PII:PERSON:5>\nN:<PII:PERSON:6>;<PII:PERSON:7>;;;\nEND:VCARD\n"
+        "CN=Domain Admins,CN=Users,DC=corp,DC=com; CN=Remote Desktop Users,CN=Builtin\n"
+        "subject=CN = www.example.com"
+    )
+
+
 def test_whoamis_answer_in_a_transcript_is_redacted_and_roots_stays() -> None:
     """A terminal's transcript asks who the user is (`$ whoami`, `npm whoami`, `echo $USER`, Windows'
     `PS C:\\> whoami`, which answers after the machine's name) and prints the account on the next line;

@@ -27,10 +27,12 @@ __all__ = [
     "CHOWN",
     "CLOSING",
     "COMMAND_START",
+    "COMMON_NAME",
     "DATE",
     "DEVICE",
     "DEVICE_OWNER",
     "DIALLED",
+    "DN_FAMILY_FIRST",
     "FAMILY_FIRST",
     "FIELD",
     "FILE_MODE",
@@ -49,6 +51,8 @@ __all__ = [
     "LABELLED_VALUES",
     "LABELS",
     "LABEL_JOIN",
+    "LDAP_NEXT",
+    "LDAP_UID",
     "LOGGED_IN",
     "LOGIN_COMMAND",
     "LOGIN_OPTION",
@@ -82,6 +86,7 @@ __all__ = [
     "URL_ACCOUNT",
     "URL_DOMAIN",
     "URL_PASSWORD_AT",
+    "VCARD_NAME",
     "WHO_COMMAND",
 ]
 
@@ -102,6 +107,17 @@ NAME = rf"{_TITLE}{{0,2}}{_WORD}(?:[ \t]+(?:{_PARTICLE}[ \t]+){{0,2}}{_WORD}){{0
 #: a name written family name first, after a comma (`Müller, Hans`): one word before it, so a title after
 #: a name ("Rui Costa, Senior Engineer") is not one
 FAMILY_FIRST = rf"{_WORD},[ \t]*{NAME}"
+#: a directory's common name, up to the name: an LDAP or Active Directory entry's (`CN=Jane Doe,OU=…`,
+#: `CN=Doe\, Jane,…`), a calendar invitation's attendee (`ATTENDEE;CN=Jane Doe:mailto:…`), a
+#: certificate's subject (`CN = Jane Doe, emailAddress = …`)
+COMMON_NAME = r"(?<![\w-])(?i:cn)[ \t]*=[ \t]*\"?"
+#: …its name written family name first, the comma escaped as a DN escapes it
+DN_FAMILY_FIRST = rf"{_WORD}\\,[ \t]*{NAME}"
+#: a vCard's name properties, up to the value: `FN:Jane Doe`, and `N:Doe;Jane;;;` (family; given)
+VCARD_NAME = r"(?:^|\n)(?:FN|N)(?:;[^:\n]{0,80})?:"
+#: an LDAP entry's account (`uid=jdoe,ou=people,dc=…`), up to it
+LDAP_UID = r"(?<![\w.-])(?i:uid)="
+LDAP_NEXT = r",(?i:ou|dc|cn|o)="
 #: a name of two words or more
 NAME_TWO = rf"{_TITLE}{{0,2}}{_WORD}(?:[ \t]+(?:{_PARTICLE}[ \t]+){{0,2}}{_WORD}){{1,3}}{_DEGREE}{{0,2}}"
 #: capitalised words that follow a cue without being a name ("I'm Sorry", "Hi Team,", "Dear Customer",
@@ -124,12 +140,13 @@ _NOT_NAME_WORDS = """
 """
 NOT_NAMES = frozenset(_NOT_NAME_WORDS.split())
 #: words that make capitalised words a group's or a program's name, not a person's ("Platform Team",
-#: "Python Software Foundation <psf@…>", "Acme Labs", a tracker's "Bug Watch Updater")
+#: "Python Software Foundation <psf@…>", "Acme Labs", a tracker's "Bug Watch Updater", a directory's
+#: "Domain Admins" and "Remote Desktop Users")
 _ORGANISATION_WORDS = """
     team teams foundation group inc ltd llc gmbh corp corporation company project developers community
     bot bots service services labs lab university department association society committee council
     office desk center centre organization organisation importer updater watcher robot daemon
-    scheduler notifier
+    scheduler notifier admins administrators users operators computers controllers guests servers
 """
 ORGANISATION_WORDS = frozenset(_ORGANISATION_WORDS.split())
 

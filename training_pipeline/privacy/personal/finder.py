@@ -71,7 +71,9 @@ _FAMILIES: tuple[tuple[str, tuple[str, ...], int], ...] = (
         rf"(?:{cues.FIELD}|{cues.NAME_FIELD})[\"']?[ \t]*:|{cues.ASSIGNED_PEOPLE}|{cues.GIT_IDENTITY})"
         r"[ \t]*[\"']?"
         rf"(?:{cues.LOWER_TITLE}\.?[ \t]+)?{_UPPER}|\[user\]|(?:['’]s[ \t]|s-){cues.DEVICE}|{cues.NAME_BOX}|"
-        rf"\({_UPPER}[^()\n]{{1,80}}{cues.BLAME}",
+        rf"\({_UPPER}[^()\n]{{1,80}}{cues.BLAME}|"
+        # (a directory's common name and a vCard's name: `CN=Jane Doe`, `FN:Jane Doe`, `N:Doe;Jane;;;`)
+        rf"\b(?i:cn)[ \t]*=[ \t]*\"?{_UPPER}|(?:^|\n)(?:FN|N)(?:;[^:\n]{{0,80}})?:[ \t]*{_UPPER}",
         ("PERSON",),
         80,
     ),
@@ -103,7 +105,7 @@ _FAMILIES: tuple[tuple[str, tuple[str, ...], int], ...] = (
     (
         r"/home/|/Users/|[A-Za-z]:[\\/](?i:users|documents and settings)[\\/]|"
         rf"{cues.SSH_KEY_COMMENT}|{cues.LOGIN_COMMAND}@|{cues.LOGIN_OPTION}|\barn:aws[\w-]*:iam::\d{{12}}:user/|{cues.LOGGED_IN}|"
-        r"\blinkedin\.com/(?:in|pub)/|"
+        r"\blinkedin\.com/(?:in|pub)/|(?i:uid)=[A-Za-z_][\w.-]*,(?i:ou|dc|cn|o)=|"
         rf"{cues.RUN_AS_OPTION}|{cues.SWITCH_USER}|{cues.ACCOUNT_COMMAND}|{cues.CHOWN}|{cues.AT_HOST}|~[a-z_][\w.-]*/|"
         r"@[\w.-]+(?::[~/]|[ \t]+[~\w.-]+[ \t]+%|[ \t]+[~\w./-]+\][$#]|[ \t]+(?:MINGW|MSYS|UCRT64|CLANG64))|"
         # (`whoami`'s line by its command alone: the prompts `ASKED_WHO` allows before it slow the scan)

@@ -53,6 +53,7 @@ from training_pipeline.privacy.personal.cues import (
     CHOWN,
     CLOSING,
     COMMAND_START,
+    COMMON_NAME,
     CONNECTION_KEY_AFTER,
     CONNECTION_USER_AFTER_KEY,
     CONNECTION_USER_KEY,
@@ -63,6 +64,7 @@ from training_pipeline.privacy.personal.cues import (
     DEVICE,
     DEVICE_OWNER,
     DIALLED,
+    DN_FAMILY_FIRST,
     FAMILY_FIRST,
     FIELD,
     FILE_MODE,
@@ -82,6 +84,8 @@ from training_pipeline.privacy.personal.cues import (
     LABEL_JOIN,
     LABELLED_VALUES,
     LABELS,
+    LDAP_NEXT,
+    LDAP_UID,
     LOGGED_IN,
     LOGIN_COMMAND,
     LOGIN_OPTION,
@@ -113,6 +117,7 @@ from training_pipeline.privacy.personal.cues import (
     URL_ACCOUNT,
     URL_DOMAIN,
     URL_PASSWORD_AT,
+    VCARD_NAME,
 )
 from training_pipeline.privacy.prefilter import LineGate
 
@@ -271,6 +276,16 @@ class NameCueRecognizer(_Recognizer):
         ),
         # a closing with the sender's name after it, ending the line (`Thanks, Priya`)
         (rf"(?:^|[.!?][ \t]+)[ \t]*{CLOSING}[ \t]*,[ \t]*({NAME})[ \t]*[.!]?[ \t]*$", "PERSON", 0.6),
+        # a directory's common name (`CN=Jane Doe,OU=…`, `CN=Doe\\, Jane`, `ATTENDEE;CN="Jane Doe":mailto:`)
+        (
+            rf"{COMMON_NAME}({NAME_TWO}|{DN_FAMILY_FIRST})(?=\"?[ \t]*(?:[,;:/+\n]|$))",
+            "PERSON",
+            0.7,
+        ),
+        # a vCard's formatted name, and its structured name's family and given names (`N:Doe;Jane;;;`)
+        (rf"{VCARD_NAME}[ \t]*({NAME})[ \t]*(?=\r?\n|$)", "PERSON", 0.7),
+        (rf"{VCARD_NAME}(\p{{Lu}}[\p{{L}}'’-]+);", "PERSON", 0.7),
+        (rf"{VCARD_NAME}[^;\n]*;(\p{{Lu}}[\p{{L}}'’-]+)[;\r\n]", "PERSON", 0.7),
         # a name field's family name first (`Name: Müller, Hans`, `Customer: Garcia, Maria (ID 4471)`)
         (
             rf"[\"']?\b(?:{FIELD}|{NAME_FIELD})[\"']?[ \t]*:[ \t]*[\"']?({FAMILY_FIRST})"
@@ -480,6 +495,8 @@ class AccountNameRecognizer(_Recognizer):
         # `whoami`'s answer in a transcript (Windows' after its machine: `desktop-7k2l9q\jsmith`)
         (rf"{ASKED_WHO}([A-Za-z_][\w.-]{{0,31}})[ \t]*(?=\r?\n|$)", "USERNAME", 0.7),
         (r"\barn:aws[\w-]*:iam::\d{12}:user/(?:[\w+=,.@-]+/)*([\w+=,.@-]+)", "USERNAME", 0.7),
+        # an LDAP entry's account (`uid=jdoe,ou=people,dc=example,dc=com`)
+        (rf"{LDAP_UID}([a-z_][\w.-]{{0,31}})(?={LDAP_NEXT})", "USERNAME", 0.7),
         # a person's profile by its address: LinkedIn's `/in/` is a member's (a company's is `/company/`)
         (r"\blinkedin\.com/(?:in|pub)/([\w%.-]{2,100})", "USERNAME", 0.7),
         (rf"{LOGGED_IN}([A-Za-z0-9][\w.-]{{0,38}})(?![\w@.-])", "USERNAME", 0.7),
