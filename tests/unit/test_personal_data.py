@@ -1181,6 +1181,31 @@ def test_a_directorys_calendars_and_certificates_people_are_redacted_and_its_gro
     )
 
 
+def test_a_password_files_and_a_windows_commands_credentials_and_accounts_are_redacted() -> None:
+    """A PostgreSQL password file's line (`host:port:db:user:password`), git's credential helper's
+    answer (`username=…` on its line), Windows' `net use … /user:CORP\\jdoe password` and `runas
+    /user:`: the password went to the datasets, and the account with it. A clock's colons, `net use`'s
+    `*` (it asks for the password) and code's `username=self.username,` stay."""
+    text = (
+        "db.example.com:5432:app:mgarcia:S3cr3tP4ssw0rd\n"
+        "protocol=https\nhost=github.com\nusername=tnguyen\n"
+        "net use Z: \\\\fs\\share /user:CORP\\okafor Wint3rIsC0ming\n"
+        "runas /user:CORP\\hsato cmd\n"
+        "net use Y: \\\\fs\\public /user:CORP\\okafor * /persistent:yes\n"
+        "10:15:30:123:message here\n"
+        "    username=self.username,"
+    )
+    assert _strict().redact(text) == (
+        "db.example.com:5432:app:<PII:USERNAME:1>:<REDACTED:pgpass>\n"
+        "protocol=https\nhost=github.com\nusername=<PII:USERNAME:2>\n"
+        "net use Z: \\\\fs\\share /user:CORP\\<PII:USERNAME:3> <REDACTED:command-password>\n"
+        "runas /user:CORP\\<PII:USERNAME:4> cmd\n"
+        "net use Y: \\\\fs\\public /user:CORP\\<PII:USERNAME:3> * /persistent:yes\n"
+        "10:15:30:123:message here\n"
+        "    username=self.username,"
+    )
+
+
 def test_whoamis_answer_in_a_transcript_is_redacted_and_roots_stays() -> None:
     """A terminal's transcript asks who the user is (`$ whoami`, `npm whoami`, `echo $USER`, Windows'
     `PS C:\\> whoami`, which answers after the machine's name) and prints the account on the next line;

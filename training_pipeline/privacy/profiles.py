@@ -168,6 +168,22 @@ _STRICT_OWN: tuple[CredentialRule, ...] = (
         r"([^\s'\"`;|&]{2,256})",
         group=2,  # after the curl user's (`user`)
     ),
+    # a password Windows' `net use` takes after its account (`net use Z: \\fs\share /user:CORP\jdoe …`;
+    # not `*`, which asks for it, or the next option)
+    _rule(
+        "command-password",
+        r"\bnet[ \t]+use\b[^\n|;&]{0,200}?[ \t]/user:\S+[ \t]+(?![/*$%<\[])([^\s'\"`;|&]{2,256})",
+        _I,
+        group=1,
+    ),
+    # a PostgreSQL password file's line (`host:port:database:user:password`, `*` for any of the first
+    # four; a `:` in the password escaped), its host named (a clock's `10:15:30:…` is no line of one)
+    _rule(
+        "pgpass",
+        r"^[ \t]*[\w.*-]*[A-Za-z.*][\w.*-]*:(?:\d{1,5}|\*):[^:\s]+:[^:\s]+:((?:[^\s:\\]|\\.)+)[ \t]*$",
+        re.MULTILINE,
+        group=1,
+    ),
     # the services agents call, whose keys an agent's environment and tool calls hold and neither
     # maintained set knows: tracing (LangSmith), retrieval (Pinecone), search (Tavily), crawling
     # (Firecrawl), sandboxes (E2B) and browsers (Browserbase)

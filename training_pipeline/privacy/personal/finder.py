@@ -105,7 +105,8 @@ _FAMILIES: tuple[tuple[str, tuple[str, ...], int], ...] = (
     (
         r"/home/|/Users/|[A-Za-z]:[\\/](?i:users|documents and settings)[\\/]|"
         rf"{cues.SSH_KEY_COMMENT}|{cues.LOGIN_COMMAND}@|{cues.LOGIN_OPTION}|\barn:aws[\w-]*:iam::\d{{12}}:user/|{cues.LOGGED_IN}|"
-        r"\blinkedin\.com/(?:in|pub)/|(?i:uid)=[A-Za-z_][\w.-]*,(?i:ou|dc|cn|o)=|"
+        r"\blinkedin\.com/(?:in|pub)/|(?i:uid)=[A-Za-z_][\w.-]*,(?i:ou|dc|cn|o)=|/(?i:user):[A-Za-z_]|"
+        r":(?:\d{1,5}|\*):[^:\s]+:[A-Za-z_][\w.-]*:\S|"
         rf"{cues.RUN_AS_OPTION}|{cues.SWITCH_USER}|{cues.ACCOUNT_COMMAND}|{cues.CHOWN}|{cues.AT_HOST}|~[a-z_][\w.-]*/|"
         r"@[\w.-]+(?::[~/]|[ \t]+[~\w.-]+[ \t]+%|[ \t]+[~\w./-]+\][$#]|[ \t]+(?:MINGW|MSYS|UCRT64|CLANG64))|"
         # (`whoami`'s line by its command alone: the prompts `ASKED_WHO` allows before it slow the scan)

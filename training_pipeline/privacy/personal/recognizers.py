@@ -495,6 +495,14 @@ class AccountNameRecognizer(_Recognizer):
         # `whoami`'s answer in a transcript (Windows' after its machine: `desktop-7k2l9q\jsmith`)
         (rf"{ASKED_WHO}([A-Za-z_][\w.-]{{0,31}})[ \t]*(?=\r?\n|$)", "USERNAME", 0.7),
         (r"\barn:aws[\w-]*:iam::\d{12}:user/(?:[\w+=,.@-]+/)*([\w+=,.@-]+)", "USERNAME", 0.7),
+        # a Windows command's account (`net use … /user:CORP\\jdoe`, `runas /user:jdoe`), a PostgreSQL
+        # password file's (`db:5432:app:jdoe:…`)
+        (r"(?<![\w-])/(?i:user):(?:[\w.-]+\\)?([A-Za-z_][\w.-]{0,63})(?=[\s\"']|$)", "USERNAME", 0.7),
+        (
+            r"^[ \t]*[\w.*-]*[A-Za-z.*][\w.*-]*:(?:\d{1,5}|\*):[^:\s]+:([A-Za-z_][\w.-]{0,62}):\S",
+            "USERNAME",
+            0.7,
+        ),
         # an LDAP entry's account (`uid=jdoe,ou=people,dc=example,dc=com`)
         (rf"{LDAP_UID}([a-z_][\w.-]{{0,31}})(?={LDAP_NEXT})", "USERNAME", 0.7),
         # a person's profile by its address: LinkedIn's `/in/` is a member's (a company's is `/company/`)
@@ -546,6 +554,9 @@ class AccountNameRecognizer(_Recognizer):
             "USERNAME",
             0.7,
         ),
+        # (`username=jdoe` alone on its line, as git's credential helper and an `.env` file write it; not
+        # code's `username=self.username,`)
+        (r"^[ \t]*(?i:login|user[ _]?name)=([A-Za-z0-9_][\w-]{0,38})[ \t]*$", "USERNAME", 0.7),
         (rf"{HANDLE_DISPLAY_NAME}([a-z0-9_][\w.-]{{0,79}})(?=[\"']|[ \t]*$)", "USERNAME", 0.7),
         # a login given with its password on one line (`Login: jdoe42 Password: …`)
         (
