@@ -86,7 +86,8 @@ __all__ = [
     "URL_ACCOUNT",
     "URL_DOMAIN",
     "URL_PASSWORD_AT",
-    "VCARD_NAME",
+    "VCARD_FN",
+    "VCARD_N",
     "WHO_COMMAND",
 ]
 
@@ -113,8 +114,10 @@ FAMILY_FIRST = rf"{_WORD},[ \t]*{NAME}"
 COMMON_NAME = r"(?<![\w-])(?i:cn)[ \t]*=[ \t]*\"?"
 #: …its name written family name first, the comma escaped as a DN escapes it
 DN_FAMILY_FIRST = rf"{_WORD}\\,[ \t]*{NAME}"
-#: a vCard's name properties, up to the value: `FN:Jane Doe`, and `N:Doe;Jane;;;` (family; given)
-VCARD_NAME = r"(?:^|\n)(?:FN|N)(?:;[^:\n]{0,80})?:"
+#: a vCard's name properties, up to the value: its formatted name (`FN:Jane Doe`), and its structured
+#: name, family name first (`N:Doe;Jane;;;`)
+VCARD_FN = r"(?:^|\n)FN(?:;[^:\n]{0,80})?:"
+VCARD_N = r"(?:^|\n)N(?:;[^:\n]{0,80})?:"
 #: an LDAP entry's account (`uid=jdoe,ou=people,dc=…`), up to it
 LDAP_UID = r"(?<![\w.-])(?i:uid)="
 LDAP_NEXT = r",(?i:ou|dc|cn|o)="

@@ -45,7 +45,7 @@ Span = tuple[int, int, str]
 #: its family's matches. (Hyperscan's syntax: PCRE's, `\p{Lu}` a capital in any script.)
 _UPPER = r"\p{Lu}"
 #: the words a key or a table's header is read as a cue by (`key_cue`; the gate finds them in any case)
-_TABLE_CUE = (
+_CUE_WORDS = (
     rf"{cues.FIELD}|{cues.NAME_FIELD}|{cues.BIRTH_CUE}|{cues.ACCOUNT_KEY}|"
     rf"(?i:{'|'.join(cues.LABELS.values())})"
 )
@@ -124,7 +124,7 @@ _FAMILIES: tuple[tuple[str, tuple[str, ...], int], ...] = (
     # a table's header naming a column by a cue (`name,email,phone`, `| Full Name | Home Phone |`), the
     # cue ending a cell: its cells are read as the header says (`tables`), not in a window
     (
-        rf"(?i:(?:{_TABLE_CUE})\"?[ \t]*(?:[,;\t|]|\r?\n))",
+        rf"(?i:(?:{_CUE_WORDS})\"?[ \t]*(?:[,;\t|]|\r?\n))",
         tuple(sorted(DEFAULT_KINDS)),
         0,
     ),
@@ -516,7 +516,7 @@ def _could_be_a_number_of_someone(text: str, start: int, end: int) -> bool:
 
 
 #: a key that says what its value is: a name field's, a kind's label, a birth date's cue
-_CUE_KEY = re.compile(rf"(?<![A-Za-z0-9])(?:{_TABLE_CUE})(?![A-Za-z0-9])")
+_CUE_KEY = re.compile(rf"(?<![A-Za-z0-9])(?:{_CUE_WORDS})(?![A-Za-z0-9])")
 _HUMP = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 

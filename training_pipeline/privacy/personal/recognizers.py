@@ -117,7 +117,8 @@ from training_pipeline.privacy.personal.cues import (
     URL_ACCOUNT,
     URL_DOMAIN,
     URL_PASSWORD_AT,
-    VCARD_NAME,
+    VCARD_FN,
+    VCARD_N,
 )
 from training_pipeline.privacy.prefilter import LineGate
 
@@ -283,9 +284,9 @@ class NameCueRecognizer(_Recognizer):
             0.7,
         ),
         # a vCard's formatted name, and its structured name's family and given names (`N:Doe;Jane;;;`)
-        (rf"{VCARD_NAME}[ \t]*({NAME})[ \t]*(?=\r?\n|$)", "PERSON", 0.7),
-        (rf"{VCARD_NAME}(\p{{Lu}}[\p{{L}}'’-]+);", "PERSON", 0.7),
-        (rf"{VCARD_NAME}[^;\n]*;(\p{{Lu}}[\p{{L}}'’-]+)[;\r\n]", "PERSON", 0.7),
+        (rf"{VCARD_FN}[ \t]*({NAME})[ \t]*(?=\r?\n|$)", "PERSON", 0.7),
+        (rf"{VCARD_N}(\p{{Lu}}[\p{{L}}'’-]+);", "PERSON", 0.7),
+        (rf"{VCARD_N}[^;\n]*;(\p{{Lu}}[\p{{L}}'’-]+)[;\r\n]", "PERSON", 0.7),
         # a name field's family name first (`Name: Müller, Hans`, `Customer: Garcia, Maria (ID 4471)`)
         (
             rf"[\"']?\b(?:{FIELD}|{NAME_FIELD})[\"']?[ \t]*:[ \t]*[\"']?({FAMILY_FIRST})"
