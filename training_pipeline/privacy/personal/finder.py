@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from bisect import bisect_right
 from dataclasses import dataclass
 from functools import cache, cached_property, lru_cache
 from importlib import metadata
@@ -255,7 +256,7 @@ class PersonalDataFinder:
         plain, starts = read
         return [(starts[start], starts[end], kind) for start, end, kind in self._spans(plain)]
 
-    def _spans(self, text: str) -> list[Span]:
+    def _spans(self, text: str, tables: bool = True) -> list[Span]:
         # a lone surrogate (JSON allows `\ud800`) is no character to spaCy or Hyperscan: it is read as
         # U+FFFD, one character for one, so every offset holds in the text itself
         if not text.isascii():
@@ -272,37 +273,52 @@ class PersonalDataFinder:
         if self._ner is not None:
             for result in self._ner.analyze(text, language="en", entities=["PERSON"]):
                 found.append((result.start, result.end, result.entity_type, result.score))
-        cells = self._cells(text) if table else []
+        cells = self._cells(text) if table and tables else []
         if not found and not cells:
             return []
-        taken = [(m.start(), m.end()) for m in _LEFT_BY_A_REDACTION.finditer(text)]
+        taken = _Disjoint()
+        for redaction in _LEFT_BY_A_REDACTION.finditer(text):
+            taken.add(*redaction.span())
         chosen: list[Span] = []
         # a cell's findings first: judged as its header says, not as the text around the table reads
         for start, end, kind in cells:
-            if not any(start < t_end and t_start < end for t_start, t_end in taken):
-                taken.append((start, end))
+            if not taken.overlaps(start, end):
+                taken.add(start, end)
                 chosen.append((start, end, kind))
         # the widest first, then the surest: a card number is not also three phone numbers
         for start, end, kind, score in sorted(found, key=lambda f: (f[0] - f[1], -f[3], f[0])):
-            if start >= end or any(start < t_end and t_start < end for t_start, t_end in taken):
+            if start >= end or taken.overlaps(start, end):
                 continue
             if not _someones(text, start, end, kind, score):
                 continue
-            taken.append((start, end))
+            taken.add(start, end)
             chosen.append((start, end, kind))
         return sorted(chosen)
 
     def _cells(self, text: str) -> list[Span]:
         """What is found in the cells of `text`'s tables, each read after its column's header
-        (`tables.cued_cells`), as a value is read after its key: `phone: 4155550123`."""
-        found: list[Span] = []
+        (`tables.cued_cells`), as a value is read after its key: `phone: 4155550123`. A column's cells
+        are read as one text, a line each, so a table of a thousand rows is a few windows' analyses and
+        not a thousand; not for tables in turn (a cell holds none)."""
+        columns: dict[str, list[tuple[int, int]]] = {}
         for cell_start, cell_end, cue in cued_cells(text, key_cue):
+            columns.setdefault(cue, []).append((cell_start, cell_end))
+        found: list[Span] = []
+        for cue, cells in columns.items():
             said = f"{cue}: "
-            found += [
-                (cell_start + start - len(said), cell_start + end - len(said), kind)
-                for start, end, kind in self._spans(said + text[cell_start:cell_end])
-                if start >= len(said)
-            ]
+            starts = []  # where each cell starts in the column's text
+            position = len(said)
+            for cell_start, cell_end in cells:
+                starts.append(position)
+                position += cell_end - cell_start + 1 + len(said)
+            column = "\n".join(said + text[cell_start:cell_end] for cell_start, cell_end in cells)
+            for start, end, kind in self._spans(column, tables=False):
+                row = bisect_right(starts, start) - 1
+                if row < 0:
+                    continue
+                cell_start, cell_end = cells[row]
+                if end - starts[row] <= cell_end - cell_start:  # inside the cell, not its cue
+                    found.append((cell_start + start - starts[row], cell_start + end - starts[row], kind))
         return found
 
     def _could_find(self, window: str, entities: list[str]) -> bool:
@@ -379,6 +395,27 @@ class PersonalDataFinder:
             (start, end, family_kinds[family]) for family, spans in by_family.items() for start, end in spans
         ]
         return windows, table
+
+
+class _Disjoint:
+    """Spans that overlap none of each other, kept in order: whether another overlaps one is a look at
+    its two neighbours (a table's thousands of findings, each checked against all the others, took
+    seconds)."""
+
+    def __init__(self) -> None:
+        self._starts: list[int] = []
+        self._ends: list[int] = []
+
+    def overlaps(self, start: int, end: int) -> bool:
+        before = bisect_right(self._starts, start) - 1
+        if before >= 0 and self._ends[before] > start:
+            return True
+        return before + 1 < len(self._starts) and self._starts[before + 1] < end
+
+    def add(self, start: int, end: int) -> None:
+        at = bisect_right(self._starts, start)
+        self._starts.insert(at, start)
+        self._ends.insert(at, end)
 
 
 #: a whole token a finding may not be part of: a UUID, a hash or hexadecimal id
