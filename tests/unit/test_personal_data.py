@@ -1307,6 +1307,22 @@ def test_a_window_whose_values_are_all_no_ones_costs_no_analysis(monkeypatch: py
     assert len(analysed) == 1
 
 
+def test_a_long_tables_column_costs_a_few_analyses_not_one_a_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tool's CSV of 300 people: every name and phone under its column is found, and Presidio
+    analyses a column a window of rows at a time; one analysis a cell made a large table cost seconds."""
+    finder = PersonalDataFinder(frozenset({"PERSON", "PHONE_NUMBER"}))
+    analyzer = finder._analyzer
+    analysed: list[str] = []
+    real = analyzer.analyze
+    monkeypatch.setattr(analyzer, "analyze", lambda text, **kw: analysed.append(text) or real(text, **kw))
+    first, last = ["Maria", "Chidi", "Hana", "Lars", "Anna"], ["Garcia", "Okafor", "Sato", "Petrov", "Novak"]
+    rows = [f"{first[i % 5]} {last[i // 5 % 5]},{4155550000 + i},Lyon" for i in range(300)]
+    text = "name,phone,city\n" + "\n".join(rows)
+    found = [text[start:end] for start, end, _ in finder.spans(text)]
+    assert found == [value for row in rows for value in row.split(",")[:2]]
+    assert len(analysed) < 60
+
+
 @pytest.mark.parametrize("built_before_fork", [False, True], ids=["workers' own", "built before fork"])
 def test_a_day_with_personal_data_gives_the_same_datasets_on_one_process_and_on_the_pool(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, built_before_fork: bool
