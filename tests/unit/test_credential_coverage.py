@@ -385,9 +385,12 @@ def test_a_redacted_text_redacted_again_is_the_same(text: str) -> None:
         # gitleaks' curl rule takes no `!` in an unquoted password
         (
             "curl -u alice:Sup3rS3cret! https://api/v1",
-            "curl -u alice:<REDACTED:command-password> https://api/v1",
+            "curl -u <PII:USERNAME:1>:<REDACTED:command-password> https://api/v1",
         ),
-        ("curl --user 'bob:pa#ss99' https://x", "curl --user 'bob:<REDACTED:command-password>' https://x"),
+        (
+            "curl --user 'bob:pa#ss99' https://x",
+            "curl --user '<PII:USERNAME:1>:<REDACTED:command-password>' https://x",
+        ),
         ("curl -i -u 'test:test'; curl -u username:token; curl -u <user:password> x", None),
         (
             "> Cookie: sessionid=8f3b2c1d9e7a6f5b4c3d2e1f0a9b8c7d; csrftoken=Qw3rTy\n"
@@ -404,9 +407,9 @@ def test_a_redacted_text_redacted_again_is_the_same(text: str) -> None:
     ],
 )
 def test_a_login_curl_sends_and_a_requests_cookies_are_redacted(text: str, kept: str | None) -> None:
-    """An agent's `curl -u user:password`, an HTTP exchange's cookies (a session's, a tracking id's)
-    and a Redis URL's password were stored; a placeholder's login and the standard library's example
-    cookies stay (`None`)."""
+    """An agent's `curl -u user:password` (its account a person's), an HTTP exchange's cookies (a
+    session's, a tracking id's) and a Redis URL's password were stored; a placeholder's login and the
+    standard library's example cookies stay (`None`)."""
     assert PrivacyFilter("strict").redact(text) == (text if kept is None else kept)
 
 

@@ -1206,6 +1206,24 @@ def test_a_password_files_and_a_windows_commands_credentials_and_accounts_are_re
     )
 
 
+def test_a_downloads_account_and_a_signed_urls_signature_are_redacted() -> None:
+    """`curl -u jdoe:…` and `wget --user=jdoe` kept the account (their passwords were redacted); an
+    Azure shared access signature (`?sv=…&sig=…`) grants what its URL names until it expires. Service
+    accounts (`neo4j`, `SRVC_JENKINS`), a placeholder's `myusername` and a variable stay."""
+    text = (
+        "curl -u mgarcia:S3cr3tP4ssw0rd https://api.example.com\n"
+        "wget --user=tnguyen --ask-password https://files.example.com/a.zip\n"
+        "https://acct.blob.core.windows.net/c/f.txt?sv=2022-11-02&sp=r&sig=Qx3bZ9p%2FkL7mN2vR8sT4uW6yA1cE5%3D\n"
+        'curl --user neo4j:x http://db:7474/; curl -u "myusername" http://x; curl -u "SRVC_JENKINS:${APPID}"'
+    )
+    assert _strict().redact(text) == (
+        "curl -u <PII:USERNAME:1>:<REDACTED:command-password> https://api.example.com\n"
+        "wget --user=<PII:USERNAME:2> --ask-password https://files.example.com/a.zip\n"
+        "https://acct.blob.core.windows.net/c/f.txt?sv=2022-11-02&sp=r&sig=<REDACTED:url-signature>\n"
+        'curl --user neo4j:x http://db:7474/; curl -u "myusername" http://x; curl -u "SRVC_JENKINS:${APPID}"'
+    )
+
+
 def test_whoamis_answer_in_a_transcript_is_redacted_and_roots_stays() -> None:
     """A terminal's transcript asks who the user is (`$ whoami`, `npm whoami`, `echo $USER`, Windows'
     `PS C:\\> whoami`, which answers after the machine's name) and prints the account on the next line;

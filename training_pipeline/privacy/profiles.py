@@ -176,6 +176,9 @@ _STRICT_OWN: tuple[CredentialRule, ...] = (
         _I,
         group=1,
     ),
+    # a signed URL's signature, which grants what the URL names until it expires: Azure's shared access
+    # signature (`?sv=…&sig=…`), and any other service's `sig=`
+    _rule("url-signature", r"[?&]sig=([A-Za-z0-9%+/=_-]{16,512})(?=[&#\s\"'<>]|$)", group=1),
     # a PostgreSQL password file's line (`host:port:database:user:password`, `*` for any of the first
     # four; a `:` in the password escaped), its host named (a clock's `10:15:30:…` is no line of one)
     _rule(

@@ -73,6 +73,7 @@ __all__ = [
     "RELATION",
     "ROLE",
     "RUN_AS_OPTION",
+    "SERVICE_USER",
     "SHELL_PROMPT",
     "SIGNATURE",
     "SSH_CONFIG_USER",
@@ -168,7 +169,7 @@ _NOT_A_USER = """
     postgres mysql oracle sa dagster backup sftp ftp www web service svc system operator cloud-user automation
     bot github-actions
     x-access-token x-token-auth x-oauth-basic oauth oauth2 gitlab-ci-token token api apikey elastic
-    rabbitmq minioadmin redis userid myuser dbuser db_user
+    rabbitmq minioadmin redis userid myuser myusername dbuser db_user neo4j mongo mongodb
     str string text bool true false null none undefined sub email int any object anonymous unknown
     current self other new
 """
@@ -240,12 +241,12 @@ ASKED_WHO = (
     r"(?:^|\n)[ \t]*(?:[$#%>][ \t]*|PS[ \t][^\n>]{0,80}>[ \t]*)?"
     rf"{WHO_COMMAND}[ \t]*\r?\n[ \t]*(?:[\w-]+\\)?"
 )
-#: a database client's or a registry login's user option, up to the account (`psql -U jdoe`,
-#: `mysql -ujdoe`, `docker login -u jdoe`)
+#: a database client's, a registry login's or a download's user option, up to the account (`psql -U
+#: jdoe`, `mysql -ujdoe`, `docker login -u jdoe`, `curl -u jdoe:…`, `wget --user=jdoe`)
 LOGIN_OPTION = (
-    r"\b(?:psql|pg_dump(?:all)?|pg_restore|createdb|dropdb|mysql(?:dump)?|mariadb|mongo(?:sh|dump|restore)?|"
-    r"(?:docker|podman|buildah|skopeo|nerdctl|oras|helm[ \t]+registry)[ \t]+login)\b[^\n|;&]{0,200}?"
-    r"[ \t](?:-[uU][ \t]*|--user(?:name)?(?:[ \t]+|=))"
+    r"\b(?:psql|pg_dump(?:all)?|pg_restore|createdb|dropdb|mysql(?:dump)?|mariadb|mongo(?:sh|dump|restore)?|curl|"
+    r"wget|(?:docker|podman|buildah|skopeo|nerdctl|oras|helm[ \t]+registry)[ \t]+login)\b[^\n|;&]{0,200}?"
+    r"[ \t](?:-[uU][ \t]*|--(?:http-|ftp-|proxy-)?user(?:name)?(?:[ \t]+|=))"
 )
 #: a command that runs as an account or lists its processes (`sudo -u jdoe`, `crontab -u jdoe -l`,
 #: `pkill -u jdoe`), up to the account (its recognizer's pattern reads a command: not `self.passwd`)
@@ -303,6 +304,8 @@ CONNECTION_KEY_AFTER = rf"{CONNECTION_PAIRS}{CONNECTION_KEY}"
 #: a home folder written as a template or variable (`$USER`, `%USERNAME%`, `<you>`, `{user}`, `*`), or a
 #: numbered stand-in (`user1`)
 PLACEHOLDER_USER = re.compile(r"[$%<>{}*]|^\.\.?$|^x+$|^(?:user|test|guest|admin)[-_]?\d+$", re.IGNORECASE)
+#: a service account by the prefix directories give one (`svc-backup`, `SRVC_JENKINS`, `srv_build`)
+SERVICE_USER = re.compile(r"^(?:svc|srv|srvc)[-_.]", re.IGNORECASE)
 
 #: what introduces a name (`my name is Dana`); `INTRO_TWO` introduces many other things too ("this is
 #: Python's", "I am Happy"), so a name after it needs two words

@@ -104,6 +104,7 @@ from training_pipeline.privacy.personal.cues import (
     RELATION,
     ROLE,
     RUN_AS_OPTION,
+    SERVICE_USER,
     SHELL_PROMPT,
     SIGNATURE,
     SSH_CONFIG_USER,
@@ -584,6 +585,7 @@ class AccountNameRecognizer(_Recognizer):
             and any(c.isalpha() for c in value)
             and value.casefold() not in NOT_A_USER
             and not PLACEHOLDER_USER.search(value)
+            and not SERVICE_USER.match(value)
         )
 
 
