@@ -1120,8 +1120,9 @@ def test_a_text_quoting_a_string_with_backslash_escapes_is_read_as_the_string_re
 def test_an_account_a_terminals_commands_name_is_redacted_and_code_and_prose_stay() -> None:
     """A coding agent's terminal names accounts in its commands and in SSH's answers: the account a
     command runs as, switches to, makes or gives a file to, a home folder by its account (`~jdoe/`),
-    PowerShell's prompt, SSH's `jdoe@10.0.0.5:` and `jdoe@host's password:`. Service accounts, code's
-    `self.passwd` and `~mask/2`, prose about the commands and Spanish prose's "su" stay."""
+    PowerShell's prompt, SSH's `jdoe@10.0.0.5:` and `jdoe@host's password:`, `who`'s and `last`'s
+    session before its terminal. Service accounts, code's `self.passwd` and `~mask/2`, prose about the
+    commands and Spanish prose's "su" stay."""
     text = (
         "$ sudo -u mgarcia psql\n"
         "crontab -u okafor -l\n"
@@ -1132,9 +1133,11 @@ def test_an_account_a_terminals_commands_name_is_redacted_and_code_and_prose_sta
         "PS C:\\Users\\mgarcia> python main.py\n"
         "okafor@10.0.0.5: Permission denied (publickey).\n"
         "tnguyen@buildbox's password:\n"
+        "rmendes  pts/0        2026-12-07 10:00 (10.0.0.7)\n"
         "sudo -u postgres psql; chown root:root /etc/hosts; git@10.0.0.5: denied\n"
         "self.passwd = passwd; x = ~mask/2\n"
         "adduser gives you more configuration than useradd, and fs: fix chown abort in\n"
+        "the console is on tty1 and it works\n"
         "Juan le dio el libro a su amigo"
     )
     assert _strict().redact(text) == (
@@ -1147,9 +1150,11 @@ def test_an_account_a_terminals_commands_name_is_redacted_and_code_and_prose_sta
         "PS C:\\Users\\<PII:USERNAME:1>> python main.py\n"
         "<PII:USERNAME:2>@10.0.0.5: Permission denied (publickey).\n"
         "<PII:USERNAME:3>@buildbox's password:\n"
+        "<PII:USERNAME:7>  pts/0        2026-12-07 10:00 (10.0.0.7)\n"
         "sudo -u postgres psql; chown root:root /etc/hosts; git@10.0.0.5: denied\n"
         "self.passwd = passwd; x = ~mask/2\n"
         "adduser gives you more configuration than useradd, and fs: fix chown abort in\n"
+        "the console is on tty1 and it works\n"
         "Juan le dio el libro a su amigo"
     )
 

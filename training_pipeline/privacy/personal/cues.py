@@ -74,6 +74,7 @@ __all__ = [
     "ROLE",
     "RUN_AS_OPTION",
     "SERVICE_USER",
+    "SESSION_TTY",
     "SHELL_PROMPT",
     "SIGNATURE",
     "SSH_CONFIG_USER",
@@ -219,6 +220,8 @@ DEVICE_OWNER = rf"{_WORD}(?:[ \t-]{_WORD})?"
 #: its PID, %CPU, %MEM, VSZ and RSS; `lsof`'s USER between the PID and the descriptor; `stat`'s `Uid:
 #: (  501/   jdoe)`; `ssh-add -l`'s key comment after the fingerprint
 PROCESS_OWNER = r"[ \t]+\d+[ \t]+\d+\.\d[ \t]+\d+\.\d[ \t]+\d+[ \t]+\d+[ \t]"
+#: a login session's terminal after its account, as `who`, `w` and `last` list them (`jdoe  pts/0 …`)
+SESSION_TTY = r"[ \t]+(?:pts/\d+|tty[a-z]?\d+)[ \t]+"
 OPEN_FILE = r"[ \t]+(?:\d+[urwW]|cwd|txt|mem|rtd)[ \t]+(?:IPv[46]|REG|DIR|CHR|unix|PIPE|FIFO|KQUEUE|sock)\b"
 #: an SSH config's host block up to its `User` (`Host prod` / `  HostName …` / `  User jdoe`): within three
 #: lines after the host's or another of the config's keywords, so a window around `User` holds one

@@ -105,6 +105,7 @@ from training_pipeline.privacy.personal.cues import (
     ROLE,
     RUN_AS_OPTION,
     SERVICE_USER,
+    SESSION_TTY,
     SHELL_PROMPT,
     SIGNATURE,
     SSH_CONFIG_USER,
@@ -520,6 +521,7 @@ class AccountNameRecognizer(_Recognizer):
         (rf"{ID_UID}([A-Za-z_][\w.-]{{0,31}})\)", "USERNAME", 0.7),
         # `ps aux`'s, `lsof`'s and `stat`'s owner, `ssh-add -l`'s key comment, an SSH config's `User`
         (rf"^([a-z_][\w.-]{{0,31}}){PROCESS_OWNER}", "USERNAME", 0.7),
+        (rf"^([a-z_][\w.-]{{0,31}}){SESSION_TTY}", "USERNAME", 0.7),
         (rf"^[^\s]+[ \t]+\d+[ \t]+([a-z_][\w.-]{{0,31}}){OPEN_FILE}", "USERNAME", 0.7),
         (rf"{STAT_UID}([A-Za-z_][\w.-]{{0,31}})\)", "USERNAME", 0.7),
         (rf"{KEY_FINGERPRINT}([a-z_][\w.-]{{0,31}})@[\w.-]+", "USERNAME", 0.7),
