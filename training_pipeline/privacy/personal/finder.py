@@ -475,7 +475,14 @@ def _chat_link(text: str, start: int, end: int) -> bool:
 
 def _valid_iban(token: str) -> bool:
     """An IBAN by its ISO 13616 check digits (hexadecimal-looking ones, `DE72…`, are not hashes)."""
-    if not (15 <= len(token) <= 34 and token[:2].isalpha() and token[2:4].isdigit() and token.isalnum()):
+    # ASCII letters and digits only (`isalnum` is true of `é` and `²`, which no base-36 digit is)
+    if not (
+        15 <= len(token) <= 34
+        and token.isascii()
+        and token[:2].isalpha()
+        and token[2:4].isdigit()
+        and token.isalnum()
+    ):
         return False
     moved = token[4:] + token[:4]
     return int("".join(str(int(c, 36)) for c in moved.upper())) % 97 == 1
