@@ -149,3 +149,33 @@ def test_a_record_past_the_budget_is_quarantined_and_the_day_goes_on(
     [entry] = [json.loads(line) for line in (tmp_path / "out" / "quarantine.jsonl").read_text().splitlines()]
     assert entry["reason"].startswith("redaction-budget") and "record" not in entry
     assert entry["bytes"] > len(HOSTILE)
+
+
+def test_a_record_whose_redaction_raises_is_quarantined_without_its_text_and_the_day_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fault of the filter's on one record (an id that once raised in the IBAN check) failed the
+    share, and with it the day. The record is quarantined by origin, size and the error's type, never
+    its text or the error's message (which may quote it); the others are built."""
+    from training_pipeline.privacy.personal import finder
+
+    def raising(token: str) -> bool:
+        raise ValueError(f"cannot read {token!r}")
+
+    monkeypatch.setattr(finder, "_valid_iban", raising)
+    good = {
+        "trajectoryId": "good",
+        "agentId": "a",
+        "startTime": 1_764_000_000_000,
+        "steps": [{"llmCalls": [{"purpose": "response", "userPrompt": "hi", "response": "hello"}]}],
+    }
+    faulty = {**good, "trajectoryId": "faulty"}
+    faulty["steps"] = [{"llmCalls": [{"purpose": "response", "userPrompt": "ref DE89370400440532013000"}]}]
+    source = tmp_path / "day.jsonl"
+    source.write_text("\n".join(json.dumps(r) for r in (good, faulty, good | {"trajectoryId": "g2"})) + "\n")
+    result = build_datasets(source, tmp_path / "out", PrivacyFilter("strict"))
+    assert result.records_in == 3 and result.quarantined == 1
+    quarantine = (tmp_path / "out" / "quarantine.jsonl").read_text()
+    [entry] = [json.loads(line) for line in quarantine.splitlines()]
+    assert entry["reason"] == "redaction-error: ValueError" and "record" not in entry
+    assert "DE8937" not in quarantine

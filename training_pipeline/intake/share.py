@@ -18,7 +18,7 @@ from training_pipeline.intake.quarantine import quarantine_line
 from training_pipeline.privacy.budget import OverBudget
 from training_pipeline.privacy.filter import FilterStats, PrivacyFilter, worker_filter
 from training_pipeline.trajectories.files import Unparsed, UnparsedSpan, with_spans_read
-from training_pipeline.trajectories.parsing import ParsedRecord, duplicate, over_budget
+from training_pipeline.trajectories.parsing import ParsedRecord, duplicate, over_budget, redaction_failed
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -173,6 +173,9 @@ def ingest_share(privacy: PrivacyFilter | None, share: Share) -> Ingested:
                     text = None  # stored as re-serialised, not as it came
             except OverBudget as err:
                 quarantine(over_budget(origin, text, err))  # counted where it was read
+                continue
+            except Exception as err:  # a fault of the filter's on this record: it, not its day, is lost
+                quarantine(redaction_failed(origin, text, err))
                 continue
         if stores:
             first[trajectory_id] = origin  # stored: a later record with this id is a duplicate of it

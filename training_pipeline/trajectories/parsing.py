@@ -65,6 +65,15 @@ def over_budget(origin: str, text: str | bytes | None, err: Exception) -> Parsed
     return ParsedRecord(origin, None, None, f"redaction-budget: {err}", None, size=size)
 
 
+def redaction_failed(origin: str, text: str | bytes | None, err: Exception) -> ParsedRecord:
+    """A record whose redaction raised, for the quarantine: by origin, size and the error's type only
+    (its message may quote the record), so one record's fault quarantines it and not its day."""
+    if isinstance(text, str):
+        text = text.encode("utf-8", "surrogatepass")
+    size = len(text) if text is not None else None
+    return ParsedRecord(origin, None, None, f"redaction-error: {type(err).__name__}", None, size=size)
+
+
 def parse_record(raw: RawRecord) -> ParsedRecord:
     if raw.problem is not None:
         return ParsedRecord(raw.origin, None, None, raw.problem, None, size=raw.size)
