@@ -39,22 +39,27 @@ _NAMED = {
     "quot": '"',
     "apos": "'",
 }
-#: where a character reference, a backslash-escape or a bracketed word may begin, in a text or its UTF-8
+#: where a character reference, a backslash-escape or a bracketed word may begin
 _REFERENCE = re.compile(r"&#|&[A-Za-z]{2,6};|\\[\\/\"u]|[\[({](?i:at|dot)[\])}]")
-_REFERENCE_BYTES = re.compile(rb"&#|&[A-Za-z]{2,6};|\\[\\/\"u]|[\[({](?i:at|dot)[\])}]")
-#: what each of those holds, found before the pattern is run (`t)` ends a bracketed word)
-_MARKS = ("&", "\\", "t)", "t]", "t}", "T)", "T]", "T}")
-_MARKS_BYTES = tuple(mark.encode() for mark in _MARKS)
 
 
-def may_be_escaped(text: str | bytes) -> bool:
-    """Whether `text` (or UTF-8) may hold an escape `unescaped` reads: a scan of it as written may miss
-    what it holds. (Most texts have no `%`, `&` or backslash: no pattern is run for them.)"""
-    if isinstance(text, bytes):
-        return b"%" in text or (
-            any(mark in text for mark in _MARKS_BYTES) and _REFERENCE_BYTES.search(text) is not None
+def may_be_escaped(text: str) -> bool:
+    """Whether `text` may hold an escape `unescaped` reads: a scan of it as written may miss what it
+    holds. Asked of most texts a day holds, so the characters each escape needs are looked for first,
+    one literal at a time (`t)` ends a bracketed word): most texts have none, and no pattern is run."""
+    return "%" in text or (
+        (
+            "&" in text
+            or "\\" in text
+            or "t)" in text
+            or "t]" in text
+            or "t}" in text
+            or "T)" in text
+            or "T]" in text
+            or "T}" in text
         )
-    return "%" in text or (any(mark in text for mark in _MARKS) and _REFERENCE.search(text) is not None)
+        and _REFERENCE.search(text) is not None
+    )
 
 
 def _read(match: re.Match[str]) -> str | None:
