@@ -128,20 +128,29 @@ def test_a_redaction_past_its_budget_stops_and_a_stored_text_becomes_a_placehold
         stored._filter_for.cache_clear()
 
 
-def test_a_record_past_the_budget_is_quarantined_and_the_day_goes_on(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("TRAINING_PIPELINE_REDACTION_BUDGET_SECONDS", "0.3")
+def _day_around(folder: Path, prompt: str) -> Path:
+    """A day's export of three trajectories, the second's prompt `prompt`, the others plain."""
     good = {
         "trajectoryId": "good",
         "agentId": "a",
         "startTime": 1_764_000_000_000,
         "steps": [{"llmCalls": [{"purpose": "response", "userPrompt": "hi", "response": "hello"}]}],
     }
-    hostile = {**good, "trajectoryId": "hostile"}
-    hostile["steps"] = [{"llmCalls": [{"purpose": "response", "userPrompt": HOSTILE}]}]
-    source = tmp_path / "day.jsonl"
-    source.write_text("\n".join(json.dumps(r) for r in (good, hostile, good | {"trajectoryId": "g2"})) + "\n")
+    odd = {
+        **good,
+        "trajectoryId": "odd",
+        "steps": [{"llmCalls": [{"purpose": "response", "userPrompt": prompt}]}],
+    }
+    source = folder / "day.jsonl"
+    source.write_text("\n".join(json.dumps(r) for r in (good, odd, good | {"trajectoryId": "g2"})) + "\n")
+    return source
+
+
+def test_a_record_past_the_budget_is_quarantined_and_the_day_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRAINING_PIPELINE_REDACTION_BUDGET_SECONDS", "0.3")
+    source = _day_around(tmp_path, HOSTILE)
     started = time.perf_counter()
     result = build_datasets(source, tmp_path / "out", PrivacyFilter("strict"))
     assert time.perf_counter() - started < 10
@@ -163,16 +172,7 @@ def test_a_record_whose_redaction_raises_is_quarantined_without_its_text_and_the
         raise ValueError(f"cannot read {token!r}")
 
     monkeypatch.setattr(finder, "_valid_iban", raising)
-    good = {
-        "trajectoryId": "good",
-        "agentId": "a",
-        "startTime": 1_764_000_000_000,
-        "steps": [{"llmCalls": [{"purpose": "response", "userPrompt": "hi", "response": "hello"}]}],
-    }
-    faulty = {**good, "trajectoryId": "faulty"}
-    faulty["steps"] = [{"llmCalls": [{"purpose": "response", "userPrompt": "ref DE89370400440532013000"}]}]
-    source = tmp_path / "day.jsonl"
-    source.write_text("\n".join(json.dumps(r) for r in (good, faulty, good | {"trajectoryId": "g2"})) + "\n")
+    source = _day_around(tmp_path, "ref DE89370400440532013000")
     result = build_datasets(source, tmp_path / "out", PrivacyFilter("strict"))
     assert result.records_in == 3 and result.quarantined == 1
     quarantine = (tmp_path / "out" / "quarantine.jsonl").read_text()

@@ -59,19 +59,21 @@ def duplicate(origin: str, text: str | bytes | None, trajectory_id: str, first: 
 def over_budget(origin: str, text: str | bytes | None, err: Exception) -> ParsedRecord:
     """A record whose redaction ran past its budget (`privacy.budget`), for the quarantine: by origin
     and size only, as an oversized record is (its text could not be redacted in time to be stored)."""
-    if isinstance(text, str):
-        text = text.encode("utf-8", "surrogatepass")
-    size = len(text) if text is not None else None
-    return ParsedRecord(origin, None, None, f"redaction-budget: {err}", None, size=size)
+    return _unredacted(origin, text, f"redaction-budget: {err}")
 
 
 def redaction_failed(origin: str, text: str | bytes | None, err: Exception) -> ParsedRecord:
     """A record whose redaction raised, for the quarantine: by origin, size and the error's type only
     (its message may quote the record), so one record's fault quarantines it and not its day."""
+    return _unredacted(origin, text, f"redaction-error: {type(err).__name__}")
+
+
+def _unredacted(origin: str, text: str | bytes | None, reason: str) -> ParsedRecord:
+    """A record its redaction did not finish, for the quarantine by origin and size: its text is not
+    stored."""
     if isinstance(text, str):
         text = text.encode("utf-8", "surrogatepass")
-    size = len(text) if text is not None else None
-    return ParsedRecord(origin, None, None, f"redaction-error: {type(err).__name__}", None, size=size)
+    return ParsedRecord(origin, None, None, reason, None, size=len(text) if text is not None else None)
 
 
 def parse_record(raw: RawRecord) -> ParsedRecord:
