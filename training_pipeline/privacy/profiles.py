@@ -105,6 +105,10 @@ ELIZAOS_RULES: tuple[CredentialRule, ...] = (
 )
 
 _I = re.IGNORECASE
+#: a PostgreSQL password file's line (`host:port:database:user:password`, `*` for any of the first four)
+#: up to its user, its host named (a clock's `10:15:30:…` is no line of one); the account recognizer
+#: reads the user after it
+PGPASS_ENTRY = r"^[ \t]*[\w.*-]*[A-Za-z.*][\w.*-]*:(?:\d{1,5}|\*):[^:\s]+:"
 #: The value after `password =` or `Authorization:` in code is often an expression, not a secret.
 _NOT_A_CALL = r"(?![A-Za-z0-9_.]*[(\[])"
 _AWS_PREFIXES = "A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA|ASCA"
@@ -179,14 +183,8 @@ _STRICT_OWN: tuple[CredentialRule, ...] = (
     # a signed URL's signature, which grants what the URL names until it expires: Azure's shared access
     # signature (`?sv=…&sig=…`), and any other service's `sig=`
     _rule("url-signature", r"[?&]sig=([A-Za-z0-9%+/=_-]{16,512})(?=[&#\s\"'<>]|$)", group=1),
-    # a PostgreSQL password file's line (`host:port:database:user:password`, `*` for any of the first
-    # four; a `:` in the password escaped), its host named (a clock's `10:15:30:…` is no line of one)
-    _rule(
-        "pgpass",
-        r"^[ \t]*[\w.*-]*[A-Za-z.*][\w.*-]*:(?:\d{1,5}|\*):[^:\s]+:[^:\s]+:((?:[^\s:\\]|\\.)+)[ \t]*$",
-        re.MULTILINE,
-        group=1,
-    ),
+    # a PostgreSQL password file's line's password (a `:` in it escaped)
+    _rule("pgpass", rf"{PGPASS_ENTRY}[^:\s]+:((?:[^\s:\\]|\\.)+)[ \t]*$", re.MULTILINE, group=1),
     # the services agents call, whose keys an agent's environment and tool calls hold and neither
     # maintained set knows: tracing (LangSmith), retrieval (Pinecone), search (Tavily), crawling
     # (Firecrawl), sandboxes (E2B) and browsers (Browserbase)

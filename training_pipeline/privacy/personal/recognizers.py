@@ -123,6 +123,7 @@ from training_pipeline.privacy.personal.cues import (
     VCARD_N,
 )
 from training_pipeline.privacy.prefilter import LineGate
+from training_pipeline.privacy.profiles import PGPASS_ENTRY
 
 __all__ = [
     "AccountNameRecognizer",
@@ -501,11 +502,7 @@ class AccountNameRecognizer(_Recognizer):
         # a Windows command's account (`net use … /user:CORP\\jdoe`, `runas /user:jdoe`), a PostgreSQL
         # password file's (`db:5432:app:jdoe:…`)
         (r"(?<![\w-])/(?i:user):(?:[\w.-]+\\)?([A-Za-z_][\w.-]{0,63})(?=[\s\"']|$)", "USERNAME", 0.7),
-        (
-            r"^[ \t]*[\w.*-]*[A-Za-z.*][\w.*-]*:(?:\d{1,5}|\*):[^:\s]+:([A-Za-z_][\w.-]{0,62}):\S",
-            "USERNAME",
-            0.7,
-        ),
+        (rf"{PGPASS_ENTRY}([A-Za-z_][\w.-]{{0,62}}):\S", "USERNAME", 0.7),
         # an LDAP entry's account (`uid=jdoe,ou=people,dc=example,dc=com`)
         (rf"{LDAP_UID}([a-z_][\w.-]{{0,31}})(?={LDAP_NEXT})", "USERNAME", 0.7),
         # a person's profile by its address: LinkedIn's `/in/` is a member's (a company's is `/company/`)
