@@ -1323,15 +1323,21 @@ def test_a_window_our_recognizers_could_find_nothing_in_holds_nothing_of_theirs(
     assert found > 1000
 
 
+def _analyses(finder: PersonalDataFinder, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The texts `finder`'s Presidio analyzer is given from now on, each as it is analysed."""
+    analyzer = finder._analyzer
+    analysed: list[str] = []
+    real = analyzer.analyze
+    monkeypatch.setattr(analyzer, "analyze", lambda text, **kw: analysed.append(text) or real(text, **kw))
+    return analysed
+
+
 def test_a_window_whose_values_are_all_no_ones_costs_no_analysis(monkeypatch: pytest.MonkeyPatch) -> None:
     """A cue opens a window (`postgres://…@`), and Presidio's analysis of it (a spaCy pass over it)
     runs only where a recognizer finds a value it accepts there: a service account's URL, in every
     trajectory of a day, does not pay for it; a person's does, and is found."""
     finder = PersonalDataFinder(frozenset({"USERNAME"}))
-    analyzer = finder._analyzer
-    analysed: list[str] = []
-    real = analyzer.analyze
-    monkeypatch.setattr(analyzer, "analyze", lambda text, **kw: analysed.append(text) or real(text, **kw))
+    analysed = _analyses(finder, monkeypatch)
     service = "connect to postgres://app:<REDACTED:url-password>@db.internal:5432/orders, then migrate"
     assert finder.spans(service) == []
     assert analysed == []
@@ -1344,10 +1350,7 @@ def test_a_long_tables_column_costs_a_few_analyses_not_one_a_row(monkeypatch: py
     """A tool's CSV of 300 people: every name and phone under its column is found, and Presidio
     analyses a column a window of rows at a time; one analysis a cell made a large table cost seconds."""
     finder = PersonalDataFinder(frozenset({"PERSON", "PHONE_NUMBER"}))
-    analyzer = finder._analyzer
-    analysed: list[str] = []
-    real = analyzer.analyze
-    monkeypatch.setattr(analyzer, "analyze", lambda text, **kw: analysed.append(text) or real(text, **kw))
+    analysed = _analyses(finder, monkeypatch)
     first, last = ["Maria", "Chidi", "Hana", "Lars", "Anna"], ["Garcia", "Okafor", "Sato", "Petrov", "Novak"]
     rows = [f"{first[i % 5]} {last[i // 5 % 5]},{4155550000 + i},Lyon" for i in range(300)]
     text = "name,phone,city\n" + "\n".join(rows)
