@@ -8,6 +8,7 @@ import gzip
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -128,6 +129,43 @@ def test_what_the_receiver_must_refuse_is_refused_with_the_spec_status(
     assert [not_json.status_code, wrong_type.status_code, wrong_path.status_code] == [400, 415, 404]
     assert fine.status_code == 200
     assert len(list(folder.rglob("*.pb"))) == 1  # only what was acknowledged
+
+
+def _raw(endpoint: str, request: bytes) -> bytes:
+    """What the receiver answers to `request`, sent as it is, until it closes the connection."""
+    host, port = endpoint.split("//")[1].split("/")[0].rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=30) as connection:
+        connection.sendall(request)
+        answer = b""
+        while chunk := connection.recv(65536):
+            answer += chunk
+    return answer
+
+
+def test_a_body_of_no_readable_length_gets_411_and_its_connection_is_closed(
+    tmp_path: Path, request_body: bytes
+) -> None:
+    process, endpoint = start_receiver(tmp_path / "traces")
+    head = b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\n"
+    try:
+        # `²` is a digit to `str.isdigit` and not to `int`; a chunked body has no length at all
+        superscript = _raw(endpoint, head + "Content-Length: ²\r\n\r\n".encode() + request_body)
+        chunked = _raw(
+            endpoint,
+            head
+            + b"Transfer-Encoding: chunked\r\n\r\n%x\r\n" % len(request_body)
+            + request_body
+            + b"\r\n0\r\n\r\n",
+        )
+        fine = httpx.post(endpoint, content=request_body, headers={"content-type": "application/x-protobuf"})
+    finally:
+        process.kill()
+        _, errors = process.communicate()
+    for answer in (superscript, chunked):
+        # one answer, and the connection closed after it: the unread body is never read as a request
+        assert answer.startswith(b"HTTP/1.1 411 ") and answer.count(b"HTTP/1.1") == 1
+        assert b"Connection: close" in answer
+    assert fine.status_code == 200 and "Traceback" not in errors
 
 
 def test_beyond_loopback_a_bearer_token_is_required(tmp_path: Path, request_body: bytes) -> None:

@@ -99,7 +99,7 @@ class Receiver:
             if not hmac.compare_digest(given.encode(), f"Bearer {settings.token}".encode()):
                 return _error(401, "a bearer token is required", {"WWW-Authenticate": "Bearer"})
         if length is None:
-            return _error(411, "send a Content-Length")
+            return _error(411, "send a Content-Length: the body's length in bytes, in digits")
         if body is None:
             return _error(413, f"request over {settings.max_request_bytes} bytes")
         kind = (headers.get("content-type") or "").split(";")[0].strip().lower()
@@ -193,14 +193,17 @@ def serve(settings: ReceiverSettings) -> ThreadingHTTPServer:
             self._answer("PUT")
 
         def _answer(self, method: str) -> None:
-            length_header = self.headers.get("content-length")
-            length = int(length_header) if length_header and length_header.isdigit() else None
+            length_header = (self.headers.get("content-length") or "").strip()
+            # ASCII digits only: `isdigit` is true of `²`, which `int` refuses
+            length = int(length_header) if length_header.isascii() and length_header.isdigit() else None
             body = None
             if length is not None and length <= settings.max_request_bytes:
                 body = self.rfile.read(length)
             status, data, kind, extra = receiver.handle(method, self.path, self.headers, body, length)
-            if body is None and length is not None and length > 0:
-                self.close_connection = True  # its body was not read: the connection cannot go on
+            if body is None and length != 0:
+                # a body not read (too large, chunked, or of a length not given as a number) would be
+                # read as the next request: the connection cannot go on
+                self.close_connection = True
             self.send_response(status)
             self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(data)))
