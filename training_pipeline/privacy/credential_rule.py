@@ -16,8 +16,14 @@ Found = list[tuple[str, str]]
 _A = re.ASCII  # JavaScript's \b and /i (without the u flag) are ASCII-only
 
 
+#: a mask, a template's stand-in, or a name where the credential goes (`aws_secret_access_key` in
+#: `s3://aws_access_key_id:aws_secret_access_key@bucket`, `DB_PASSWORD`): a variable's name of words, one
+#: naming a credential
 _FAKE = re.compile(
-    r"x{6,}|X{6,}|\*{4,}|#{4,}|0{12,}|EXAMPLE|\$\{|\{\{|<[a-z-]+>|^(?:changeme|password|secret)$", re.ASCII
+    r"x{6,}|X{6,}|\*{4,}|#{4,}|0{12,}|EXAMPLE|\$\{|\{\{|<[a-z-]+>|^changeme$"
+    r"|^(?:[a-z]+_)*(?:password|passwd|secret|token|key|pwd)(?:_[a-z]+)*$"
+    r"|^(?:[A-Z]+_)*(?:PASSWORD|PASSWD|SECRET|TOKEN|KEY|PWD)(?:_[A-Z]+)*$",
+    re.ASCII,
 )
 
 

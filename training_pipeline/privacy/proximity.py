@@ -13,9 +13,9 @@ What counts as credential-shaped (`credential_shaped`): 16 to 512 characters of 
 digits in it or a UUID's shape; no alphabet or counting run (`ABCDEFGH`, a fixture's); random enough
 (Shannon entropy); and not a placeholder, a code reference (`self.api_token_value`), a path, or a name
 of words with a number or two (`HTTPPasswordMgrWithDefaultRealm`, `stringEndArchive64`). A service's
-name alone asks more: not only hexadecimal (a commit or an object id beside `github` is no secret) and
-more entropy. A key the text assigns it to decides where its words say it names something else
-(`credentialsId`, `publicToken`).
+name alone asks more: not only hexadecimal (a commit or an object id beside `github` is no secret),
+more entropy, and the name outside a URL (an id in a link to the service is the link's). A key the
+text assigns it to decides where its words say it names something else (`credentialsId`, `publicToken`).
 """
 
 from __future__ import annotations
@@ -78,6 +78,11 @@ _KEY_BEFORE = re.compile(
     r"([A-Za-z_][A-Za-z0-9_.-]*)"
     r"(?:[\"'`\]>]+[ \t]*(?::=|=>|->|=|:|,)?|[ \t]*(?::=|=>|->|=|:|,))[ \t]*[\"'`(\[<]*$"
 )
+#: a URL: a service's name in one is where it links (`github.com/…/issues/1#issuecomment-6948…`,
+#: `youtube.com/playlist?list=PLhQ…`), not what the token after it is
+_URL = re.compile(r"[a-z][a-z0-9+.-]*://\S*")
+#: how far before the window a URL reaching into it is looked for
+_URL_BEFORE = 256
 #: words in the text before a token that say it is an anti-forgery value, not a credential
 _NOT_CREDENTIAL = ("csrf", "xsrf", "authenticity")
 _WORD = re.compile(r"[a-z][a-z0-9]+")
@@ -160,11 +165,7 @@ class ProximityRule(CredentialRule):
     def _named_before(self, text: str, start: int, token: str) -> bool:
         """Whether a credential word, or a service's name with a token `credential_shaped` strictly,
         is in the `_WINDOW` characters before `start`, on its line or the one above."""
-        window = text[max(0, start - _WINDOW) : start]
-        if window.count("\n") > 1:  # the token's line and the line above it that is not blank
-            lines = window.split("\n")
-            above = next((line for line in reversed(lines[:-1]) if line.strip()), "")
-            window = f"{above}\n{lines[-1]}"
+        window = _window(text, start)
         if "ENC[" in window:
             return False  # a value SOPS encrypted: its parts are random, and no secret
         named = _KEY_BEFORE.search(window)
@@ -180,10 +181,24 @@ class ProximityRule(CredentialRule):
         if not credential_shaped(token, strict=True):
             return False
         names = service_names()
+        # URLs read whole: one may start before the window (`https://` cut off)
+        context = text[max(0, start - _WINDOW - _URL_BEFORE) : start].lower()
+        unlinked = _URL.sub(lambda url: " " * len(url.group()), context)
+        words = _WORD.findall(_window(unlinked, len(unlinked)))
         return any(
             word in names or f"{word}s" in names or (word.endswith("s") and word[:-1] in names)
             for word in words
         )
+
+
+def _window(text: str, start: int) -> str:
+    """The `_WINDOW` characters before `start`, of its line and the nearest line above it not blank."""
+    window = text[max(0, start - _WINDOW) : start]
+    if window.count("\n") > 1:
+        lines = window.split("\n")
+        above = next((line for line in reversed(lines[:-1]) if line.strip()), "")
+        window = f"{above}\n{lines[-1]}"
+    return window
 
 
 KEYWORD_PROXIMITY = ProximityRule("keyword-proximity", _TOKEN)
