@@ -757,6 +757,9 @@ def test_numbers_are_per_trajectory_never_carried_to_the_next() -> None:
         "Set EMAIL=<your-email> and use 192.0.2.10, 10.0.0.12 or 2001:db8::1 for the test network",
         "Dear Customer, your request has been received. Hi Team, the deploy is done.",
         "I'm sorry, I'm not sure. This is Great.",
+        "| Llama 2 | 7/18/2023 | 7B, 13B, 70B | 4K |; released 2023/7/18",
+        "Requires-Dist: pycurl<7.45.4,>=7.43.0.5; python_version >= '3.9'",
+        "Only the bit sequences `00000000001` to `11111111110` are allowed.",
     ],
 )
 def test_text_that_only_looks_like_personal_data_is_left_alone(text: str) -> None:

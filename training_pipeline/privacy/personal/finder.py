@@ -509,7 +509,7 @@ _CODE_AFTER = re.compile(
 
 def _glued(text: str, start: int, end: int) -> bool:
     """A piece of a longer run of digits or letters (eleven digits of a thirteen-digit timestamp), of a
-    decimal number (`1.38435736E+12`), or a counting run (`"0123456789"`)."""
+    decimal number (`1.38435736E+12`), a counting run (`"0123456789"`) or a binary one (`11111111110`)."""
     if (start > 0 and text[start - 1].isalnum()) or (end < len(text) and text[end].isalnum()):
         return True
     if start > 1 and text[start - 1] in ".," and text[start - 2].isdigit():
@@ -517,7 +517,7 @@ def _glued(text: str, start: int, end: int) -> bool:
     if start > 1 and text[start - 1] in "._/" and text[start - 2].isalnum():
         return True  # a part of a name: `sr_CS.CP1251`
     digits = "".join(c for c in text[start:end] if c.isdigit())
-    return digits in _COUNTING or len(set(digits)) == 1
+    return digits in _COUNTING or len(set(digits)) == 1 or set(digits) <= {"0", "1"}
 
 
 def _a_reference_or_code(text: str, start: int, end: int) -> bool:

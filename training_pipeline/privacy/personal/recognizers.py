@@ -602,6 +602,10 @@ class PhoneRecognizer(LocalRecognizer):
     CONTEXT = ("phone", "telephone", "tel", "cell", "cellphone", "mobile", "call", "number", "contact")
     _SHAPE = regex.compile(r"(?<![\w+])\+?\(?\d[\d \t().\-/]{5,20}\d(?![\w])")
     _DIALLED = regex.compile(DIALLED)
+    #: a calendar date (`7/18/2023`, `2023.7.18`), which some regions' numbering plans also allow
+    _DATE = regex.compile(
+        r"(?:\d{1,2}([/.-])\d{1,2}\1|(?:19|20)\d\d([/.-])\d{1,2}\2\d{1,2}(?!\d))(?:(?:19|20)\d\d)?"
+    )
 
     def __init__(self, regions: tuple[str, ...]) -> None:
         self.regions = regions
@@ -620,6 +624,8 @@ class PhoneRecognizer(LocalRecognizer):
         for match in self._SHAPE.finditer(text):
             value = match.group()
             digits = sum(c.isdigit() for c in value)
+            if self._DATE.fullmatch(value):
+                continue
             if 7 <= digits <= 15 and self._valid(value, (None,) if value.startswith("+") else self.regions):
                 results.append(_result(self, "PHONE_NUMBER", match.start(), match.end(), 0.4))
                 found.add(match.start())
@@ -648,7 +654,8 @@ class EthereumRecognizer(_Recognizer):
 class PublicIpRecognizer(IpRecognizer):
     """Presidio's IP recognizer, for addresses on the public internet only."""
 
-    _VERSION = regex.compile(r"(?i:v|ver\.?|version|release|build|rev\.?)[ \t]*$")
+    #: what a version follows: its word, or a requirement's comparison (`pycurl>=7.43.0.5`, `<7.45.4`)
+    _VERSION = regex.compile(r"(?i:v|ver\.?|version|release|build|rev\.?)[ \t]*$|[<>=!~]=$|[\w\]][<>]$")
 
     def invalidate_result(self, pattern_text: str) -> bool:
         if super().invalidate_result(pattern_text) or "/" in pattern_text:
