@@ -415,3 +415,37 @@ def test_a_sandboxs_control_groups_are_removed_when_it_ends(
     assert len(sandboxes) == 3
     made = {root / f"{cgroups.PREFIX}{pid}" for root in roots for pid in sandboxes}
     assert not {group for group in made if group.exists()}
+
+
+def test_the_seccomp_program_is_one_file_however_its_processes_end(tmp_path: Path) -> None:
+    """Every process that launches a sandbox needs the filter in a file; one killed or ended by
+    `os._exit` (as step processes are) runs no exit handler, so a file of its own stayed behind. They
+    share one, named by its content, and use it only when nobody else could have written it."""
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    write = (
+        "import os; from training_pipeline.sandbox.seccomp import program_file; "
+        "print(program_file()); os._exit(0)"
+    )
+    env = {**os.environ, "TMPDIR": str(folder)}
+    paths = {
+        subprocess.run(
+            [sys.executable, "-c", write], env=env, capture_output=True, text=True, check=True
+        ).stdout
+        for _ in range(3)
+    }
+    assert len(paths) == 1 and [p.name for p in folder.iterdir()] == [Path(paths.pop().strip()).name]
+    shared = next(folder.iterdir())
+    program = shared.read_bytes()
+    shared.write_bytes(b"\x06\x00\x00\x00\x00\x00\xff\x7f")  # a program allowing everything
+    again = subprocess.run([sys.executable, "-c", write], env=env, capture_output=True, text=True, check=True)
+    assert again.stdout.strip() == str(shared) and shared.read_bytes() == program
+    if os.geteuid() == 0:  # a name another user took first: never read, whoever's file is used
+        shared.write_bytes(b"\x06\x00\x00\x00\x00\x00\xff\x7f")
+        os.chown(shared, 65534, 65534)
+        folder.chmod(0o1777)
+        used = subprocess.run(
+            [sys.executable, "-c", write], env=env, capture_output=True, text=True, check=True
+        )
+        path = Path(used.stdout.strip())
+        assert path.read_bytes() == program and path.stat().st_uid == 0

@@ -18,7 +18,9 @@ import ctypes
 import ctypes.util
 import errno
 import functools
+import hashlib
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -100,12 +102,39 @@ def filter_program() -> bytes:
 
 @functools.cache
 def program_file() -> Path:
-    """The program in a file of this process's (removed when it exits), for bubblewrap to read."""
+    """The program in a file for bubblewrap to read, named by its content and this user: written once
+    and shared by every process that launches a sandbox. A file each process removed at exit was left
+    behind by every one that never ran its exit handlers (a killed step, a worker ended by
+    `os._exit`): a file in the temporary folder per step, for ever.
+
+    The shared file is used only when it is this user's, a regular file no one else may write, and
+    holds the program; otherwise (another user's name squatted first) this process writes its own."""
+    program = filter_program()
+    digest = hashlib.sha256(program).hexdigest()[:16]
+    path = Path(tempfile.gettempdir()) / f"training_pipeline-seccomp-{os.geteuid()}-{digest}.bpf"
+    if _holds(path, program):
+        return path
     descriptor, name = tempfile.mkstemp(prefix="training_pipeline-seccomp-", suffix=".bpf")
     with os.fdopen(descriptor, "wb") as out:
-        out.write(filter_program())
-    atexit.register(_remove, name)
-    return Path(name)
+        out.write(program)
+    try:
+        os.replace(name, path)  # whole or not at all: a process reading it never sees half a program
+    except OSError:  # the name is another user's (a sticky folder refuses to replace it)
+        atexit.register(_remove, name)
+        return Path(name)
+    return path
+
+
+def _holds(path: Path, program: bytes) -> bool:
+    """Whether `path` is this user's regular file, writable by no one else, holding `program`."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    with os.fdopen(descriptor, "rb") as file:
+        status = os.fstat(descriptor)
+        mine = status.st_uid == os.geteuid() and stat.S_ISREG(status.st_mode)
+        return mine and not status.st_mode & 0o022 and file.read(len(program) + 1) == program
 
 
 def _remove(name: str) -> None:
