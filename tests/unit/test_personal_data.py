@@ -71,6 +71,34 @@ def test_the_people_git_and_mail_name_are_redacted_and_groups_are_not() -> None:
     )
 
 
+def test_a_name_with_an_initial_and_a_name_credited_beside_its_address_are_redacted() -> None:
+    """Names with a middle initial (`git log`'s, a sign-off's, a package's quoted author) and the forms
+    credits and lists give a name beside its address, `Name (address)`, `Name, address`, `Name -
+    address`; a notice's `Copyright` and a team beside its address stay."""
+    text = (
+        "Author: Nathaniel J. Smith <njs@example.com>\n"
+        "Signed-off-by: Jane Q. Doe <jane@example.com>\n"
+        'Author-email: "Eric V. Smith" <eric@example.com>\n'
+        "-   Andy McCurdy (andy@example.com) the original author of redis-py.\n"
+        "Written in 2015 by Sebastiano Vigna (vigna@example.com)\n"
+        "* Lennart Regebro, regebro@example.com\n"
+        "Jean-Sebastien Roy - <js@example.com>\n"
+        "Port to TypeScript Copyright Isaac Z. Schlueter <i@example.com>\n"
+        "Maintainer: Platform Team (platform@example.com)"
+    )
+    assert _strict().redact(text) == (
+        "Author: <PII:PERSON:1> <<PII:EMAIL_ADDRESS:1>>\n"
+        "Signed-off-by: <PII:PERSON:2> <<PII:EMAIL_ADDRESS:2>>\n"
+        'Author-email: "<PII:PERSON:3>" <<PII:EMAIL_ADDRESS:3>>\n'
+        "-   <PII:PERSON:4> (<PII:EMAIL_ADDRESS:4>) the original author of redis-py.\n"
+        "Written in 2015 by <PII:PERSON:5> (<PII:EMAIL_ADDRESS:5>)\n"
+        "* <PII:PERSON:6>, <PII:EMAIL_ADDRESS:6>\n"
+        "<PII:PERSON:7> - <<PII:EMAIL_ADDRESS:7>>\n"
+        "Port to TypeScript Copyright <PII:PERSON:8> <<PII:EMAIL_ADDRESS:8>>\n"
+        "Maintainer: Platform Team (<PII:EMAIL_ADDRESS:9>)"
+    )
+
+
 def test_every_person_a_field_lists_is_redacted_and_a_name_written_last_name_first() -> None:
     """A people's field lists several (`Author: A, B`, `Signed-off-by: A, B and C`) and a mail client
     writes a name last name first (`"Doe, Jane" <…>`): each goes; a title after a name and a

@@ -336,8 +336,15 @@ class NameCueRecognizer(_Recognizer):
         # the name git's commits are made with (`git config user.name "Jane Doe"`, `GIT_AUTHOR_NAME=…`)
         (rf"(?:{GIT_IDENTITY}|{GITCONFIG_USER})({NAME_TWO})(?=[\"'\s]|$)", "PERSON", 0.7),
         # a display name before its address, as mail headers, git and package metadata write one
-        # (`Jane Doe <jane@example.com>`, `"Jane Doe" <…>`), or last name first (`"Doe, Jane" <…>`)
-        (rf"(?:^|[\s\"'(,:=])\"?({NAME_TWO})\"?[ \t]+<[\w.+-]+@", "PERSON", 0.7),
+        # (`Jane Doe <jane@example.com>`, `"Jane Doe" <…>`), as credits and lists do (`Jane Doe
+        # (jane@…)`, `Jane Doe, jane@…`, `Jane Doe - jane@…`; a notice's `Copyright Jane Doe <…>`), or
+        # last name first (`"Doe, Jane" <…>`)
+        (
+            rf"(?:^|[\s\"'(,:=])\"?(?!Copyright\b)({NAME_TWO})\"?"
+            r"(?:[ \t]+<|[ \t]+\(<?|,[ \t]+|[ \t]+[-–][ \t]+<?)[\w.+-]+@",
+            "PERSON",
+            0.7,
+        ),
         (rf"(?:^|[\s(,:=])\"({NAME},[ \t]*{NAME})\"[ \t]*<[\w.+-]+@", "PERSON", 0.7),
         # a device's default name, its owner's (`Jane's MacBook Pro`; as a host, `Janes-MacBook-Pro`)
         (rf"(?<![\w'’-])({DEVICE_OWNER})(?:['’]s[ \t]+|(?<=s)-){DEVICE}(?!\p{{Ll}})", "PERSON", 0.6),
