@@ -499,11 +499,11 @@ def test_a_url_querys_value_under_a_key_that_says_what_it_holds_is_redacted() ->
     `?card=…`): a value of its own inside the URL. An id's, an order's and a page's numbers stay."""
     text = (
         "https://example.com/signup?phone=4155550123&plan=pro https://x.io/pay?card=4111111111111111\n"
-        "GET /api?id=84219374&page=2 https://x.io/track?order=4111111111111111"
+        "GET /api?id=84219374&page=2 https://x.io/track?order=5555555555554444"
     )
     assert _strict().redact(text) == (
         "https://example.com/signup?phone=<PII:PHONE_NUMBER:1>&plan=pro https://x.io/pay?card=<PII:CREDIT_CARD:1>\n"
-        "GET /api?id=84219374&page=2 https://x.io/track?order=4111111111111111"
+        "GET /api?id=84219374&page=2 https://x.io/track?order=5555555555554444"
     )
 
 
@@ -513,12 +513,12 @@ def test_the_number_a_whatsapp_link_opens_a_chat_with_is_redacted() -> None:
     and a short or glued one stay."""
     text = (
         "Message me on WhatsApp: https://wa.me/14155550123 or [chat](https://wa.me/447911123456?text=hi)\n"
-        "https://example.com/orders/14155550123 https://notwa.me/14155550123 wa.me/14155550123abc"
+        "https://example.com/orders/14155550188 https://notwa.me/14155550188 wa.me/14155550188abc"
     )
     assert _strict().redact(text) == (
         "Message me on WhatsApp: https://wa.me/<PII:PHONE_NUMBER:1> or "
         "[chat](https://wa.me/<PII:PHONE_NUMBER:2>?text=hi)\n"
-        "https://example.com/orders/14155550123 https://notwa.me/14155550123 wa.me/14155550123abc"
+        "https://example.com/orders/14155550188 https://notwa.me/14155550188 wa.me/14155550188abc"
     )
 
 
@@ -753,6 +753,21 @@ def test_a_value_is_one_placeholder_throughout_a_trajectory_and_another_gets_the
     assert privacy.stats.redactions["PII:PERSON"] == 2
 
 
+def test_a_stored_text_redacts_a_value_wherever_it_holds_it_as_a_trajectory_does() -> None:
+    """A quarantined line or a log message is one text: an account told by its key there is the same
+    account in a URL, a path and a sentence of that text, as it would be across a trajectory."""
+    from training_pipeline.privacy.stored import safe_text
+
+    line = (
+        '{"login": "jdoe-dev", "html_url": "https://github.com/jdoe-dev", '
+        '"note": "ask jdoe-dev, /home/jdoe-dev"}'
+    )
+    assert safe_text(line) == (
+        '{"login": "<PII:USERNAME:1>", "html_url": "https://github.com/<PII:USERNAME:1>", '
+        '"note": "ask <PII:USERNAME:1>, /home/<PII:USERNAME:1>"}'
+    )
+
+
 def test_a_name_found_in_a_prompt_is_redacted_in_metadata_no_gate_would_walk() -> None:
     trajectory = _trajectory(("My name is Dana Whitfield, please help", "Sure."))
     trajectory["metadata"] = {"assignee": "Dana Whitfield", "queue": "billing"}
@@ -788,6 +803,7 @@ def test_numbers_are_per_trajectory_never_carried_to_the_next() -> None:
         "| Llama 2 | 7/18/2023 | 7B, 13B, 70B | 4K |; released 2023/7/18",
         "Requires-Dist: pycurl<7.45.4,>=7.43.0.5; python_version >= '3.9'",
         "Only the bit sequences `00000000001` to `11111111110` are allowed.",
+        "await page.getByRole('button', { name: 'Sign In' }).click(); name: Log Out",
     ],
 )
 def test_text_that_only_looks_like_personal_data_is_left_alone(text: str) -> None:
@@ -1079,7 +1095,7 @@ def test_a_database_connections_account_is_redacted_and_code_and_service_account
         "UID=tnguyen;Trusted_Connection=yes;Server=db\n"
         "Data Source=db;Initial Catalog=app;User Id=sa;Password=x;\n"
         "var host = opts.host; var uid = uid;\n"
-        "user=jdoe"
+        "user=lmorgan"
     )
     assert _strict().redact(text) == (
         'psql "host=db.internal port=5432 user=<PII:USERNAME:1> dbname=app sslmode=require"\n'
@@ -1094,7 +1110,7 @@ def test_a_database_connections_account_is_redacted_and_code_and_service_account
         "UID=<PII:USERNAME:6>;Trusted_Connection=yes;Server=db\n"
         "Data Source=db;Initial Catalog=app;User Id=sa;Password=x;\n"
         "var host = opts.host; var uid = uid;\n"
-        "user=jdoe"
+        "user=lmorgan"
     )
 
 
@@ -1162,8 +1178,8 @@ def test_an_account_a_terminals_commands_name_is_redacted_and_code_and_prose_sta
     """A coding agent's terminal names accounts in its commands and in SSH's answers: the account a
     command runs as, switches to, makes or gives a file to, a home folder by its account (`~jdoe/`),
     PowerShell's prompt, SSH's `jdoe@10.0.0.5:` and `jdoe@host's password:`, `who`'s and `last`'s
-    session before its terminal. Service accounts, code's `self.passwd` and `~mask/2`, prose about the
-    commands and Spanish prose's "su" stay."""
+    session before its terminal, a web server's access log's account. Service accounts, code's
+    `self.passwd` and `~mask/2`, prose about the commands and Spanish prose's "su" stay."""
     text = (
         "$ sudo -u mgarcia psql\n"
         "crontab -u okafor -l\n"
@@ -1175,6 +1191,8 @@ def test_an_account_a_terminals_commands_name_is_redacted_and_code_and_prose_sta
         "okafor@10.0.0.5: Permission denied (publickey).\n"
         "tnguyen@buildbox's password:\n"
         "rmendes  pts/0        2026-12-07 10:00 (10.0.0.7)\n"
+        '10.0.0.7 - ayilmaz [07/Dec/2026:10:00:01 +0100] "GET /admin HTTP/1.1" 200 512\n'
+        '10.0.0.7 - - [07/Dec/2026:10:00:02 +0100] "GET / HTTP/1.1" 200 512\n'
         "sudo -u postgres psql; chown root:root /etc/hosts; git@10.0.0.5: denied\n"
         "self.passwd = passwd; x = ~mask/2\n"
         "adduser gives you more configuration than useradd, and fs: fix chown abort in\n"
@@ -1192,6 +1210,8 @@ def test_an_account_a_terminals_commands_name_is_redacted_and_code_and_prose_sta
         "<PII:USERNAME:2>@10.0.0.5: Permission denied (publickey).\n"
         "<PII:USERNAME:3>@buildbox's password:\n"
         "<PII:USERNAME:7>  pts/0        2026-12-07 10:00 (10.0.0.7)\n"
+        '10.0.0.7 - <PII:USERNAME:8> [07/Dec/2026:10:00:01 +0100] "GET /admin HTTP/1.1" 200 512\n'
+        '10.0.0.7 - - [07/Dec/2026:10:00:02 +0100] "GET / HTTP/1.1" 200 512\n'
         "sudo -u postgres psql; chown root:root /etc/hosts; git@10.0.0.5: denied\n"
         "self.passwd = passwd; x = ~mask/2\n"
         "adduser gives you more configuration than useradd, and fs: fix chown abort in\n"

@@ -402,13 +402,15 @@ class PrivacyFilter:
 
     def redact(self, text: str) -> str:
         """`text` with its credentials redacted, then its personal data (numbered within the text), each
-        counted (`_redacted`)."""
+        counted (`_redacted`). A value found once is redacted wherever else the text holds it, as in a
+        trajectory (`Pseudonyms.spread`): a quarantined line's `"login": "jdoe"` and its `/home/jdoe`."""
         text = self._redacted(text)[0]
         spans = self._personal_spans(text)
         if not spans:
             return text
         counts: dict[str, int] = {}
-        text = Pseudonyms().replace(text, spans, counts)
+        pseudonyms = Pseudonyms()
+        text = pseudonyms.spread(pseudonyms.replace(text, spans, counts), counts)
         self.stats.redactions.update(counts)
         return text
 

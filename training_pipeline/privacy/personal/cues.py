@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 __all__ = [
+    "ACCESS_LOG_TIME",
     "ACCOUNT_COMMAND",
     "ACCOUNT_KEY",
     "ADDRESS_CUE",
@@ -133,7 +134,7 @@ NAME_TWO = (
 )
 #: capitalised words that follow a cue without being a name ("I'm Sorry", "Hi Team,", "Dear Customer",
 #: a tool's `"name": "Search Web"`, a title after a name: "Name: Jane Doe, Senior Engineer", a program's
-#: "Hello World!", an assistant's "Hey Siri")
+#: "Hello World!", an assistant's "Hey Siri", a button's accessible name: `{ name: 'Sign In' }`)
 _NOT_NAME_WORDS = """
     please sorry happy glad not here just looking going still so really also back new sure afraid fine good
     great ok okay trying writing calling reaching having working interested available unable able
@@ -148,6 +149,7 @@ _NOT_NAME_WORDS = """
     ceo cto cfo coo vp world universe earth python java rust claude chatgpt gpt gemini copilot siri
     alexa cortana bard llama mistral optional required mandatory missing empty invalid blank
     today tonight tomorrow yesterday apple someone somebody anyone anybody nobody mom dad mum
+    sign log submit continue save cancel confirm accept decline reset upload download next previous
 """
 NOT_NAMES = frozenset(_NOT_NAME_WORDS.split())
 #: words that make capitalised words a group's or a program's name, not a person's ("Platform Team",
@@ -228,6 +230,9 @@ DEVICE_OWNER = rf"{_WORD}(?:[ \t-]{_WORD})?"
 PROCESS_OWNER = r"[ \t]+\d+[ \t]+\d+\.\d[ \t]+\d+\.\d[ \t]+\d+[ \t]+\d+[ \t]"
 #: a login session's terminal after its account, as `who`, `w` and `last` list them (`jdoe  pts/0 …`)
 SESSION_TTY = r"[ \t]+(?:pts/\d+|tty[a-z]?\d+)[ \t]+"
+#: the time of a request in a web server's access log (the Common and Combined Log Formats), after the
+#: authenticated account (`203.0.113.9 - jdoe [10/Oct/2026:13:55:36 -0700] "GET …`)
+ACCESS_LOG_TIME = r"[ \t]+\[\d{1,2}/[A-Z][a-z]{2}/\d{4}:\d\d:\d\d:\d\d[ \t]*[+-]\d{4}\]"
 OPEN_FILE = r"[ \t]+(?:\d+[urwW]|cwd|txt|mem|rtd)[ \t]+(?:IPv[46]|REG|DIR|CHR|unix|PIPE|FIFO|KQUEUE|sock)\b"
 #: an SSH config's host block up to its `User` (`Host prod` / `  HostName …` / `  User jdoe`): within three
 #: lines after the host's or another of the config's keywords, so a window around `User` holds one

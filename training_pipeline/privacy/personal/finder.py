@@ -112,7 +112,7 @@ _FAMILIES: tuple[tuple[str, tuple[str, ...], int], ...] = (
         r"@[\w.-]+(?::[~/]|[ \t]+[~\w.-]+[ \t]+%|[ \t]+[~\w./-]+\][$#]|[ \t]+(?:MINGW|MSYS|UCRT64|CLANG64))|"
         # (`whoami`'s line by its command alone: the prompts `ASKED_WHO` allows before it slow the scan)
         rf"{cues.WHO_COMMAND}[ \t]*\r?\n|"
-        rf"{cues.PROCESS_OWNER}|{cues.SESSION_TTY}|{cues.OPEN_FILE}|{cues.STAT_UID}|{cues.KEY_FINGERPRINT}[\w.-]+@|"
+        rf"{cues.PROCESS_OWNER}|{cues.SESSION_TTY}|{cues.ACCESS_LOG_TIME}|{cues.OPEN_FILE}|{cues.STAT_UID}|{cues.KEY_FINGERPRINT}[\w.-]+@|"
         r"\n[ \t]*User[ \t]+[A-Za-z_]|"
         rf"{cues.FILE_MODE}[A-Za-z_]|{cues.ID_UID}|{cues.LOGIN_VARIABLE}|{cues.ACCOUNT_KEY}[\"']?[ \t]*[:=]|"
         rf"{cues.CONNINFO_USER}|\buser='?[A-Za-z_][^\s,]*{cues.CONNINFO_KEYS_AFTER}|"

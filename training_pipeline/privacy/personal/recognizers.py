@@ -37,6 +37,7 @@ from presidio_analyzer import AnalysisExplanation, LocalRecognizer, Pattern, Rec
 from presidio_analyzer.predefined_recognizers import EmailRecognizer, IpRecognizer
 
 from training_pipeline.privacy.personal.cues import (
+    ACCESS_LOG_TIME,
     ACCOUNT_COMMAND,
     ACCOUNT_KEY,
     ADDRESS_CUE,
@@ -464,9 +465,10 @@ class AccountNameRecognizer(_Recognizer):
     an IAM user's ARN (`arn:aws:iam::123456789012:user/jdoe`), the account a CLI says it is logged in
     with (`Logged in to github.com account jdoe`), a file's owner in `ls -l`'s listing, `id`'s
     `uid=501(jdoe)`, the environment's `USER=jdoe`, an account's field (`"login": "jdoe"`), a shell's
-    prompt (`jdoe@host:~/src$`). An account's name is someone's identifier, as Sentry's `@userpath`
-    scrubbing rule treats it. Service and system accounts (`runner`, `ubuntu`, `root`, `deploy`,
-    `git`…), placeholders (`$USER`, `<you>`) and a URL's path (`example.com/home/about`) are nobody's."""
+    prompt (`jdoe@host:~/src$`), a web server's access log's account (`… - jdoe [10/Oct/2026:…`). An
+    account's name is someone's identifier, as Sentry's `@userpath` scrubbing rule treats it. Service
+    and system accounts (`runner`, `ubuntu`, `root`, `deploy`, `git`…), placeholders (`$USER`, `<you>`)
+    and a URL's path (`example.com/home/about`) are nobody's."""
 
     PATTERNS = (
         # the folder starts a path (a file URL's too), or it is under a root systems keep homes in
@@ -526,6 +528,8 @@ class AccountNameRecognizer(_Recognizer):
         # `ps aux`'s, `lsof`'s and `stat`'s owner, `ssh-add -l`'s key comment, an SSH config's `User`
         (rf"^([a-z_][\w.-]{{0,31}}){PROCESS_OWNER}", "USERNAME", 0.7),
         (rf"^([a-z_][\w.-]{{0,31}}){SESSION_TTY}", "USERNAME", 0.7),
+        # an access log's authenticated account, after the client and its `identd` account
+        (rf"^[^\s]+[ \t]+[^\s]+[ \t]+([A-Za-z_][\w.-]{{0,63}}){ACCESS_LOG_TIME}", "USERNAME", 0.7),
         (rf"^[^\s]+[ \t]+\d+[ \t]+([a-z_][\w.-]{{0,31}}){OPEN_FILE}", "USERNAME", 0.7),
         (rf"{STAT_UID}([A-Za-z_][\w.-]{{0,31}})\)", "USERNAME", 0.7),
         (rf"{KEY_FINGERPRINT}([a-z_][\w.-]{{0,31}})@[\w.-]+", "USERNAME", 0.7),
