@@ -111,9 +111,12 @@ def table(result: dict, profile: str, traces: bool = False) -> str:
     ]
     if traces:  # one line: the per-context table is the direct run's, above it
         lines = [
-            lines[0].removesuffix(".")
-            + f"; leaked {totals['leaked']}/{totals['positives']}, near misses over-redacted "
-            f"{totals['over_redacted']}/{totals['negatives']} ({over:.1%})."
+            lines[0].split(": recall")[0]
+            + f": leaked {totals['leaked']}/{totals['positives']} (recall {recall:.2%}), near misses "
+            f"over-redacted {totals['over_redacted']}/{totals['negatives']} ({over:.1%}); the re-check's "
+            "findings left: "
+            + (", ".join(f"{k} {v}" for k, v in sorted(result["recheck"].items())) or "none")
+            + "."
         ]
     return "\n".join(lines)
 

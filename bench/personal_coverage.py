@@ -69,26 +69,34 @@ def measure(corpus: Path = CORPUS, traces: bool = False) -> dict[str, object]:
 
 
 def table(result: dict[str, object]) -> str:
-    """One row per kind (the contexts any of its values leaked in), and the near misses on one line."""
+    """The kinds redacted in every context on one line, a row for each other kind (the contexts any of
+    its values leaked in), and the near misses on one line."""
     totals: Counter = result["totals"]  # type: ignore[assignment]
     caught: Counter = result["caught"]  # type: ignore[assignment]
     contexts = sorted({context for _, context in totals})
-    kinds = sorted({kind for kind, _ in totals})
-    lines = [f"| kind | redacted | contexts that leaked (of {', '.join(contexts)}) |", "|---|---:|---|"]
-    for kind in kinds:
+    whole, rows = [], []
+    for kind in sorted({kind for kind, _ in totals}):
         got = sum(caught[(kind, c)] for c in contexts)
         total = sum(totals[(kind, c)] for c in contexts)
         leaked = [c for c in contexts if caught[(kind, c)] < totals[(kind, c)]]
-        lines.append(f"| {kind} | {got}/{total} | {', '.join(leaked) or 'none'} |")
+        if leaked:
+            rows.append(f"| {kind} | {got}/{total} | {', '.join(leaked)} |")
+        else:
+            whole.append(f"{kind} {got}/{total}")
+    lines = [f"Redacted in every context ({', '.join(contexts)}): {', '.join(whole) or 'none'}."]
+    if rows:
+        lines += ["", "| kind | redacted | contexts that leaked |", "|---|---:|---|", *rows]
     near_total: Counter = result["near_total"]  # type: ignore[assignment]
     near_over: Counter = result["near_over"]  # type: ignore[assignment]
     all_near = sum(near_total.values())
     all_over = sum(near_over.values())
-    each = ", ".join(f"{name} {near_over[name]}/{near_total[name]}" for name in sorted(near_total))
+    each = ", ".join(
+        f"{name} {near_over[name]}/{near_total[name]}" for name in sorted(near_total) if near_over[name]
+    )
     lines += [
         "",
-        f"Near misses over-redacted: {each}; all {all_over}/{all_near} "
-        f"({100 * all_over / max(all_near, 1):.1f}%).",
+        f"Near misses over-redacted: {all_over}/{all_near} ({100 * all_over / max(all_near, 1):.1f}%) of "
+        f"{', '.join(sorted(near_total))}" + (f"; {each}." if each else "."),
     ]
     return "\n".join(lines)
 

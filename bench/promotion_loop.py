@@ -216,7 +216,13 @@ def _table(lines: list[dict], args: argparse.Namespace, current: str) -> str:
     """The table with this run's rows in place of its tasks' old ones; a note per row says the options
     that were not the defaults, the machine, and why the gate refused a candidate."""
     rows = {line.split(" | ")[0][2:]: line for line in current.splitlines() if line.startswith("| ")}
-    notes = {line[2:].split(":")[0]: line for line in current.splitlines() if line.startswith("- ")}
+    notes = {  # task -> how its row was measured; a note may name several tasks (`- a, b: …`)
+        task: how
+        for line in current.splitlines()
+        if line.startswith("- ")
+        for tasks, how in [line[2:].split(": ", 1)]
+        for task in tasks.split(", ")
+    }
     rows.pop("task", None)
     options = " ".join(
         option
@@ -235,10 +241,12 @@ def _table(lines: list[dict], args: argparse.Namespace, current: str) -> str:
         refused = (
             f": {line['skipped']}" if "skipped" in line else "" if line["promoted"] else f": {line['reason']}"
         )
-        notes[line["task"]] = (
-            f"- {line['task']}: " + (f"`{options}`, " if options else "") + machine() + refused
-        )
+        notes[line["task"]] = (f"`{options}`, " if options else "") + machine() + refused
     order = [task for task in TASKS if task in rows] + sorted(set(rows) - set(TASKS))
+    alike: dict[str, list[str]] = {}  # one note for the tasks measured alike
+    for task in order:
+        if task in notes:
+            alike.setdefault(notes[task], []).append(task)
     return "\n".join(
         [
             f"`python bench/promotion_loop.py --tasks TASK --write` (`--optimizer {DEFAULT_OPTIMIZER} "
@@ -248,7 +256,7 @@ def _table(lines: list[dict], args: argparse.Namespace, current: str) -> str:
             "|---|---|---:|---:|---:|---|---|---|---|---:|---:|---:|",
             *(rows[task] for task in order),
             "",
-            *(notes[task] for task in order if task in notes),
+            *(f"- {', '.join(tasks)}: {how}" for how, tasks in alike.items()),
         ]
     )
 

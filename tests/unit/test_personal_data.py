@@ -804,6 +804,7 @@ def test_numbers_are_per_trajectory_never_carried_to_the_next() -> None:
         "Requires-Dist: pycurl<7.45.4,>=7.43.0.5; python_version >= '3.9'",
         "Only the bit sequences `00000000001` to `11111111110` are allowed.",
         "await page.getByRole('button', { name: 'Sign In' }).click(); name: Log Out",
+        "`http://user:pass@example.org/` now shares cookies with `http://example.org/`",
     ],
 )
 def test_text_that_only_looks_like_personal_data_is_left_alone(text: str) -> None:

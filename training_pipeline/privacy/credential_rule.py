@@ -21,8 +21,8 @@ _A = re.ASCII  # JavaScript's \b and /i (without the u flag) are ASCII-only
 #: naming a credential
 _FAKE = re.compile(
     r"x{6,}|X{6,}|\*{4,}|#{4,}|0{12,}|EXAMPLE|\$\{|\{\{|<[a-z-]+>|^changeme$"
-    r"|^(?:[a-z]+_)*(?:password|passwd|secret|token|key|pwd)(?:_[a-z]+)*$"
-    r"|^(?:[A-Z]+_)*(?:PASSWORD|PASSWD|SECRET|TOKEN|KEY|PWD)(?:_[A-Z]+)*$",
+    r"|^(?:[a-z]+_)*(?:password|passwd|pass|secret|token|key|pwd)(?:_[a-z]+)*$"
+    r"|^(?:[A-Z]+_)*(?:PASSWORD|PASSWD|PASS|SECRET|TOKEN|KEY|PWD)(?:_[A-Z]+)*$",
     re.ASCII,
 )
 

@@ -83,6 +83,12 @@ _KEY_BEFORE = re.compile(
 _URL = re.compile(r"[a-z][a-z0-9+.-]*://\S*")
 #: how far before the window a URL reaching into it is looked for
 _URL_BEFORE = 256
+#: the unbroken run of a URL's characters before a token
+_RUN_BEFORE = re.compile(r"[^\s\"'<>()\[\]`]*$")
+#: in a URL, the part that names the token after it: its path's segment (`/reset-password/…`) or its
+#: query's key (`?access_token=…`); a credential word elsewhere in the URL names something else (a
+#: repository's `detect-secrets` in `github.com/Yelp/detect-secrets/issues/272#issuecomment-…`)
+_LAST_PART = re.compile(r"[^/?&#;]*[/?&#;=]*$")
 #: words in the text before a token that say it is an anti-forgery value, not a credential
 _NOT_CREDENTIAL = ("csrf", "xsrf", "authenticity")
 _WORD = re.compile(r"[a-z][a-z0-9]+")
@@ -175,6 +181,10 @@ class ProximityRule(CredentialRule):
         lowered = window.lower()
         if any(word in lowered for word in _NOT_CREDENTIAL):
             return False
+        link = _link_start(text, start)
+        if link is not None:  # in a URL: what is before the URL, and the part naming the token
+            named_by = _LAST_PART.search(text, link, start)
+            lowered = f"{_window(text, link)} {named_by.group() if named_by else ''}".lower()
         words = _WORD.findall(lowered)
         if _credential_word_in(lowered) or any(word in _WHOLE_WORDS for word in words):
             return True
@@ -189,6 +199,12 @@ class ProximityRule(CredentialRule):
             word in names or f"{word}s" in names or (word.endswith("s") and word[:-1] in names)
             for word in words
         )
+
+
+def _link_start(text: str, start: int) -> int | None:
+    """Where the URL that the token at `start` stands in starts, or None when it stands in none."""
+    run = _RUN_BEFORE.search(text, max(0, start - _URL_BEFORE * 8), start)
+    return run.start() if run is not None and "://" in run.group() else None
 
 
 def _window(text: str, start: int) -> str:

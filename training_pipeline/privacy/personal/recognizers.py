@@ -689,6 +689,8 @@ class PublicIpRecognizer(IpRecognizer):
         ]
 
 
+#: a URL's scheme and account, up to its password (`http://user:`)
+_URL_USER = regex.compile(r"[A-Za-z][\w+.-]*://[^\s/?#@:]*:$")
 #: the public-suffix list tldextract ships, never fetched (no network at run time, nothing cached)
 _SUFFIXES = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
 
@@ -716,13 +718,16 @@ class OfflineEmailRecognizer(EmailRecognizer):
         """Presidio's findings, each starting after the last `/`, `?`, `=`, `&` or `#` before its `@`:
         the RFC lets an address's name hold them, nobody's does, and a URL's path and query do, so
         `…/contacts/jane@example.com` and `?email=jane@example.com` are the address alone. `git@host`
-        is a repository's remote (`git@github.com:org/repo.git`), nobody's mailbox."""
+        is a repository's remote (`git@github.com:org/repo.git`), and a URL's password left as a
+        placeholder before its host (`http://user:pass@example.org`) is no address, nobody's mailbox."""
         kept = []
         for result in super().analyze(text, entities, nlp_artifacts, regex_flags):
             at = text.rfind("@", result.start, result.end)
             cut = max(text.rfind(mark, result.start, at) for mark in "/?=&#")
             if cut >= 0:
                 result.start = cut + 1
+            if _URL_USER.search(text, max(0, result.start - 256), result.start):
+                continue
             if result.start < at and text[result.start : at] != "git":
                 kept.append(result)
         return kept
