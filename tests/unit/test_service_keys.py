@@ -148,6 +148,9 @@ def test_a_docker_auth_file_loses_its_credentials(strict: PrivacyFilter) -> None
         ("<secret>{AQAAABAAA _FXYx2kyyNv6n_CBb9LrMHZPXa_S8iaj89zYn9mICmkB4=}</secret>", "FXYx2kyyNv6n"),
         ("## Save pass:\n\n  s3cEZKH3yytiVnJ3h+eI3qhhzf9l1vNwEi1+q+WGdd+ACRCZ7JD6", "s3cEZKH3yytiVnJ3"),
         ("Using Key=ATCTT3xFfGN0GsZNgOGrQSHSnxiJVi00oHlRicyM0yMNuKCBfw6qOHVcCy4Hm89Gnc=366BFE3A", "366BFE3A"),
+        # in a URL, named by the part just before it, or by the text before the URL
+        ("open https://app.example.com/reset-password#Xk9fQ2mZ7pLw3RtY8vBnQ4 now", "Xk9fQ2mZ7pLw3RtY8vBnQ4"),
+        ("my token: https://example.com/x#Xk9fQ2mZ7pLw3RtY8vBnQ4", "Xk9fQ2mZ7pLw3RtY8vBnQ4"),
     ],
 )
 def test_a_credential_shaped_token_near_a_credential_word_or_a_service_is_redacted(
@@ -173,6 +176,9 @@ def test_a_credential_shaped_token_near_a_credential_word_or_a_service_is_redact
         "the token is invalid_or_expired",
         "the key is used for signing",
         "EURASIA1234567890ABCDEF",
+        # a credential word or a service's name elsewhere in a URL is where the link goes
+        "[details](https://github.com/Yelp/detect-secrets/issues/272#issuecomment-619187136)",
+        "[live stream]: https://www.youtube.com/playlist?list=PLhQjrBD2T382_R182iC2gNZI9HzWFMC_8",
     ],
 )
 def test_names_ids_and_commits_near_a_credential_word_are_left_alone(

@@ -83,12 +83,13 @@ _KEY_BEFORE = re.compile(
 _URL = re.compile(r"[a-z][a-z0-9+.-]*://\S*")
 #: how far before the window a URL reaching into it is looked for
 _URL_BEFORE = 256
-#: the unbroken run of a URL's characters before a token
-_RUN_BEFORE = re.compile(r"[^\s\"'<>()\[\]`]*$")
-#: in a URL, the part that names the token after it: its path's segment (`/reset-password/…`) or its
-#: query's key (`?access_token=…`); a credential word elsewhere in the URL names something else (a
-#: repository's `detect-secrets` in `github.com/Yelp/detect-secrets/issues/272#issuecomment-…`)
-_LAST_PART = re.compile(r"[^/?&#;]*[/?&#;=]*$")
+#: what ends a URL as text writes one
+_URL_ENDS = " \t\r\n\"'<>()[]`"
+#: what separates a URL's parts; in a URL only the part just before a token names it: its query's key
+#: (`?access_token=…`) or the segment a fragment follows (`/reset-password#…`), and a credential word
+#: elsewhere in the URL names something else (a repository's `detect-secrets` in
+#: `github.com/Yelp/detect-secrets/issues/272#issuecomment-…`)
+_URL_PARTS = "/?&#;"
 #: words in the text before a token that say it is an anti-forgery value, not a credential
 _NOT_CREDENTIAL = ("csrf", "xsrf", "authenticity")
 _WORD = re.compile(r"[a-z][a-z0-9]+")
@@ -183,8 +184,7 @@ class ProximityRule(CredentialRule):
             return False
         link = _link_start(text, start)
         if link is not None:  # in a URL: what is before the URL, and the part naming the token
-            named_by = _LAST_PART.search(text, link, start)
-            lowered = f"{_window(text, link)} {named_by.group() if named_by else ''}".lower()
+            lowered = f"{_window(text, link)} {_part_before(text, link, start)}".lower()
         words = _WORD.findall(lowered)
         if _credential_word_in(lowered) or any(word in _WHOLE_WORDS for word in words):
             return True
@@ -202,9 +202,19 @@ class ProximityRule(CredentialRule):
 
 
 def _link_start(text: str, start: int) -> int | None:
-    """Where the URL that the token at `start` stands in starts, or None when it stands in none."""
-    run = _RUN_BEFORE.search(text, max(0, start - _URL_BEFORE * 8), start)
-    return run.start() if run is not None and "://" in run.group() else None
+    """Where the URL that the token at `start` stands in starts, or None when it stands in none (found
+    by `rfind`: a pattern searched backwards from every position is quadratic in a long run)."""
+    floor = max(0, start - _URL_BEFORE * 8)
+    run = max(floor, *(text.rfind(mark, floor, start) + 1 for mark in _URL_ENDS))
+    return run if "://" in text[run:start] else None
+
+
+def _part_before(text: str, link: int, start: int) -> str:
+    """The URL's part just before the token at `start`, with the separators after it (`token=`)."""
+    end = start
+    while end > link and text[end - 1] in _URL_PARTS + "=":
+        end -= 1
+    return text[max(link, *(text.rfind(mark, link, end) + 1 for mark in _URL_PARTS)) : start]
 
 
 def _window(text: str, start: int) -> str:

@@ -614,9 +614,7 @@ class PhoneRecognizer(LocalRecognizer):
     _SHAPE = regex.compile(r"(?<![\w+])\+?\(?\d[\d \t().\-/]{5,20}\d(?![\w])")
     _DIALLED = regex.compile(DIALLED)
     #: a calendar date (`7/18/2023`, `2023.7.18`), which some regions' numbering plans also allow
-    _DATE = regex.compile(
-        r"(?:\d{1,2}([/.-])\d{1,2}\1|(?:19|20)\d\d([/.-])\d{1,2}\2\d{1,2}(?!\d))(?:(?:19|20)\d\d)?"
-    )
+    _DATE = regex.compile(r"\d{1,2}([/.-])\d{1,2}\1(?:19|20)\d\d|(?:19|20)\d\d([/.-])\d{1,2}\2\d{1,2}")
 
     def __init__(self, regions: tuple[str, ...]) -> None:
         self.regions = regions
@@ -726,7 +724,9 @@ class OfflineEmailRecognizer(EmailRecognizer):
             cut = max(text.rfind(mark, result.start, at) for mark in "/?=&#")
             if cut >= 0:
                 result.start = cut + 1
-            if _URL_USER.search(text, max(0, result.start - 256), result.start):
+            if text[result.start - 1 : result.start] == ":" and _URL_USER.search(
+                text, max(0, result.start - 256), result.start
+            ):
                 continue
             if result.start < at and text[result.start : at] != "git":
                 kept.append(result)
