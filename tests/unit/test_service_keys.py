@@ -148,6 +148,15 @@ def test_a_docker_auth_file_loses_its_credentials(strict: PrivacyFilter) -> None
         ("<secret>{AQAAABAAA _FXYx2kyyNv6n_CBb9LrMHZPXa_S8iaj89zYn9mICmkB4=}</secret>", "FXYx2kyyNv6n"),
         ("## Save pass:\n\n  s3cEZKH3yytiVnJ3h+eI3qhhzf9l1vNwEi1+q+WGdd+ACRCZ7JD6", "s3cEZKH3yytiVnJ3"),
         ("Using Key=ATCTT3xFfGN0GsZNgOGrQSHSnxiJVi00oHlRicyM0yMNuKCBfw6qOHVcCy4Hm89Gnc=366BFE3A", "366BFE3A"),
+        # an OAuth authorization code in its redirect
+        (
+            "GET https://app.example.com/auth/callback?code=4/0AX4XfWhq8sKzLmN3pQrT7vWyZ2bC5dE&scope=email",
+            "0AX4XfWhq8sKzLmN3pQrT7vWyZ2bC5dE",
+        ),
+        (
+            "Redirected to http://localhost:8080/?state=xyz123&code=SplxlOBeZQQYbYS6WxSbIA",
+            "SplxlOBeZQQYbYS6WxSbIA",
+        ),
         # in a URL, named by the part just before it, or by the text before the URL
         ("open https://app.example.com/reset-password#Xk9fQ2mZ7pLw3RtY8vBnQ4 now", "Xk9fQ2mZ7pLw3RtY8vBnQ4"),
         ("my token: https://example.com/x#Xk9fQ2mZ7pLw3RtY8vBnQ4", "Xk9fQ2mZ7pLw3RtY8vBnQ4"),
@@ -179,6 +188,8 @@ def test_a_credential_shaped_token_near_a_credential_word_or_a_service_is_redact
         # a credential word or a service's name elsewhere in a URL is where the link goes
         "[details](https://github.com/Yelp/detect-secrets/issues/272#issuecomment-619187136)",
         "[live stream]: https://www.youtube.com/playlist?list=PLhQjrBD2T382_R182iC2gNZI9HzWFMC_8",
+        # a `code=` outside an OAuth redirect: a promotion's, a country's
+        "https://shop.example.com/cart?code=SUMMER2026DISCOUNTS and https://example.com/c?code=DE",
     ],
 )
 def test_names_ids_and_commits_near_a_credential_word_are_left_alone(

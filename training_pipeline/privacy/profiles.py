@@ -90,6 +90,30 @@ class CookieRule(CredentialRule):
         return None
 
 
+#: what says a URL is an OAuth redirect: its query's other keys, or its path's words
+_OAUTH_REDIRECT = re.compile(
+    r"[?&#](?:state|scope|session_state|iss|authuser|prompt)=|/(?:oauth2?|callback|authorize|signin|login)\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class OAuthCodeRule(CredentialRule):
+    """An OAuth authorization code in the redirect that carries it (`/callback?code=…&state=…`): until
+    it is exchanged, it is a token for the account that signed in. A `code=` in another URL (a country's,
+    a promotion's) is not one."""
+
+    def secret_span(self, match: re.Match[str], text: str) -> tuple[int, int] | None:
+        span = CredentialRule.secret_span(self, match, text)
+        if span is None:
+            return None
+        start = max(text.rfind(mark, 0, match.start()) for mark in " \t\n\"'<>(") + 1
+        end = min(
+            (i for i in (text.find(mark, span[1]) for mark in " \t\n\"'<>)") if i >= 0), default=len(text)
+        )
+        return span if _OAUTH_REDIRECT.search(text, start, end) else None
+
+
 def _rule(label: str, pattern: str, flags: int = 0, group: int = 0) -> CredentialRule:
     """Compiled when the gate first names the rule (`credential_rule.LazyPattern`), as gitleaks' rules are."""
     return CredentialRule(label, LazyPattern(literal_first(pattern), _A | flags), group)
@@ -183,6 +207,12 @@ _STRICT_OWN: tuple[CredentialRule, ...] = (
     # a signed URL's signature, which grants what the URL names until it expires: Azure's shared access
     # signature (`?sv=…&sig=…`), and any other service's `sig=`
     _rule("url-signature", r"[?&]sig=([A-Za-z0-9%+/=_-]{16,512})(?=[&#\s\"'<>]|$)", group=1),
+    # an OAuth authorization code in the redirect that carries it (`OAuthCodeRule`)
+    OAuthCodeRule(
+        "oauth-code",
+        LazyPattern(r"[?&#]code=([A-Za-z0-9._~%/+*-]{16,512})(?=[&#\s\"'<>]|$)", _A),
+        group=1,
+    ),
     # a PostgreSQL password file's line's password (a `:` in it escaped)
     _rule("pgpass", rf"{PGPASS_ENTRY}[^:\s]+:((?:[^\s:\\]|\\.)+)[ \t]*$", re.MULTILINE, group=1),
     # the services agents call, whose keys an agent's environment and tool calls hold and neither
