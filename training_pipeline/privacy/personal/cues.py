@@ -134,7 +134,8 @@ NAME_TWO = (
 )
 #: capitalised words that follow a cue without being a name ("I'm Sorry", "Hi Team,", "Dear Customer",
 #: a tool's `"name": "Search Web"`, a title after a name: "Name: Jane Doe, Senior Engineer", a program's
-#: "Hello World!", an assistant's "Hey Siri", a button's accessible name: `{ name: 'Sign In' }`)
+#: "Hello World!", an assistant's "Hey Siri", a button's accessible name: `{ name: 'Sign In' }`, a CI
+#: or Ansible step's `- name: Set Up Python`)
 _NOT_NAME_WORDS = """
     please sorry happy glad not here just looking going still so really also back new sure afraid fine good
     great ok okay trying writing calling reaching having working interested available unable able
@@ -150,16 +151,24 @@ _NOT_NAME_WORDS = """
     alexa cortana bard llama mistral optional required mandatory missing empty invalid blank
     today tonight tomorrow yesterday apple someone somebody anyone anybody nobody mom dad mum
     sign log submit continue save cancel confirm accept decline reset upload download next previous
+    build checkout set setup install deploy configure cache publish push pull lint format compile
+    release tag bump generate prepare verify validate notify clean restore archive package sync wait
+    start stop restart enable disable apply init initialize copy move use load export import print
+    show ensure extract unpack authenticate upgrade schedule trigger migrate seed backup
 """
 NOT_NAMES = frozenset(_NOT_NAME_WORDS.split())
 #: words that make capitalised words a group's or a program's name, not a person's ("Platform Team",
 #: "Python Software Foundation <psf@…>", "Acme Labs", a tracker's "Bug Watch Updater", a directory's
-#: "Domain Admins" and "Remote Desktop Users")
+#: "Domain Admins" and "Remote Desktop Users", a job's or a dashboard's "Docker Image", "Monthly Report";
+#: none a surname)
 _ORGANISATION_WORDS = """
     team teams foundation group inc ltd llc gmbh corp corporation company project developers community
     bot bots service services labs lab university department association society committee council
     office desk center centre organization organisation importer updater watcher robot daemon
     scheduler notifier admins administrators users operators computers controllers guests servers
+    server docker image images container containers cluster database repository repo tests coverage
+    dependencies artifacts pipeline workflow dashboard report reports api app application frontend
+    backend toolchain environment node nodes
 """
 ORGANISATION_WORDS = frozenset(_ORGANISATION_WORDS.split())
 
