@@ -804,7 +804,7 @@ def test_numbers_are_per_trajectory_never_carried_to_the_next() -> None:
         "Requires-Dist: pycurl<7.45.4,>=7.43.0.5; python_version >= '3.9'",
         "Only the bit sequences `00000000001` to `11111111110` are allowed.",
         "await page.getByRole('button', { name: 'Sign In' }).click(); name: Log Out",
-        "`http://user:pass@example.org/` now shares cookies with `http://example.org/`",
+        "`http://user:changeme@example.org/` now shares cookies with `http://example.org/`",
         "    name: Build Docker\n    steps:\n      - name: Checkout Repository\n      - name: Set Up Python\n"
         "      - name: Run Tests\n      - name: Install Nginx\n"
         '{"name": "Monthly Report", "type": "dashboard"}',

@@ -16,13 +16,15 @@ Found = list[tuple[str, str]]
 _A = re.ASCII  # JavaScript's \b and /i (without the u flag) are ASCII-only
 
 
-#: a mask, a template's stand-in, or a name where the credential goes (`aws_secret_access_key` in
-#: `s3://aws_access_key_id:aws_secret_access_key@bucket`, `DB_PASSWORD`): a variable's name of words, one
-#: naming a credential
+#: a variable's name of words, one naming a credential, written where the credential goes
+#: (`aws_secret_access_key` in `s3://aws_access_key_id:aws_secret_access_key@bucket`, `DB_PASSWORD`)
+CREDENTIAL_NAME = (
+    r"(?:[a-z]+_)*(?:password|passwd|secret|token|key|pwd)(?:_[a-z]+)*"
+    r"|(?:[A-Z]+_)*(?:PASSWORD|PASSWD|SECRET|TOKEN|KEY|PWD)(?:_[A-Z]+)*"
+)
+#: a mask, a template's stand-in, or a credential's name where the credential goes
 _FAKE = re.compile(
-    r"x{6,}|X{6,}|\*{4,}|#{4,}|0{12,}|EXAMPLE|\$\{|\{\{|<[a-z-]+>|^changeme$"
-    r"|^(?:[a-z]+_)*(?:password|passwd|pass|secret|token|key|pwd)(?:_[a-z]+)*$"
-    r"|^(?:[A-Z]+_)*(?:PASSWORD|PASSWD|PASS|SECRET|TOKEN|KEY|PWD)(?:_[A-Z]+)*$",
+    rf"x{{6,}}|X{{6,}}|\*{{4,}}|#{{4,}}|0{{12,}}|EXAMPLE|\$\{{|\{{\{{|<[a-z-]+>|^changeme$|^(?:{CREDENTIAL_NAME})$",
     re.ASCII,
 )
 
