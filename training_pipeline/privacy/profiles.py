@@ -207,10 +207,11 @@ _STRICT_OWN: tuple[CredentialRule, ...] = (
     # a signed URL's signature, which grants what the URL names until it expires: Azure's shared access
     # signature (`?sv=…&sig=…`), and any other service's `sig=`
     _rule("url-signature", r"[?&]sig=([A-Za-z0-9%+/=_-]{16,512})(?=[&#\s\"'<>]|$)", group=1),
-    # an OAuth authorization code in the redirect that carries it (`OAuthCodeRule`)
+    # an OAuth authorization code in the redirect that carries it (`OAuthCodeRule`); the literal first,
+    # so `re` finds it by literal search
     OAuthCodeRule(
         "oauth-code",
-        LazyPattern(r"[?&#]code=([A-Za-z0-9._~%/+*-]{16,512})(?=[&#\s\"'<>]|$)", _A),
+        LazyPattern(r"code=(?<=[?&#]code=)([A-Za-z0-9._~%/+*-]{16,512})(?=[&#\s\"'<>]|$)", _A),
         group=1,
     ),
     # a PostgreSQL password file's line's password (a `:` in it escaped)
