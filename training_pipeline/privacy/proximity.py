@@ -205,8 +205,11 @@ def _link_start(text: str, start: int) -> int | None:
     """Where the URL that the token at `start` stands in starts, or None when it stands in none (found
     by `rfind`: a pattern searched backwards from every position is quadratic in a long run)."""
     floor = max(0, start - _URL_BEFORE * 8)
-    run = max(floor, *(text.rfind(mark, floor, start) + 1 for mark in _URL_ENDS))
-    return run if "://" in text[run:start] else None
+    scheme = text.rfind("://", floor, start)
+    if scheme < 0:  # most tokens: no URL before them at all
+        return None
+    run = max(floor, *(text.rfind(mark, scheme, start) + 1 for mark in _URL_ENDS))
+    return None if run > scheme else max(floor, *(text.rfind(mark, floor, scheme) + 1 for mark in _URL_ENDS))
 
 
 def _part_before(text: str, link: int, start: int) -> str:
