@@ -107,11 +107,17 @@ _TITLE = (
 #: a middle name's initial (`Nathaniel J. Smith`)
 _INITIAL = r"\p{Lu}\.[ \t]+"
 _DEGREE = r"(?:,?[ \t]+(?:MBA|PhD|MSc|BSc|B\.Sc|M\.Sc|MD|Jr|Sr|II|III|IV|B\.A|M\.A|B\.Eng|M\.Eng|LL\.M)\.?)"
-#: one to four words of a name on one line, with the initials and particles between them, after a title
-#: and before a degree ("Ing. Domenico Speer MBA.", "Roland de la Bazin", "Jane Q. Doe")
-NAME = (
-    rf"{_TITLE}{{0,2}}{_WORD}(?:[ \t]+(?:{_INITIAL}|{_PARTICLE}[ \t]+){{0,2}}{_WORD}){{0,3}}{_DEGREE}{{0,2}}"
-)
+
+
+def _name(least: int) -> str:
+    """A name of `least` + 1 to four words on one line, with the initials and particles between them,
+    after a title and before a degree ("Ing. Domenico Speer MBA.", "Roland de la Bazin", "Jane Q. Doe")."""
+    words = rf"(?:[ \t]+(?:{_INITIAL}|{_PARTICLE}[ \t]+){{0,2}}{_WORD}){{{least},3}}"
+    return rf"{_TITLE}{{0,2}}{_WORD}{words}{_DEGREE}{{0,2}}"
+
+
+#: a name of one to four words
+NAME = _name(0)
 #: a name written family name first, after a comma (`Müller, Hans`): one word before it, so a title after
 #: a name ("Rui Costa, Senior Engineer") is not one
 FAMILY_FIRST = rf"{_WORD},[ \t]*{NAME}"
@@ -129,9 +135,7 @@ VCARD_N = r"(?:^|\n)N(?:;[^:\n]{0,80})?:"
 LDAP_UID = r"(?<![\w.-])(?i:uid)="
 LDAP_NEXT = r",(?i:ou|dc|cn|o)="
 #: a name of two words or more
-NAME_TWO = (
-    rf"{_TITLE}{{0,2}}{_WORD}(?:[ \t]+(?:{_INITIAL}|{_PARTICLE}[ \t]+){{0,2}}{_WORD}){{1,3}}{_DEGREE}{{0,2}}"
-)
+NAME_TWO = _name(1)
 #: capitalised words that follow a cue without being a name ("I'm Sorry", "Hi Team,", "Dear Customer",
 #: a tool's `"name": "Search Web"`, a title after a name: "Name: Jane Doe, Senior Engineer", a program's
 #: "Hello World!", an assistant's "Hey Siri", a button's accessible name: `{ name: 'Sign In' }`, a CI
