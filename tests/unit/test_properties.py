@@ -368,10 +368,12 @@ _keyword_texts = st.lists(
 @example("AKIA—\ud800")  # a dash (the text outside Latin-1) and a lone surrogate
 def test_a_rule_looks_for_its_keywords_in_the_text_lowered(text: str) -> None:
     """gitleaks runs a rule only on text whose lower case holds one of its keywords; the rules look in
-    the text's UTF-8 with ASCII letters lowered where nothing else can lower into a keyword's letters."""
+    the text's UTF-8 with ASCII letters lowered where nothing else can lower into a keyword's letters
+    (and then for the run of token characters every match holds, `token_run`)."""
     lowered = text.lower()
     for rule in _KEYWORD_RULES:
         expected = rule.keyword_in_every_match or any(word in lowered for word in rule.keywords)
+        expected = expected and (rule.token_run is None or rule.token_run.held_by(text))
         assert rule.applies(text) == expected, (rule.label, text)
 
 
@@ -716,3 +718,18 @@ def test_every_record_is_in_the_output_or_a_report(tmp_path: Path, lines: list[b
     assert result.quarantined == quarantined
     assert result.records_in == result.privacy["kept"] + result.privacy["droppedPrivate"] + quarantined
     assert result.summary["trajectoryCount"] == result.privacy["kept"]
+
+
+_RUN_RULES = [rule for rule in PROFILES["strict"].rules if getattr(rule, "token_run", None) is not None]
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(st.data())
+def test_a_text_a_rule_matches_holds_the_token_run_the_rule_looks_for_first(data: st.DataObject) -> None:
+    """A rule is run only on text holding the run of token characters its pattern requires
+    (`token_run`): every text its pattern matches holds one, whatever surrounds the match."""
+    rule = data.draw(st.sampled_from(_RUN_RULES), label="rule")
+    pattern = rule.pattern.compiled()
+    text = data.draw(st.from_regex(pattern), label="text")
+    assume(pattern.search(text) is not None)
+    assert rule.token_run.held_by(text), (rule.label, text)

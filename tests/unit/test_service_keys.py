@@ -18,6 +18,7 @@ from training_pipeline.privacy import gitleaks, kingfisher
 from training_pipeline.privacy.filter import PrivacyFilter
 from training_pipeline.privacy.kingfisher import RULES_FOLDER, refresh, rules_from_yaml, to_python_pattern
 from training_pipeline.privacy.scan import SecretScanner
+from training_pipeline.privacy.token_run import required_run
 
 CORPUS = REPO / "bench" / "data" / "kingfisher_corpus.jsonl"
 KEY = "Zq8W3kLmN7pR2tY5vB9xC4dF6gH1jK0s"
@@ -265,3 +266,47 @@ def test_a_refresh_from_a_missing_source_is_one_line_and_changes_nothing(module:
     assert done.stderr.startswith("error: ") and len(done.stderr.strip().splitlines()) == 1
     assert "Traceback" not in done.stderr
     assert (kingfisher.RULES_FILE if module == "kingfisher" else gitleaks.RULES_FILE).read_bytes() == vendored
+
+
+@pytest.mark.parametrize(
+    ("pattern", "run"),
+    [
+        (r"\bline(?:.|[\n\r]){0,32}?(?:SECRET|KEY)(?:.|[\n\r]){0,32}?\b([a-zA-Z0-9+/]{171,172})", 171),
+        (r"\bcolumn(?:.|[\n\r]){0,32}?KEY\b((?:test|live)_[a-zA-Z0-9]{27})", 27),
+        (r"\b(sgp_\w{64})\b", 64),
+        (r"(?:foo|[a-z]{40})", None),  # a branch of an alternation
+        (r"key|[a-z]{40}", None),
+        (r"x([a-z]{40})?", None),  # an optional group
+        (r"x(?:[a-z]{40}){,2}", None),
+        (r"(?=[a-z]{40})abc", None),  # a lookaround
+        (r"(?i:[a-z]{40})", None),  # a scoped flag: not followed
+        (r"tok=[a-z]{8}", None),  # too short to be worth looking for
+    ],
+)
+def test_a_token_run_counts_only_where_every_match_holds_it(pattern: str, run: int | None) -> None:
+    found = required_run(pattern)
+    assert (found[1] if found else None) == run
+
+
+def test_a_rule_named_by_a_common_word_runs_only_on_text_holding_its_token(strict: PrivacyFilter) -> None:
+    """Kingfisher's LINE rule is gated on the word `line`: a log or a prompt full of the word ran its
+    pattern, gaps and all, at every occurrence, for a 171-character token the text did not hold."""
+    (rule,) = [rule for rule in strict.rules.rules if rule.label == "line-messaging-api-token"]
+    log = "line 42: the access key was rotated\n" * 50
+    assert rule.pattern.search(log) is None and not rule.applies(log)
+    example = kingfisher.examples()[rule.label][0]
+    assert rule.applies(example)
+    assert rule.redact(example)[1] == 1
+
+
+def test_every_published_key_holds_the_token_run_its_rule_looks_for_first() -> None:
+    rules = {rule.label: rule for rule in (*kingfisher.load_rules(), *gitleaks.load_rules())}
+    checked = 0
+    for corpus in (CORPUS, REPO / "bench" / "data" / "credential_corpus.jsonl"):
+        for sample in map(json.loads, corpus.read_text().splitlines()):
+            rule = rules.get(sample["family"])
+            if rule is None or rule.token_run is None or rule.pattern.search(sample["text"]) is None:
+                continue
+            checked += 1
+            assert rule.token_run.held_by(sample["text"]), (rule.label, sample["text"])
+    assert checked > 5000

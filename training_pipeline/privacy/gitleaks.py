@@ -39,6 +39,7 @@ from training_pipeline.privacy.credential_rule import (
     literal_free,
     looks_fake,
 )
+from training_pipeline.privacy.token_run import TokenRun
 
 FOLDER = Path(__file__).with_name("gitleaks")
 RULES_FILE = FOLDER / "gitleaks.toml"
@@ -143,16 +144,19 @@ class GitleaksRule(CredentialRule):
     #: lowering a whole prompt to look for it is wasted
     keyword_in_every_match: bool = False
     whole_token: bool = True
+    #: the run of token characters every match holds (`token_run`), looked for before the pattern runs
+    token_run: TokenRun | None = None
 
     def applies(self, text: str) -> bool:
-        if not self.keywords or self.keyword_in_every_match:
-            return True
-        keywords = _ascii_keywords(self.keywords)
-        if keywords is None:  # a keyword outside ASCII: looked for in the text lowered as a whole
-            lowered = text.lower()
-            return any(keyword in lowered for keyword in self.keywords)
-        lowered_utf8 = _lowered(text)
-        return any(keyword in lowered_utf8 for keyword in keywords)
+        if self.keywords and not self.keyword_in_every_match:
+            keywords = _ascii_keywords(self.keywords)
+            if keywords is None:  # a keyword outside ASCII: looked for in the text lowered as a whole
+                lowered = text.lower()
+                if not any(keyword in lowered for keyword in self.keywords):
+                    return False
+            elif not any(keyword in _lowered(text) for keyword in keywords):
+                return False
+        return self.token_run is None or self.token_run.held_by(text)
 
     def gate(self) -> re.Pattern[str]:
         """The rule's keywords instead of its pattern when the pattern has a way to match without a
@@ -372,6 +376,7 @@ def load_rules(path: Path | None = None) -> tuple[GitleaksRule, ...]:
                 secret_group=int(spec.get("secretGroup", 0)),
                 keywords=keywords,
                 keyword_in_every_match=any(keyword in head for keyword in keywords),
+                token_run=TokenRun(pattern.pattern, pattern.flags),
             )
         )
     # the catch-all shapes last, so a vendor's own rule names its key

@@ -37,6 +37,7 @@ from typing import Any
 from training_pipeline.atomic import atomic_write_text
 from training_pipeline.privacy.credential_rule import CREDENTIAL_NAME, LazyPattern, literal_first
 from training_pipeline.privacy.gitleaks import Allowlist, GitleaksRule, _alternation_outside_groups, to_python
+from training_pipeline.privacy.token_run import TokenRun
 
 FOLDER = Path(__file__).with_name("kingfisher")
 RULES_FOLDER = FOLDER / "rules"
@@ -209,11 +210,14 @@ EXTRA_ALLOWLISTS: dict[str, tuple[Allowlist, ...]] = {
 
 def _rule(spec: dict[str, Any]) -> KingfisherRule:
     flags = int(spec["flags"])
+    pattern = LazyPattern(literal_first(spec["pattern"]), flags)
     return KingfisherRule(
         spec["label"],
-        LazyPattern(literal_first(spec["pattern"]), flags),
+        pattern,
         entropy=float(spec["min_entropy"]),
         allowlists=EXTRA_ALLOWLISTS.get(spec["id"], ()),
+        # the gate is often a service's name alone, a common word for some (`line`, `client`)
+        token_run=TokenRun(pattern.pattern, pattern.flags),
         gate_pattern=LazyPattern(gate_source(spec["pattern"]), flags),
     )
 
