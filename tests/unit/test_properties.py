@@ -18,6 +18,8 @@ from training_pipeline.datasets.training_tasks import TASKS, build_example, infe
 from training_pipeline.datasets.validate import inspect_line, inspect_record
 from training_pipeline.privacy.credential_rule import CredentialRule, compiled
 from training_pipeline.privacy.entities import EntityDirectory
+from training_pipeline.privacy.escapes import _ESCAPE, may_be_escaped
+from training_pipeline.privacy.escapes import _read as _read_escape
 from training_pipeline.privacy.filter import PrivacyFilter
 from training_pipeline.privacy.keyed import KEYED_SECRET, KEYED_SPACED
 from training_pipeline.privacy.personal.recognizers import _Recognizer
@@ -733,3 +735,27 @@ def test_a_text_a_rule_matches_holds_the_token_run_the_rule_looks_for_first(data
     text = data.draw(st.from_regex(pattern), label="text")
     assume(pattern.search(text) is not None)
     assert rule.token_run.held_by(text), (rule.label, text)
+
+
+_ESCAPES = st.one_of(
+    st.sampled_from(
+        ["%40", "%2B", "&#64;", "&#x40;", "&commat;", "&period;", "\\/", "\\\\", '\\"', "\\u0040"]
+    ),
+    st.builds(
+        lambda opening, word, closing: opening + word + closing,
+        st.sampled_from("[({"),
+        st.sampled_from(["at", "dot", "AT", "Dot", "aT"]),
+        st.sampled_from(")]}"),
+    ),
+)
+_AROUND = st.text(alphabet=st.sampled_from(list('%&#;\\/"u[](){}atdoATDOxq0127 \t')), max_size=12)
+
+
+@settings(max_examples=300)
+@given(_AROUND, _ESCAPES, _AROUND)
+def test_a_text_holding_an_escape_is_never_passed_over(before: str, escape: str, after: str) -> None:
+    """`may_be_escaped` looks for the characters an escape needs before any pattern: it may say yes
+    to a text with none, never no to a text holding one `unescaped` reads."""
+    text = before + escape + after
+    if any(_read_escape(match) is not None for match in _ESCAPE.finditer(text)):
+        assert may_be_escaped(text), text
