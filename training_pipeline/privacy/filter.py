@@ -31,7 +31,7 @@ from training_pipeline.jscompat import utf16_len
 from training_pipeline.privacy.budget import budget
 from training_pipeline.privacy.credential_rule import Found, is_placeholder
 from training_pipeline.privacy.entities import EntityDirectory
-from training_pipeline.privacy.escapes import may_be_escaped, unescaped
+from training_pipeline.privacy.escapes import unescaped
 from training_pipeline.privacy.id_key import apart, detached
 from training_pipeline.privacy.memo import MEMO_MAX_CHARS, TextMemo
 from training_pipeline.privacy.personal import (
@@ -44,7 +44,6 @@ from training_pipeline.privacy.personal import (
 )
 from training_pipeline.privacy.prefilter import PatternDatabase
 from training_pipeline.privacy.profiles import (
-    MIN_SECRET_LENGTH,
     PROFILES,
     SECRET_ENV_NAME,
     STRICT_SECRET_ENV_NAME,
@@ -58,11 +57,6 @@ HANDLE = re.compile(r"@[a-zA-Z0-9_.-]{2,}")
 ENV_SECRET_LABEL = "env-secret"
 _ENV_PLACEHOLDER = f"<REDACTED:{ENV_SECRET_LABEL}>"
 _ENV_PLACEHOLDER_BYTES = _ENV_PLACEHOLDER.encode()
-#: Texts this long are cleared in batches of about `_BATCH_CHARS` (`PrivacyFilter._clear_short_texts`):
-#: shorter ones cannot hold a match, longer ones cost more in the scan than in the call.
-_MIN_BATCHED = MIN_SECRET_LENGTH
-_MAX_BATCHED = 512
-_BATCH_CHARS = 4096
 #: From this many environment secrets on, a text is cleared of them all by one Hyperscan scan: below it,
 #: a `str.replace` pass per secret costs less than the scan's call.
 _GATED_SECRETS = 4
@@ -272,7 +266,6 @@ class PrivacyFilter:
         # the profile: the elizaos profile's narrower reach is elizaOS's contract for its own export format
         if self.profile == "strict" or is_trace(trajectory):
             strings.walk()
-        self._clear_short_texts([text for _, _, text in slots])
         found: dict[str, str] = {}
         with budget(self.budget_seconds):
             for container, key, text in slots:
@@ -354,51 +347,6 @@ class PrivacyFilter:
             return
         for container, key, _ in slots:
             container[key] = _replace_found(container[key], secrets, self.stats.redactions)
-
-    def _clear_short_texts(self, texts: list[str]) -> None:
-        """Remember as clean the short texts nothing could be redacted in, found a batch at a time.
-
-        Most of a trajectory's strings are short and clean, and asking the gate about each costs more
-        in the call than in the scan: texts the memo does not know go to the gate joined in batches
-        (`RuleGate.any_candidate_in_lines`), and every text of a batch without a candidate rule or a
-        secret value is what `_redact` would return unchanged, with nothing counted. Any other text is
-        redacted alone, as before."""
-        batch: list[str] = []
-        size = 0
-        seen: set[str] = set()
-        for text in texts:
-            if not _MIN_BATCHED <= len(text) <= _MAX_BATCHED or text in self._memo or text in seen:
-                continue
-            # what it holds escaped (`_redact_escaped`) the joined scan would not see
-            if may_be_escaped(text):
-                continue
-            if not text.isascii():  # a lone surrogate cannot be scanned; such texts go alone
-                try:
-                    text.encode("utf-8")
-                except UnicodeEncodeError:
-                    continue
-            seen.add(text)
-            batch.append(text)
-            size += len(text)
-            if size >= _BATCH_CHARS:
-                self._clear_batch(batch)
-                batch, size = [], 0
-        if batch:
-            self._clear_batch(batch)
-
-    def _clear_batch(self, batch: list[str]) -> None:
-        if len(batch) < 2:
-            return
-        joined = "\n".join(batch).encode("utf-8")
-        if not self.rules.any_candidate_in_lines(joined) and not self._holds_secret(joined):
-            for text in batch:
-                self._memo.remember(text, (None, (), ()))
-
-    def _holds_secret(self, data: bytes) -> bool:
-        """Whether UTF-8 `data` holds an environment secret's value: exactly where its text holds it."""
-        if self._secret_gate is not None:
-            return bool(self._secret_gate.matching(data))
-        return any(secret in data for secret in self._secret_bytes)
 
     def redact(self, text: str) -> str:
         """`text` with its credentials redacted, then its personal data (numbered within the text), each

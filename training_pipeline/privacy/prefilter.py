@@ -43,12 +43,9 @@ def _pcre_escapes(text: str) -> str:
     return _ESCAPE.sub(lambda m: f"\\x{{{m.group(1)}}}" if m.group(1) else m.group(), text)
 
 
-def gate_expression(pattern: str, joined: bool = False) -> bytes:
+def gate_expression(pattern: str) -> bytes:
     """`pattern` (Python `re` syntax, as the rules write it) in Hyperscan's syntax, with every `{m,n}`
-    outside a class widened to `{m,}`: a superset, and far cheaper to compile than a wide bounded repeat.
-
-    `joined`: for texts scanned joined by newlines (`RuleGate.any_candidate_in_lines`), compiled multi-line:
-    `\\A` and `\\Z` become `^` and `$`, which then match at each text's start and end."""
+    outside a class widened to `{m,}`: a superset, and far cheaper to compile than a wide bounded repeat."""
     out: list[str] = []
     for token in _TOKEN.finditer(pattern):
         char_class, escape, _, low = token.groups()
@@ -57,8 +54,6 @@ def gate_expression(pattern: str, joined: bool = False) -> bytes:
             out.append(_pcre_escapes(text))
         elif low is not None:
             out.append(f"{{{low},}}")
-        elif joined and text in (r"\A", r"\Z", r"\z"):
-            out.append("^" if text == r"\A" else "$")
         else:
             out.append(text)
     return "".join(out).encode("utf-8")
@@ -255,8 +250,7 @@ class RuleGate:
     def __init__(self, patterns: Callable[[], Sequence[re.Pattern[str]]], count: int) -> None:
         self._patterns = functools.cache(patterns)
         self._everything = frozenset(range(count))
-        self._scanner = self._scanner_for(joined=False)
-        self._joined: PatternDatabase | None = None
+        self._scanner = self._scanner_for()
 
     def candidates(self, text: str) -> frozenset[int] | set[int]:
         """Indices of the patterns that may match `text` (all of them if it is not valid UTF-8)."""
@@ -270,39 +264,21 @@ class RuleGate:
         """`candidates` of a text given as its UTF-8."""
         return self._scanner.matching(data)
 
-    def any_candidate_in_lines(self, lines: bytes) -> bool:
-        """Whether any pattern may match any of some texts (valid UTF-8 each), given joined by newlines
-        as UTF-8: one scan instead of one per text, which for short texts is most of the cost.
-
-        False only when `candidates` is empty for every one: a text's match is a match of the joined
-        texts, as the separator is what a text's edge is to every construct (a non-word character for
-        `\\b` and lookarounds; a line's end and start for `^` and `$`, the expressions compiled
-        multi-line). Matches across a separator can only add to the answer."""
-        return bool(self.candidates_in_lines(lines))
-
-    def candidates_in_lines(self, lines: bytes) -> set[int]:
-        """The patterns that may match one of some texts given joined as `any_candidate_in_lines`
-        takes them (a superset, as that is)."""
-        if self._joined is None:
-            self._joined = self._scanner_for(joined=True)
-        return self._joined.matching(lines)
-
-    def _scanner_for(self, joined: bool) -> PatternDatabase:
+    def _scanner_for(self) -> PatternDatabase:
         patterns = self._patterns()
         if len(patterns) != len(self._everything):
             raise ValueError(f"{len(patterns)} patterns for a gate of {len(self._everything)}")
-        # `joined`: for texts scanned joined by newlines, compiled multi-line (`gate_expression`)
-        expressions = [gate_expression(p.pattern, joined) for p in patterns]
-        return PatternDatabase(expressions, [_gate_flags(p.flags, joined) for p in patterns])
+        expressions = [gate_expression(p.pattern) for p in patterns]
+        return PatternDatabase(expressions, [_gate_flags(p.flags) for p in patterns])
 
 
-def _gate_flags(flags: int, joined: bool) -> int:
+def _gate_flags(flags: int) -> int:
     """Hyperscan's flags for a pattern compiled with `re`'s `flags`: its case, its `.` across lines and
     its `^` and `$` at each line are the pattern's own (a rule for a config file's lines is
     multi-line), so what `re` matches Hyperscan does too."""
     return (
         _BASE_FLAGS
-        | (hyperscan.HS_FLAG_MULTILINE if joined or flags & re.MULTILINE else 0)
+        | (hyperscan.HS_FLAG_MULTILINE if flags & re.MULTILINE else 0)
         | (hyperscan.HS_FLAG_DOTALL if flags & re.DOTALL else 0)
         | (hyperscan.HS_FLAG_CASELESS if flags & re.IGNORECASE else 0)
     )

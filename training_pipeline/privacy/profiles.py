@@ -294,24 +294,6 @@ class RuleSet:
         found = gate.candidates(text) if data is None else gate.candidates_in(data)
         return [self.rules[index] for index in sorted(found)] if found else []
 
-    def any_candidate_in_lines(self, lines: bytes) -> bool:
-        """Whether `applicable` could name a rule for any of some texts (valid UTF-8 each), given
-        joined by newlines as UTF-8, in one scan. A rule with a test of its own before it runs
-        (`applies`: a keyword, or the proximity rule's word near a token, which Hyperscan's prefilter
-        mode approximates widely) is asked with it: a rule that applies to none of the joined texts
-        applies to no one of them."""
-        found = self._the_gate().candidates_in_lines(lines)
-        text: str | None = None
-        for index in found:
-            rule = self.rules[index]
-            if type(rule).applies is CredentialRule.applies:
-                return True  # no test of its own: the gate's word is final
-            if text is None:
-                text = lines.decode("utf-8", "surrogatepass")
-            if rule.applies(text):
-                return True
-        return False
-
     def _the_gate(self) -> RuleGate:
         if self._gate is None:
             rules = self.rules
@@ -319,8 +301,8 @@ class RuleSet:
         return self._gate
 
     def build(self) -> None:
-        """The rules and both gates built now, not on first use."""
-        self._the_gate().any_candidate_in_lines(b"")
+        """The rules and the gate built now, not on first use."""
+        self._the_gate()
 
 
 PROFILES: dict[str, RuleSet] = {"elizaos": RuleSet(lambda: ELIZAOS_RULES), "strict": RuleSet(strict_rules)}

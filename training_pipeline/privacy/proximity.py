@@ -152,17 +152,6 @@ class ProximityRule(CredentialRule):
 
         return next_match
 
-    def applies(self, text: str) -> bool:
-        """Whether the rule would redact something in `text`: asked where Hyperscan named the rule for
-        many texts at once (`RuleSet.any_candidate_in_lines`), whose prefilter mode takes the gate's
-        word-then-token far wider than it is (a service's name anywhere before any id). Each token is
-        tested as `redact` tests it; the first that would go answers."""
-        for match in self.finditer(text):
-            token = match.group().rstrip(".")
-            if credential_shaped(token) and self._named_before(text, match.start(), token):
-                return True
-        return False
-
     def secret_span(self, match: re.Match[str], text: str) -> tuple[int, int] | None:
         token = match.group().rstrip(".")  # a full stop after it is the sentence's
         if not credential_shaped(token) or not self._named_before(text, match.start(), token):
