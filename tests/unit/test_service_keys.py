@@ -161,6 +161,14 @@ def test_a_docker_auth_file_loses_its_credentials(strict: PrivacyFilter) -> None
         # in a URL, named by the part just before it, or by the text before the URL
         ("open https://app.example.com/reset-password#Xk9fQ2mZ7pLw3RtY8vBnQ4 now", "Xk9fQ2mZ7pLw3RtY8vBnQ4"),
         ("my token: https://example.com/x#Xk9fQ2mZ7pLw3RtY8vBnQ4", "Xk9fQ2mZ7pLw3RtY8vBnQ4"),
+        # a one-time link's token in its path: a password reset, a verification, an invitation
+        (
+            "Reset it: https://app.example.com/reset-password/9f8e7d6c5b4a39281706f5e4d3c2b1a0",
+            "9f8e7d6c5b4a3928",
+        ),
+        ("https://example.com/password/reset/Qm9vYmFyLXRva2VuLTEy?email=x", "Qm9vYmFyLXRva2VuLTEy"),
+        ("GET /account/activate/550e8400-e29b-41d4-a716-446655440000 HTTP/1.1", "550e8400-e29b-41d4"),
+        ("Join us: https://example.com/Invitations/k9Xw2Lp4Qz7Rt1Vb8Nm3", "k9Xw2Lp4Qz7Rt1Vb8Nm3"),
     ],
 )
 def test_a_credential_shaped_token_near_a_credential_word_or_a_service_is_redacted(
@@ -191,6 +199,9 @@ def test_a_credential_shaped_token_near_a_credential_word_or_a_service_is_redact
         "[live stream]: https://www.youtube.com/playlist?list=PLhQjrBD2T382_R182iC2gNZI9HzWFMC_8",
         # a `code=` outside an OAuth redirect: a promotion's, a country's
         "https://shop.example.com/cart?code=SUMMER2026DISCOUNTS and https://example.com/c?code=DE",
+        # a one-time link's purpose before a page's name, a file, an endpoint
+        "https://example.com/docs/reset-password/how-to-reset-your-password",
+        "see src/app/login/LoginForm.tsx and /api/login/refresh_session_token",
     ],
 )
 def test_names_ids_and_commits_near_a_credential_word_are_left_alone(

@@ -114,6 +114,29 @@ class OAuthCodeRule(CredentialRule):
         return span if _OAUTH_REDIRECT.search(text, start, end) else None
 
 
+#: the path segment before a one-time link's token: a password reset, an e-mail's verification, an
+#: account's activation, a sign-in ("magic") link, an invitation
+_LINK_PURPOSE = (
+    r"(?:reset[-_]?password|password[-_]?reset|reset|verify(?:[-_]?e-?mail)?|verification|"
+    r"confirm(?:[-_]?e-?mail|ation)?|activate|activation|magic[-_]?link|(?:e-?mail[-_]?)?login|signin|"
+    r"invite|invitation)"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class LinkTokenRule(CredentialRule):
+    """A one-time link's token in the link's path (`/reset-password/9f8e…`, `/invite/aB3d…`): until it
+    is used or expires, it signs in as the account it was sent to. Only a token's shape counts
+    (`credential_shaped`): `/docs/reset-password/how-to-reset-it` is a page."""
+
+    def secret_span(self, match: re.Match[str], text: str) -> tuple[int, int] | None:
+        # here, not at the module's top: `token_shape` loads gitleaks' rules, which `elizaos` never needs
+        from training_pipeline.privacy.token_shape import credential_shaped
+
+        span = CredentialRule.secret_span(self, match, text)
+        return span if span is not None and credential_shaped(match.group(self.group)) else None
+
+
 def _rule(label: str, pattern: str, flags: int = 0, group: int = 0) -> CredentialRule:
     """Compiled when the gate first names the rule (`credential_rule.LazyPattern`), as gitleaks' rules are."""
     return CredentialRule(label, LazyPattern(literal_first(pattern), _A | flags), group)
@@ -212,6 +235,14 @@ _STRICT_OWN: tuple[CredentialRule, ...] = (
     OAuthCodeRule(
         "oauth-code",
         LazyPattern(r"code=(?<=[?&#]code=)([A-Za-z0-9._~%/+*-]{16,512})(?=[&#\s\"'<>]|$)", _A),
+        group=1,
+    ),
+    # a one-time link's token in its path (`LinkTokenRule`); in its query, the proximity rule reads it
+    LinkTokenRule(
+        "link-token",
+        LazyPattern(
+            rf"/{_LINK_PURPOSE}s?/([A-Za-z0-9_~+=-]{{16,512}})(?=[/?#&\s\"'<>)\]]|$)", _A | re.IGNORECASE
+        ),
         group=1,
     ),
     # a PostgreSQL password file's line's password (a `:` in it escaped)
