@@ -1052,6 +1052,24 @@ def test_a_files_owner_ids_user_and_the_environments_account_are_redacted() -> N
     assert calls[3]["response"] == 'export USER=$(whoami); USER = os.environ["USER"]'
 
 
+def test_an_active_directory_account_is_redacted() -> None:
+    """An agent administering Windows reads accounts from Active Directory: LDIF's and PowerShell's
+    `sAMAccountName` (a list's `SamAccountName : jdoe`, JSON's), and the account `Get-ADUser` and its
+    kin are given; a query by filter names no one, and `Administrator` stays."""
+    text = (
+        "dn: CN=Tam Nguyen,OU=Staff,DC=corp,DC=example\nsAMAccountName: tnguyen\n"
+        "PS> Get-ADUser -Identity rpatel -Properties *\nSamAccountName    : rpatel\n"
+        'Set-ADUser "afischer" -Title Engineer\n{"sAMAccountName": "mkowalski"}\n'
+        'Get-ADUser -Filter * -SearchBase "OU=Staff,DC=corp"\nsamaccountname: Administrator'
+    )
+    assert _strict().redact(text) == (
+        "dn: CN=<PII:PERSON:1>,OU=Staff,DC=corp,DC=example\nsAMAccountName: <PII:USERNAME:1>\n"
+        "PS> Get-ADUser -Identity <PII:USERNAME:2> -Properties *\nSamAccountName    : <PII:USERNAME:2>\n"
+        'Set-ADUser "<PII:USERNAME:3>" -Title Engineer\n{"sAMAccountName": "<PII:USERNAME:4>"}\n'
+        'Get-ADUser -Filter * -SearchBase "OU=Staff,DC=corp"\nsamaccountname: Administrator'
+    )
+
+
 def test_a_process_listings_an_open_files_and_an_ssh_configs_account_are_redacted() -> None:
     """A coding agent diagnosing a port or a login prints `ps aux` (USER before the PID), `lsof` (USER
     after it), `stat` (`Uid: ( 501/ jdoe)`), `ssh-add -l` (the key's comment) and `~/.ssh/config` (a

@@ -16,6 +16,7 @@ __all__ = [
     "ADDRESS_CUE",
     "ADDRESS_GATE",
     "ADDRESS_JOIN",
+    "AD_USER_COMMAND",
     "AFTER_ROLE",
     "ASKED_WHO",
     "ASSIGNED_PEOPLE",
@@ -219,11 +220,14 @@ SHELL_PROMPT = (
 FILE_MODE = r"[-dlcbps][-r][-w][-xsS][-r][-w][-xsS][-r][-w][-xtT][@+.]?[ \t]+\d+[ \t]+"
 #: a field holding an account's name: GitHub's API (`"login": "jdoe"`, in every pull request's, issue's
 #: and commit's `user` and `author`), a form's or a config's `username`, Twitter's `screen_name`, a
-#: profile's `github_username`
+#: profile's `github_username`, Active Directory's `sAMAccountName` (LDIF, PowerShell's `Get-ADUser`)
 ACCOUNT_KEY = (
     r"(?i:(?:twitter|github|gitlab|slack|discord|telegram|instagram|tiktok|reddit|linkedin|mastodon)[ _-]?)?"
-    r"(?i:login|user[ _]?name|screen[ _]?name)"
+    r"(?i:login|user[ _]?name|screen[ _]?name|sam[ _]?account[ _]?name)"
 )
+#: PowerShell's Active Directory commands, up to the account they are given (`Get-ADUser -Identity jdoe`,
+#: `Set-ADUser jdoe`)
+AD_USER_COMMAND = r"\b(?i:(?:get|set|remove|enable|disable|unlock)-aduser)[ \t]+(?:(?i:-identity)[ \t]+)?"
 #: a chat's display name given as a handle (Slack's and Discord's `"display_name": "jdoe"`, a line's
 #: `display_name: jdoe`), up to it; one given in words is a person's name (`NAME_FIELD`)
 HANDLE_DISPLAY_NAME = r"(?:[\"']display[_ ]?name[\"']|^[ \t]*display[_ ]?name)[ \t]*:[ \t]*[\"']?"

@@ -115,6 +115,7 @@ _FAMILIES: tuple[tuple[str, tuple[str, ...], int], ...] = (
         rf"{cues.PROCESS_OWNER}|{cues.SESSION_TTY}|{cues.ACCESS_LOG_TIME}|{cues.OPEN_FILE}|{cues.STAT_UID}|{cues.KEY_FINGERPRINT}[\w.-]+@|"
         r"\n[ \t]*User[ \t]+[A-Za-z_]|"
         rf"{cues.FILE_MODE}[A-Za-z_]|{cues.ID_UID}|{cues.LOGIN_VARIABLE}|{cues.ACCOUNT_KEY}[\"']?[ \t]*[:=]|"
+        rf"{cues.AD_USER_COMMAND}[\"']?[A-Za-z_]|"
         rf"{cues.CONNINFO_USER}|\buser='?[A-Za-z_][^\s,]*{cues.CONNINFO_KEYS_AFTER}|"
         rf"{cues.URL_ACCOUNT}{cues.URL_DOMAIN}[A-Za-z_][\w.+-]*{cues.URL_PASSWORD_AT}|"
         rf"{cues.DB_URL_USER}|\bdisplay[_ ]?name[\"']?[ \t]*:[ \t]*[\"']?[a-z0-9_]|"

@@ -40,6 +40,7 @@ from training_pipeline.privacy.personal.cues import (
     ACCESS_LOG_TIME,
     ACCOUNT_COMMAND,
     ACCOUNT_KEY,
+    AD_USER_COMMAND,
     ADDRESS_CUE,
     ADDRESS_JOIN,
     AFTER_ROLE,
@@ -525,6 +526,7 @@ class AccountNameRecognizer(_Recognizer):
             0.7,
         ),
         (rf"{ID_UID}([A-Za-z_][\w.-]{{0,31}})\)", "USERNAME", 0.7),
+        (rf"{AD_USER_COMMAND}[\"']?([A-Za-z_][\w.-]{{0,19}})(?![\w@-])", "USERNAME", 0.7),
         # `ps aux`'s, `lsof`'s and `stat`'s owner, `ssh-add -l`'s key comment, an SSH config's `User`
         (rf"^([a-z_][\w.-]{{0,31}}){PROCESS_OWNER}", "USERNAME", 0.7),
         (rf"^([a-z_][\w.-]{{0,31}}){SESSION_TTY}", "USERNAME", 0.7),
@@ -561,7 +563,7 @@ class AccountNameRecognizer(_Recognizer):
         # `login: String!`), code's variable (`username = self.username`), a log's "Login: failed for"
         (rf"[\"']{ACCOUNT_KEY}[\"'][ \t]*[:=][ \t]*[\"']([A-Za-z0-9_][\w.-]{{0,38}})[\"']", "USERNAME", 0.7),
         (
-            r"^[ \t]*(?:-[ \t]+)?(?:login|[uU]ser[ _]?[nN]ame|screen[ _]?name)"
+            r"^[ \t]*(?:-[ \t]+)?(?:login|[uU]ser[ _]?[nN]ame|screen[ _]?name|(?i:sam[ _]?account[ _]?name))"
             r"(?:[ \t]*:[ \t]*[\"']?|[ \t]*=[ \t]*[\"'])([A-Za-z0-9_][\w.-]{0,38})(?=[\"',;}]|[ \t]*$)",
             "USERNAME",
             0.7,
