@@ -1052,6 +1052,35 @@ def test_a_files_owner_ids_user_and_the_environments_account_are_redacted() -> N
     assert calls[3]["response"] == 'export USER=$(whoami); USER = os.environ["USER"]'
 
 
+def test_a_patients_name_as_fhir_writes_it_is_redacted() -> None:
+    """A health record's API (FHIR) gives a person's name in parts, `{"family": …, "given": […]}`, in a
+    tool's JSON result or the trajectory's metadata; each part is a name, and said in a prompt it is
+    the same person. A font's `family` is no one's."""
+    patient = {
+        "resourceType": "Patient",
+        "name": [
+            {"use": "official", "family": "Chalmers", "given": ["Peter", "James"], "text": "Peter Chalmers"}
+        ],
+    }
+    trajectory = {
+        "trajectoryId": "t",
+        "steps": [
+            {
+                "llmCalls": [{"userPrompt": "Summarise Mr Chalmers's record"}],
+                "toolResult": json.dumps(patient),
+            }
+        ],
+        "metadata": {"patient": patient, "style": {"family": "Roboto", "size": 12}},
+    }
+    _strict().redact_sensitive(trajectory)
+    stored = json.dumps(trajectory)
+    assert not any(name in stored for name in ("Chalmers", "Peter", "James"))
+    (name,) = json.loads(trajectory["steps"][0]["toolResult"])["name"]
+    assert name["family"].startswith("<PII:PERSON:") and name["given"][0].startswith("<PII:PERSON:")
+    assert trajectory["metadata"]["patient"]["name"][0]["family"] == name["family"]
+    assert trajectory["metadata"]["style"]["family"] == "Roboto"
+
+
 def test_an_active_directory_account_is_redacted() -> None:
     """An agent administering Windows reads accounts from Active Directory: LDIF's and PowerShell's
     `sAMAccountName` (a list's `SamAccountName : jdoe`, JSON's), and the account `Get-ADUser` and its

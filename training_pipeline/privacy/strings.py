@@ -20,6 +20,8 @@ __all__ = ["TEXT_FIELDS", "Slot", "TrajectoryStrings", "free_key"]
 TEXT_FIELDS = ("systemPrompt", "userPrompt", "response")
 #: where a string lives (a container and its key) and the string as it was slotted
 Slot = tuple[Any, Any, str]
+#: a structured name's parts (FHIR's `HumanName`), as a text says each
+_NAME_PARTS = {"family": "family name", "given": "given name", "text": "full name"}
 
 
 class TrajectoryStrings:
@@ -61,7 +63,17 @@ class TrajectoryStrings:
             node, said = stack.pop()
             items = node.items() if isinstance(node, dict) else enumerate(node)
             is_call = isinstance(node, dict) and id(node) in self._calls
+            # a person's name as FHIR and vCard's JSON write it: `{"family": "Doe", "given": ["Jane"]}`
+            # (`family` alone is a font's as often)
+            human_name = isinstance(node, dict) and "family" in node and "given" in node
             for key, value in items:
+                if human_name and key in _NAME_PARTS:
+                    if isinstance(value, str):
+                        slots.append((_Held(node, key, _NAME_PARTS[key], value), _NAME_PARTS[key], value))
+                        continue
+                    if isinstance(value, list):
+                        stack.append((value, _NAME_PARTS[key]))
+                        continue
                 # an object's key (a list's are numbers); a word of letters alone, a field's name,
                 # is none of the kinds and no rule's (a name needs a cue, a secret digits or more length)
                 if (
