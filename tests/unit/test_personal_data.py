@@ -1084,18 +1084,21 @@ def test_a_patients_name_as_fhir_writes_it_is_redacted() -> None:
 def test_an_active_directory_account_is_redacted() -> None:
     """An agent administering Windows reads accounts from Active Directory: LDIF's and PowerShell's
     `sAMAccountName` (a list's `SamAccountName : jdoe`, JSON's), and the account `Get-ADUser` and its
-    kin are given; a query by filter names no one, and `Administrator` stays."""
+    kin are given; a query by filter names no one, and `Administrator` and the built-in groups and
+    accounts (`sAMAccountName` names groups too) stay."""
     text = (
         "dn: CN=Tam Nguyen,OU=Staff,DC=corp,DC=example\nsAMAccountName: tnguyen\n"
         "PS> Get-ADUser -Identity rpatel -Properties *\nSamAccountName    : rpatel\n"
         'Set-ADUser "afischer" -Title Engineer\n{"sAMAccountName": "mkowalski"}\n'
-        'Get-ADUser -Filter * -SearchBase "OU=Staff,DC=corp"\nsamaccountname: Administrator'
+        'Get-ADUser -Filter * -SearchBase "OU=Staff,DC=corp"\nsamaccountname: Administrator\n'
+        '"SAMAccountName": "Replicator", "SAMAccountName": "krbtgt"'
     )
     assert _strict().redact(text) == (
         "dn: CN=<PII:PERSON:1>,OU=Staff,DC=corp,DC=example\nsAMAccountName: <PII:USERNAME:1>\n"
         "PS> Get-ADUser -Identity <PII:USERNAME:2> -Properties *\nSamAccountName    : <PII:USERNAME:2>\n"
         'Set-ADUser "<PII:USERNAME:3>" -Title Engineer\n{"sAMAccountName": "<PII:USERNAME:4>"}\n'
-        'Get-ADUser -Filter * -SearchBase "OU=Staff,DC=corp"\nsamaccountname: Administrator'
+        'Get-ADUser -Filter * -SearchBase "OU=Staff,DC=corp"\nsamaccountname: Administrator\n'
+        '"SAMAccountName": "Replicator", "SAMAccountName": "krbtgt"'
     )
 
 

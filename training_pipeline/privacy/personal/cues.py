@@ -178,8 +178,9 @@ _ORGANISATION_WORDS = """
 ORGANISATION_WORDS = frozenset(_ORGANISATION_WORDS.split())
 
 #: a home folder's name that is no one's: system, service and CI accounts, shared folders, the
-#: generic words a container's or a tutorial's account is named by, and the types and values a schema
-#: writes under an account's key (`username: str`, `"login": "null"`) (a user's name is also redacted
+#: generic words a container's or a tutorial's account is named by, Active Directory's built-in groups
+#: and accounts (`sAMAccountName` names groups too), and the types and values a schema writes under an
+#: account's key (`username: str`, `"login": "null"`) (a user's name is also redacted
 #: wherever else the trajectory says it as a word: `Pseudonyms.spread`)
 _NOT_A_USER = """
     root admin administrator user users username guest nobody shared public default defaultapppool
@@ -195,6 +196,7 @@ _NOT_A_USER = """
     rabbitmq minioadmin redis userid myuser myusername dbuser db_user neo4j mongo mongodb
     str string text bool true false null none undefined sub email int any object anonymous unknown
     current self other new
+    administrators guests replicator dnsadmins dnsupdateproxy krbtgt iis_iusrs
 """
 NOT_A_USER = frozenset(_NOT_A_USER.split()) | {"all users", "default user"}
 #: an SSH public key up to its comment (`ssh-ed25519 AAAA… `), which names the account that made it
