@@ -74,7 +74,8 @@ def test_the_people_git_and_mail_name_are_redacted_and_groups_are_not() -> None:
 def test_a_name_with_an_initial_and_a_name_credited_beside_its_address_are_redacted() -> None:
     """Names with a middle initial (`git log`'s, a sign-off's, a package's quoted author) and the forms
     credits and lists give a name beside its address, `Name (address)`, `Name, address`, `Name -
-    address`; a notice's `Copyright` and a team beside its address stay."""
+    address`, and the older mail form `address (Name)`; a notice's `Copyright` and a team beside its
+    address stay."""
     text = (
         "Author: Nathaniel J. Smith <njs@example.com>\n"
         "Signed-off-by: Jane Q. Doe <jane@example.com>\n"
@@ -84,7 +85,8 @@ def test_a_name_with_an_initial_and_a_name_credited_beside_its_address_are_redac
         "* Lennart Regebro, regebro@example.com\n"
         "Jean-Sebastien Roy - <js@example.com>\n"
         "Port to TypeScript Copyright Isaac Z. Schlueter <i@example.com>\n"
-        "Maintainer: Platform Team (platform@example.com)"
+        "Maintainer: Platform Team (platform@example.com)\n"
+        "# Written by guido@example.com (Guido van Rossum); ask help@example.com (Help Desk)"
     )
     assert _strict().redact(text) == (
         "Author: <PII:PERSON:1> <<PII:EMAIL_ADDRESS:1>>\n"
@@ -95,7 +97,8 @@ def test_a_name_with_an_initial_and_a_name_credited_beside_its_address_are_redac
         "* <PII:PERSON:6>, <PII:EMAIL_ADDRESS:6>\n"
         "<PII:PERSON:7> - <<PII:EMAIL_ADDRESS:7>>\n"
         "Port to TypeScript Copyright <PII:PERSON:8> <<PII:EMAIL_ADDRESS:8>>\n"
-        "Maintainer: Platform Team (<PII:EMAIL_ADDRESS:9>)"
+        "Maintainer: Platform Team (<PII:EMAIL_ADDRESS:9>)\n"
+        "# Written by <PII:EMAIL_ADDRESS:10> (<PII:PERSON:9>); ask <PII:EMAIL_ADDRESS:11> (Help Desk)"
     )
 
 
@@ -479,18 +482,21 @@ def test_an_address_or_number_percent_escaped_in_a_url_is_redacted_and_a_git_rem
 
 
 def test_an_address_spelt_out_for_harvesters_is_redacted_and_prose_stays() -> None:
-    """A contact page or a README writes its addresses with the `@` and the `.` as bracketed words
-    (`jdoe [at] example [dot] com`, `ahmed(dot)tahri(at)…`, `gershon[AT]cs…`): read as the address they
-    spell, each went to the datasets. Prose with a bracketed word and an unbracketed "at" stay."""
+    """A contact page or a README writes its addresses with the `@` and the `.` as words, bracketed
+    (`jdoe [at] example [dot] com`, `ahmed(dot)tahri(at)…`, `gershon[AT]cs…`) or not, a mailing list's
+    archive (`jdoe at example dot com`): read as the address they spell, each went to the datasets.
+    Prose with a bracketed word, an unbracketed "at", and a site said in words stay."""
     text = (
         "Contact: mgarcia [at] corp [dot] com\n"
         "Copyright (C) 2023 <ahmed(dot)tahri(at)cloudnursery.dev> and <gershon[AT]cs.technion.ac.il>\n"
-        "meet (at) noon; see the [dot] notation; we are at example dot com"
+        "From: r.kumar at mail dot example DOT org (Ravi Kumar)\n"
+        "meet (at) noon; see the [dot] notation; we are at example dot com; look at it dot by dot"
     )
     assert _strict().redact(text) == (
         "Contact: <PII:EMAIL_ADDRESS:1>\n"
         "Copyright (C) 2023 <<PII:EMAIL_ADDRESS:2>> and <<PII:EMAIL_ADDRESS:3>>\n"
-        "meet (at) noon; see the [dot] notation; we are at example dot com"
+        "From: <PII:EMAIL_ADDRESS:4> (<PII:PERSON:1>)\n"
+        "meet (at) noon; see the [dot] notation; we are at example dot com; look at it dot by dot"
     )
 
 

@@ -4,7 +4,8 @@ with percent-escapes (`?email=jane.doe%40example.com`, `tel:%2B14155550123`,
 return, write them with character references (`jane&#64;example.com`, `jane&commat;example&period;com`),
 where no rule or recognizer reads them. A text quoting a string as code or JSON writes it escaped
 (a traceback's `'C:\\\\Users\\\\jdoe\\\\data.csv'`, PHP's `"https:\\/\\/…"`, `"jdoe\\u0040…"`), and a
-contact page spells an address out (`jdoe [at] example [dot] com`). The finder and the filter read such
+contact page spells an address out (`jdoe [at] example [dot] com`; without brackets only whole,
+`jdoe at example dot com`). The finder and the filter read such
 a text as it reads, then map what they find back onto it."""
 
 from __future__ import annotations
@@ -22,6 +23,19 @@ _ESCAPE = re.compile(
     r"|\\(?:([\\/\"])|u00([2-7][0-9A-Fa-f]))|[ \t]?[\[({]((?i:at|dot))[\])}][ \t]?"
 )
 _SPELT = {"at": "@", "dot": "."}
+#: an address spelt out with no brackets (`jdoe at example dot com`, `j.doe AT mail DOT example DOT org`):
+#: only whole, ending in a common top-level domain, and not after a word prose says a site is with ("we
+#: are at example dot com", "look at", "find us at")
+_SPELT_ADDRESS = re.compile(
+    r"(?<![\w.%+-])"
+    r"(?!(?i:are|is|am|was|were|be|been|us|we|me|you|him|her|them|it|look|looking|looked|find|found|visit|"
+    r"located|available|online|live|hosted|here|there|now|also|only|site|website|page|blog|home)[ \t])"
+    r"[A-Za-z0-9._%+-]+([ \t]+(?:at|AT|At)[ \t]+)[A-Za-z0-9-]+"
+    r"((?:[ \t]+(?:dot|DOT|Dot)[ \t]+[A-Za-z0-9-]+)*[ \t]+(?:dot|DOT|Dot)[ \t]+)"
+    r"(?i:com|org|net|edu|gov|mil|int|io|co|ai|dev|app|me|info|biz|us|uk|ca|au|de|fr|es|it|nl|se|no|fi|dk|"
+    r"ch|at|be|pl|cz|ru|jp|cn|in|br|mx|nz|ie|il|kr|tw|sg|hk|za)(?![\w.-])"
+)
+_SPELT_WORD = re.compile(r"[ \t]+(at|AT|At|dot|DOT|Dot)[ \t]+")
 #: the named references of the characters addresses, numbers and tokens are written with
 _NAMED = {
     "commat": "@",
@@ -54,6 +68,8 @@ def may_be_escaped(text: str) -> bool:
     ordinary lines has no bracket to look for it after): most texts have none, and no pattern is run."""
     if "%" in text:
         return True
+    if ("dot " in text or "DOT " in text or "Dot " in text) and _SPELT_ADDRESS.search(text) is not None:
+        return True
     if not (
         "&" in text
         or "\\" in text
@@ -79,6 +95,20 @@ def _read(match: re.Match[str]) -> str | None:
     return chr(code) if 32 <= code < 127 else None
 
 
+def _escapes(text: str) -> list[tuple[int, int, str]]:
+    """Each escape `text` holds that stands for a printable ASCII character: where, and which."""
+    found = [
+        (match.start(), match.end(), character)
+        for match in _ESCAPE.finditer(text)
+        if (character := _read(match)) is not None
+    ]
+    if "dot " in text or "DOT " in text or "Dot " in text:
+        for address in _SPELT_ADDRESS.finditer(text):
+            for word in _SPELT_WORD.finditer(text, address.start(), address.end()):
+                found.append((word.start(), word.end(), _SPELT[word.group(1).lower()]))
+    return found
+
+
 def unescaped(text: str) -> tuple[str, list[int]] | None:
     """`text` with its escapes of printable ASCII read, and where each of its characters starts in `text`
     (and its length, last); None when it has none. Other escapes (a UTF-8 sequence's, `&nbsp;`) are left
@@ -88,13 +118,12 @@ def unescaped(text: str) -> tuple[str, list[int]] | None:
     parts: list[str] = []
     starts: list[int] = []
     position = 0
-    for match in _ESCAPE.finditer(text):
-        character = _read(match)
-        if character is None:
-            continue
-        parts += (text[position : match.start()], character)
-        starts += (*range(position, match.start()), match.start())
-        position = match.end()
+    for start, end, character in sorted(_escapes(text)):
+        if start < position:
+            continue  # inside an escape read already
+        parts += (text[position:start], character)
+        starts += (*range(position, start), start)
+        position = end
     if not parts:
         return None
     parts.append(text[position:])

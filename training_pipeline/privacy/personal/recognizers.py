@@ -348,6 +348,9 @@ class NameCueRecognizer(_Recognizer):
             0.7,
         ),
         (rf"(?:^|[\s(,:=])\"({NAME},[ \t]*{NAME})\"[ \t]*<[\w.+-]+@", "PERSON", 0.7),
+        # the older form, the name a comment after its address (`jane@example.com (Jane Doe)`), as mail
+        # headers, mailing lists' archives and old credits write it
+        (rf"[\w.+-]@[\w-]+(?:\.[\w-]+)+[ \t]+\(({NAME_TWO})\)", "PERSON", 0.7),
         # a device's default name, its owner's (`Jane's MacBook Pro`; as a host, `Janes-MacBook-Pro`)
         (rf"(?<![\w'’-])({DEVICE_OWNER})(?:['’]s[ \t]+|(?<=s)-){DEVICE}(?!\p{{Ll}})", "PERSON", 0.6),
     )
