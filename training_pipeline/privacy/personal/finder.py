@@ -50,15 +50,21 @@ _CUE_WORDS = (
     rf"{cues.FIELD}|{cues.NAME_FIELD}|{cues.BIRTH_CUE}|{cues.ACCOUNT_KEY}|"
     rf"(?i:{'|'.join(cues.LABELS.values())})"
 )
+#: what ends a run of digits: a character that is none, or the text's end. Hyperscan reports every end
+#: of a match, and a run of n digits is n - 6 phone numbers' and n - 7 numbers' ends, each a Python call
+#: (an id's `traj-1793496109124-002874` was 25): a match that must end a run is reported at its end
+#: only, and at the separators inside it (`_windows` takes the character off)
+_RUN_END = r"(?:[^0-9]|\z)"
 _FAMILIES: tuple[tuple[str, tuple[str, ...], int], ...] = (
     # an address, and the display name before it (`Jane Doe <jane@…>`: `NameCueRecognizer`)
     (r"[\w.+-]@[\w-]", ("EMAIL_ADDRESS", "PERSON"), 64),
-    # phone numbers: seven digits or more, in groups (`_looks_dialled` reads each before Presidio does)
-    (r"[+(]?\d(?:[ \t().\-/]{0,2}\d){6,14}", ("PHONE_NUMBER",), 2),
+    # phone numbers: seven digits or more, in groups (`_looks_dialled` reads each before Presidio does);
+    # this family and the next end with what ends a run of digits (`_RUN_END`)
+    (rf"[+(]?\d(?:[ \t().\-/]{{0,2}}\d){{6,14}}{_RUN_END}", ("PHONE_NUMBER",), 2),
     # card, account and id numbers: eight digits or more (shorter ids hold letters too, and are the
     # next family's; a birth date is said to be one, and is the birth cue's family's)
     (
-        r"\d(?:[ \t./-]{0,3}\d){7,}",
+        rf"\d(?:[ \t./-]{{0,3}}\d){{7,}}{_RUN_END}",
         tuple(k for k in NUMBERS if k != "PHONE_NUMBER"),
         8,
     ),
@@ -377,6 +383,8 @@ class PersonalDataFinder:
             else:
                 start = len(data[:byte_start].decode("utf-8", "ignore"))
                 end = start + len(data[byte_start:byte_end].decode("utf-8", "ignore"))
+            if family in (_PHONES, _NUMBERS) and end > start and not text[end - 1].isdigit():
+                end -= 1  # the character that ended the run (`_RUN_END`)
             if not _worth_reading(text, start, end, family):
                 continue
             start = max(0, start - _BEFORE)
