@@ -30,8 +30,8 @@ _SPELT_ADDRESS = re.compile(
     r"(?<![\w.%+-])"
     r"(?!(?i:are|is|am|was|were|be|been|us|we|me|you|him|her|them|it|look|looking|looked|find|found|visit|"
     r"located|available|online|live|hosted|here|there|now|also|only|site|website|page|blog|home)[ \t])"
-    r"[A-Za-z0-9._%+-]+([ \t]+(?:at|AT|At)[ \t]+)[A-Za-z0-9-]+"
-    r"((?:[ \t]+(?:dot|DOT|Dot)[ \t]+[A-Za-z0-9-]+)*[ \t]+(?:dot|DOT|Dot)[ \t]+)"
+    r"[A-Za-z0-9._%+-]+[ \t]+(?:at|AT|At)[ \t]+[A-Za-z0-9-]+"
+    r"(?:[ \t]+(?:dot|DOT|Dot)[ \t]+[A-Za-z0-9-]+)*[ \t]+(?:dot|DOT|Dot)[ \t]+"
     r"(?i:com|org|net|edu|gov|mil|int|io|co|ai|dev|app|me|info|biz|us|uk|ca|au|de|fr|es|it|nl|se|no|fi|dk|"
     r"ch|at|be|pl|cz|ru|jp|cn|in|br|mx|nz|ie|il|kr|tw|sg|hk|za)(?![\w.-])"
 )

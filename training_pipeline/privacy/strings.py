@@ -63,7 +63,7 @@ class TrajectoryStrings:
             node, said = stack.pop()
             items = node.items() if isinstance(node, dict) else enumerate(node)
             is_call = isinstance(node, dict) and id(node) in self._calls
-            # a person's name as FHIR and vCard's JSON write it: `{"family": "Doe", "given": ["Jane"]}`
+            # a person's name in parts, as FHIR writes one: `{"family": "Doe", "given": ["Jane"]}`
             # (`family` alone is a font's as often)
             human_name = isinstance(node, dict) and "family" in node and "given" in node
             for key, value in items:
