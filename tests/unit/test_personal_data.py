@@ -1060,8 +1060,8 @@ def test_a_files_owner_ids_user_and_the_environments_account_are_redacted() -> N
 
 def test_a_patients_name_as_fhir_writes_it_is_redacted() -> None:
     """A health record's API (FHIR) gives a person's name in parts, `{"family": …, "given": […]}`, in a
-    tool's JSON result or the trajectory's metadata; each part is a name, and said in a prompt it is
-    the same person. A font's `family` is no one's."""
+    tool's JSON result, the trajectory's metadata or pasted into a prompt; each part is a name, and
+    said in a prompt it is the same person. A font's `family` is no one's."""
     patient = {
         "resourceType": "Patient",
         "name": [
@@ -1072,7 +1072,10 @@ def test_a_patients_name_as_fhir_writes_it_is_redacted() -> None:
         "trajectoryId": "t",
         "steps": [
             {
-                "llmCalls": [{"userPrompt": "Summarise Mr Chalmers's record"}],
+                "llmCalls": [
+                    {"userPrompt": "Summarise Mr Chalmers's record"},
+                    {"userPrompt": 'Compare with {"family": "Okafor", "given": ["Ngozi"]} please'},
+                ],
                 "toolResult": json.dumps(patient),
             }
         ],
@@ -1080,7 +1083,7 @@ def test_a_patients_name_as_fhir_writes_it_is_redacted() -> None:
     }
     _strict().redact_sensitive(trajectory)
     stored = json.dumps(trajectory)
-    assert not any(name in stored for name in ("Chalmers", "Peter", "James"))
+    assert not any(name in stored for name in ("Chalmers", "Peter", "James", "Okafor", "Ngozi"))
     (name,) = json.loads(trajectory["steps"][0]["toolResult"])["name"]
     assert name["family"].startswith("<PII:PERSON:") and name["given"][0].startswith("<PII:PERSON:")
     assert trajectory["metadata"]["patient"]["name"][0]["family"] == name["family"]

@@ -79,6 +79,8 @@ _FAMILIES: tuple[tuple[str, tuple[str, ...], int], ...] = (
         r"[ \t]*[\"']?"
         rf"(?:{cues.LOWER_TITLE}\.?[ \t]+)?{_UPPER}|\[user\]|(?:['’]s[ \t]|s-){cues.DEVICE}|{cues.NAME_BOX}|"
         rf"\({_UPPER}[^()\n]{{1,80}}{cues.BLAME}|"
+        # (a name in parts, as FHIR's JSON writes one: `"given": ["Peter"]`)
+        rf"\"given\"[ \t]*:[ \t]*\[?[ \t]*\"{_UPPER}|"
         # (a directory's common name and a vCard's name: `CN=Jane Doe`, `FN:Jane Doe`, `N:Doe;Jane;;;`)
         rf"\b(?i:cn)[ \t]*=[ \t]*\"?{_UPPER}|(?:^|\n)(?:FN|N)(?:;[^:\n]{{0,80}})?:[ \t]*{_UPPER}",
         ("PERSON",),
