@@ -608,11 +608,21 @@ def _someones(text: str, start: int, end: int, kind: str, score: float) -> bool:
         return True  # dialled with its country code, or a chat link's: a phone number whatever it is in
     if kind in _TOKEN_KINDS and not _stands_alone(text, start, end):
         return False
+    if kind == "CREDIT_CARD" and _a_timestamp(text[start:end]):
+        return False
     if kind in _NUMBER_KINDS and (
         _glued(text, start, end) or (kind != "NATIONAL_ID" and _a_reference_or_code(text, start, end))
     ):
         return False  # (a `NATIONAL_ID` is found only after its label: "Tax ID:" is no reference's `id:`)
     return kind != "PHONE_NUMBER" or _dialled(text, start, end, score)
+
+
+def _a_timestamp(value: str) -> bool:
+    """A time since the epoch in milliseconds, microseconds or nanoseconds (13, 16 or 19 digits that read
+    as 2001 to 2039: a trace's or a log's `start_us=1733600100780963`), one in ten of which pass a card's
+    checksum. No card network issues numbers that start so: a card of 16 digits starts with 2221 or
+    more, or with 3 to 6."""
+    return value.isdigit() and len(value) in (13, 16, 19) and 1_000_000_000 <= int(value[:10]) < 2_200_000_000
 
 
 _DIALLED = re.compile(cues.DIALLED)
