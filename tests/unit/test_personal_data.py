@@ -86,7 +86,8 @@ def test_a_name_with_an_initial_and_a_name_credited_beside_its_address_are_redac
         "Jean-Sebastien Roy - <js@example.com>\n"
         "Port to TypeScript Copyright Isaac Z. Schlueter <i@example.com>\n"
         "Maintainer: Platform Team (platform@example.com)\n"
-        "# Written by guido@example.com (Guido van Rossum); ask help@example.com (Help Desk)"
+        "# Written by guido@example.com (Guido van Rossum); ask help@example.com (Help Desk)\n"
+        "docs@example.com (Getting Started), Mailing List <list@example.com>"
     )
     assert _strict().redact(text) == (
         "Author: <PII:PERSON:1> <<PII:EMAIL_ADDRESS:1>>\n"
@@ -98,7 +99,8 @@ def test_a_name_with_an_initial_and_a_name_credited_beside_its_address_are_redac
         "<PII:PERSON:7> - <<PII:EMAIL_ADDRESS:7>>\n"
         "Port to TypeScript Copyright <PII:PERSON:8> <<PII:EMAIL_ADDRESS:8>>\n"
         "Maintainer: Platform Team (<PII:EMAIL_ADDRESS:9>)\n"
-        "# Written by <PII:EMAIL_ADDRESS:10> (<PII:PERSON:9>); ask <PII:EMAIL_ADDRESS:11> (Help Desk)"
+        "# Written by <PII:EMAIL_ADDRESS:10> (<PII:PERSON:9>); ask <PII:EMAIL_ADDRESS:11> (Help Desk)\n"
+        "<PII:EMAIL_ADDRESS:12> (Getting Started), Mailing List <<PII:EMAIL_ADDRESS:13>>"
     )
 
 

@@ -140,7 +140,8 @@ NAME_TWO = _name(1)
 #: capitalised words that follow a cue without being a name ("I'm Sorry", "Hi Team,", "Dear Customer",
 #: a tool's `"name": "Search Web"`, a title after a name: "Name: Jane Doe, Senior Engineer", a program's
 #: "Hello World!", an assistant's "Hey Siri", a button's accessible name: `{ name: 'Sign In' }`, a CI
-#: or Ansible step's `- name: Set Up Python`)
+#: or Ansible step's `- name: Set Up Python`, a document's or a list's beside its address: `Getting
+#: Started <docs@…>`, `lists@… (Mailing List)`)
 _NOT_NAME_WORDS = """
     please sorry happy glad not here just looking going still so really also back new sure afraid fine good
     great ok okay trying writing calling reaching having working interested available unable able
@@ -160,6 +161,7 @@ _NOT_NAME_WORDS = """
     release tag bump generate prepare verify validate notify clean restore archive package sync wait
     start stop restart enable disable apply init initialize copy move use load export import print
     show ensure extract unpack authenticate upgrade schedule trigger migrate seed backup
+    getting mailing
 """
 NOT_NAMES = frozenset(_NOT_NAME_WORDS.split())
 #: words that make capitalised words a group's or a program's name, not a person's ("Platform Team",
