@@ -1077,6 +1077,7 @@ def test_a_patients_name_as_fhir_writes_it_is_redacted() -> None:
                 "llmCalls": [
                     {"userPrompt": "Summarise Mr Chalmers's record"},
                     {"userPrompt": 'Compare with {"family": "Okafor", "given": ["Ngozi"]} please'},
+                    {"userPrompt": '{"given": "Peter", "city": "Boston"}'},
                 ],
                 "toolResult": json.dumps(patient),
             }
@@ -1086,6 +1087,7 @@ def test_a_patients_name_as_fhir_writes_it_is_redacted() -> None:
     _strict().redact_sensitive(trajectory)
     stored = json.dumps(trajectory)
     assert not any(name in stored for name in ("Chalmers", "Peter", "James", "Okafor", "Ngozi"))
+    assert "Boston" in stored
     (name,) = json.loads(trajectory["steps"][0]["toolResult"])["name"]
     assert name["family"].startswith("<PII:PERSON:") and name["given"][0].startswith("<PII:PERSON:")
     assert trajectory["metadata"]["patient"]["name"][0]["family"] == name["family"]

@@ -352,10 +352,11 @@ class NameCueRecognizer(_Recognizer):
         # headers, mailing lists' archives and old credits write it
         (rf"[\w.+-]@[\w-]+(?:\.[\w-]+)+[ \t]+\(({NAME_TWO})\)", "PERSON", 0.7),
         # a name in parts, as FHIR's JSON writes one (`"family": "Chalmers", "given": ["Peter", "James"]`):
-        # the family name beside a `"given"` of its object, and each given name of the list
+        # the family name beside a `"given"` of its object, and each given name (a list's, or one)
         (rf"\"family\"[ \t]*:[ \t]*\"({NAME})\"(?=[^{{}}]{{0,200}}\"given\"[ \t]*:)", "PERSON", 0.7),
         (rf"\"given\"[ \t]*:[^{{}}]{{0,200}}?\"family\"[ \t]*:[ \t]*\"({NAME})\"", "PERSON", 0.7),
-        (rf"(?<=\"given\"[ \t]*:[ \t]*\[?[^\]{{}}]{{0,120}})\"({NAME})\"", "PERSON", 0.7),
+        (rf"(?<=\"given\"[ \t]*:[ \t]*\[[^\]{{}}]{{0,120}})\"({NAME})\"", "PERSON", 0.7),
+        (rf"\"given\"[ \t]*:[ \t]*\"({NAME})\"", "PERSON", 0.7),
         # a device's default name, its owner's (`Jane's MacBook Pro`; as a host, `Janes-MacBook-Pro`)
         (rf"(?<![\w'’-])({DEVICE_OWNER})(?:['’]s[ \t]+|(?<=s)-){DEVICE}(?!\p{{Ll}})", "PERSON", 0.6),
     )
