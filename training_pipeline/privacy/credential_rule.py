@@ -14,6 +14,9 @@ _PLACEHOLDER = re.compile(r"<REDACTED:[a-z0-9-]+>")
 #: what a redaction found: (the secret it replaced, the rule's label), in order
 Found = list[tuple[str, str]]
 _A = re.ASCII  # JavaScript's \b and /i (without the u flag) are ASCII-only
+#: a bracketed class in a pattern's text, as `re` reads one: a `]` first in it (after `^` or not) is its
+#: own, an escaped character is skipped (what a reading of a pattern's text steps over whole)
+CHARACTER_CLASS = r"\[\^?\]?(?:\\.|[^\\\]])*\]"
 
 
 #: a variable's name of words, one naming a credential, written where the credential goes

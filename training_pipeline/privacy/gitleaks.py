@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from training_pipeline.privacy.credential_rule import (
+    CHARACTER_CLASS,
     REFERENCE,
     CredentialRule,
     Found,
@@ -386,7 +387,7 @@ def load_rules(path: Path | None = None) -> tuple[GitleaksRule, ...]:
 #: a pattern's leading flags group, then its plain characters (escaped punctuation included)
 _HEAD = re.compile(r"(?:\(\?[aiLmsu]+\))?((?:[^\\\[\](){}|?*+.^$]|\\[^A-Za-z0-9])*)([?*+{]?)")
 #: what may hide a `|`: an escaped character, or a class
-_NOT_ALTERNATION = re.compile(r"\\.|\[\^?\]?(?:\\.|[^\\\]])*\]", re.DOTALL)
+_NOT_ALTERNATION = re.compile(rf"\\.|{CHARACTER_CLASS}", re.DOTALL)
 
 
 def _literal_head(pattern: re.Pattern[str]) -> str:

@@ -35,7 +35,12 @@ from pathlib import Path
 from typing import Any
 
 from training_pipeline.atomic import atomic_write_text
-from training_pipeline.privacy.credential_rule import CREDENTIAL_NAME, LazyPattern, literal_first
+from training_pipeline.privacy.credential_rule import (
+    CHARACTER_CLASS,
+    CREDENTIAL_NAME,
+    LazyPattern,
+    literal_first,
+)
 from training_pipeline.privacy.gitleaks import Allowlist, GitleaksRule, _alternation_outside_groups, to_python
 from training_pipeline.privacy.token_run import TokenRun
 
@@ -125,7 +130,7 @@ def _compacted(body: str) -> str:
 
 
 #: a bounded repeat outside a class: `{n}`, `{n,}` or `{n,m}`
-_REPEAT = re.compile(r"\\.|\[\^?\]?(?:\\.|[^\\\]])*\]|\{(\d+)(?:,\d*)?\}", re.DOTALL)
+_REPEAT = re.compile(rf"\\.|{CHARACTER_CLASS}|\{{(\d+)(?:,\d*)?\}}", re.DOTALL)
 
 
 def loosened(pattern: str) -> str:

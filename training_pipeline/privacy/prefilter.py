@@ -26,11 +26,12 @@ from pathlib import Path
 import hyperscan
 
 from training_pipeline.environment import cache_dir
+from training_pipeline.privacy.credential_rule import CHARACTER_CLASS
 
 # A class, a `\uXXXX` escape, a letter property (`\p{Lu}`, `\P{L}`), any other escape, a bounded
 # repeat, a group's opening with its flags or a lookaround's, or one character of the pattern.
 _TOKEN = re.compile(
-    r"(\[\^?\]?(?:\\.|[^\\\]])*\])|(\\u[0-9a-fA-F]{4})|(\\[pP]\{\w+\})|\\.|\{(\d+),\d+\}"
+    rf"({CHARACTER_CLASS})|(\\u[0-9a-fA-F]{{4}})|(\\[pP]\{{\w+\}})|\\.|\{{(\d+),\d+\}}"
     r"|\(\?(?:[a-zA-Z-]*[:)]|<?[=!])|.",
     re.DOTALL,
 )

@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass
 from functools import cache
 
+from training_pipeline.privacy.credential_rule import CHARACTER_CLASS
 from training_pipeline.privacy.prefilter import stand_in_bytes
 
 __all__ = ["MIN_RUN", "TokenRun", "required_run"]
@@ -30,6 +31,7 @@ MIN_RUN = 12
 _QUANTIFIER = re.compile(r"\{(\d*)(?:,\d*)?\}\??|([*+?])\??")
 #: class escapes outside brackets that stand for a class of characters
 _CLASS_ESCAPES = frozenset("wWdDsS")
+_CLASS = re.compile(CHARACTER_CLASS, re.DOTALL)
 #: opening a group whose content every match holds when the group is not optional: plain, `(?:`, named
 _PLAIN_GROUP = re.compile(r"\((?:\?:|\?P<[A-Za-z_]\w*>|(?!\?))")
 
@@ -78,9 +80,10 @@ def required_run(pattern: str) -> tuple[str, int] | None:
             index += 1
             continue
         if char == "[":
-            end = _class_end(pattern, index)
-            if end is None:
+            bracketed = _CLASS.match(pattern, index)
+            if bracketed is None:
                 return None
+            end = bracketed.end()
         elif char == "\\":
             end = index + 2
         else:
@@ -105,24 +108,6 @@ def _least(quantifier: re.Match[str]) -> int:
     if quantifier.group(1) is not None:  # `{,n}` and `{}` read as from zero
         return int(quantifier.group(1) or 0)
     return 1 if quantifier.group(2) == "+" else 0
-
-
-def _class_end(pattern: str, start: int) -> int | None:
-    """Where the bracketed class at `start` ends (after its `]`): a `]` first in it, after `^` or not,
-    is its own; escapes are skipped."""
-    index = start + 1
-    if pattern[index : index + 1] == "^":
-        index += 1
-    if pattern[index : index + 1] == "]":
-        index += 1
-    while index < len(pattern):
-        if pattern[index] == "\\":
-            index += 2
-        elif pattern[index] == "]":
-            return index + 1
-        else:
-            index += 1
-    return None
 
 
 class TokenRun:
