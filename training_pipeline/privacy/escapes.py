@@ -68,7 +68,7 @@ def may_be_escaped(text: str) -> bool:
     ordinary lines has no bracket to look for it after): most texts have none, and no pattern is run."""
     if "%" in text:
         return True
-    if ("dot " in text or "DOT " in text or "Dot " in text) and _SPELT_ADDRESS.search(text) is not None:
+    if _says_dot(text) and _SPELT_ADDRESS.search(text) is not None:
         return True
     if not (
         "&" in text
@@ -80,6 +80,12 @@ def may_be_escaped(text: str) -> bool:
     ):
         return False
     return _REFERENCE.search(text) is not None
+
+
+def _says_dot(text: str) -> bool:
+    """Whether `text` may spell an address in words (`_SPELT_ADDRESS`): it says "dot", looked for
+    before the pattern runs."""
+    return "dot " in text or "DOT " in text or "Dot " in text
 
 
 def _read(match: re.Match[str]) -> str | None:
@@ -102,7 +108,7 @@ def _escapes(text: str) -> list[tuple[int, int, str]]:
         for match in _ESCAPE.finditer(text)
         if (character := _read(match)) is not None
     ]
-    if "dot " in text or "DOT " in text or "Dot " in text:
+    if _says_dot(text):
         for address in _SPELT_ADDRESS.finditer(text):
             for word in _SPELT_WORD.finditer(text, address.start(), address.end()):
                 found.append((word.start(), word.end(), _SPELT[word.group(1).lower()]))
