@@ -22,6 +22,8 @@ from training_pipeline.privacy.escapes import _ESCAPE, may_be_escaped
 from training_pipeline.privacy.escapes import _read as _read_escape
 from training_pipeline.privacy.filter import PrivacyFilter
 from training_pipeline.privacy.keyed import KEYED_SECRET, KEYED_SPACED
+from training_pipeline.privacy.personal.finder import PersonalDataFinder
+from training_pipeline.privacy.personal.kinds import DEFAULT_KINDS
 from training_pipeline.privacy.personal.recognizers import _Recognizer
 from training_pipeline.privacy.prefilter import _STAND_IN, LineGate, RuleGate, stand_in_bytes
 from training_pipeline.privacy.profiles import ELIZAOS_RULES, PROFILES, RuleSet, literal_first
@@ -513,6 +515,56 @@ def test_a_recognizers_gate_sets_aside_capitalised_words_without_a_cue() -> None
     chat = "grace: hey Eliza, can you explain a bug?\n\nShould Eliza respond to grace?"
     assert not name_cues.could_find(chat, ["PERSON"])
     assert name_cues.could_find("Reviewers: Jane Doe, Tom Baker", ["PERSON"])
+
+
+_FINDER = PersonalDataFinder(DEFAULT_KINDS)
+#: what the weak patterns of Presidio's recognizers take (digit runs, a PAN's and a NINO's letters and
+#: digits), the context words that raise them (as written, in capitals, inside a longer word), and
+#: letters whose lower case is not one character for one (`İ`, the Kelvin sign, a final sigma)
+_WEAK_PIECES = [
+    *[
+        "4000079190",
+        "123456789",
+        "12345678901",
+        "A1234567",
+        "ABCDE1234F",
+        "ABCPE1234F",
+        "AB123456C",
+        "req-00000123",
+    ],
+    *["account", "ACCOUNT", "Bankruptcy", "passport", "us", "Status", "pan", "Japan", "nino", "sin"],
+    *["licence", "license", "Driver", "documento", "여권", "travel document", "ΚΑΣ", "İ", "\u212a"],
+    *[" ", "\n", ",", ":", "#", "-"],
+]
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(_WEAK_PIECES), max_size=12).map("".join))
+@example("order 4000079190 shipped")  # no context word: a bank number and a licence only to weak patterns
+@example("account 4000079190")
+@example("PAN: ABCPE1234F")  # a pattern strong enough alone
+def test_leaving_out_what_only_context_could_raise_finds_the_same(window: str) -> None:
+    """Presidio finds in a window what it finds when the finder leaves out the entities none of whose
+    findings could reach the threshold there (`engine.context_needs`)."""
+    kinds = _FINDER.kinds
+    analyzer = _FINDER._analyzer
+
+    def found(entities: list[str]) -> list[tuple[str, int, int, float]]:
+        results = analyzer.analyze(window, language="en", entities=entities) if entities else []
+        return sorted((r.entity_type, r.start, r.end, r.score) for r in results)
+
+    assert found(_FINDER._wanted(window, kinds)) == found(sorted(kinds)), window
+
+
+def test_a_window_without_a_context_word_is_not_read_for_what_only_one_could_raise() -> None:
+    """What leaving out is for: a log's ten-digit id is a US bank account number to Presidio only beside
+    a word about accounts, so without one it is not looked for; with one, and where a strong pattern
+    matches (an Indian PAN's shape), it is."""
+    wanted = set(_FINDER._wanted("order 4000079190 shipped", _FINDER.kinds))
+    assert "US_BANK_NUMBER" not in wanted and "IN_PAN" not in wanted
+    assert "UK_NHS" in wanted  # a checksum may make a finding of it alone
+    assert "US_BANK_NUMBER" in _FINDER._wanted("account 4000079190", _FINDER.kinds)
+    assert "IN_PAN" in _FINDER._wanted("ABCPE1234F", _FINDER.kinds)
 
 
 @given(st.text(alphabet=st.characters(blacklist_categories=())))

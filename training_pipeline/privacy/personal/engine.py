@@ -16,8 +16,10 @@ import functools
 import logging
 import sys
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
+import regex
 import spacy
 from spacy.language import Language
 
@@ -41,13 +43,14 @@ def _transformers_unimportable() -> Iterator[None]:
 
 
 with _transformers_unimportable():
-    from presidio_analyzer import AnalyzerEngine, EntityRecognizer, RecognizerRegistry
+    from presidio_analyzer import AnalyzerEngine, EntityRecognizer, PatternRecognizer, RecognizerRegistry
     from presidio_analyzer import predefined_recognizers as presidio
+    from presidio_analyzer.context_aware_enhancers import LemmaContextAwareEnhancer
     from presidio_analyzer.nlp_engine import SpacyNlpEngine
 
 from training_pipeline.privacy.personal.recognizers import own_recognizers  # noqa: E402
 
-__all__ = ["LANGUAGE", "SCORE_THRESHOLD", "analyzer", "ner_analyzer"]
+__all__ = ["LANGUAGE", "SCORE_THRESHOLD", "ContextNeed", "analyzer", "context_needs", "ner_analyzer"]
 
 #: the language every text is analysed as: recognizers of other countries are registered for it too,
 #: each with its own context words (a German text is analysed for German ids all the same)
@@ -191,3 +194,78 @@ def ner_analyzer(model: str) -> AnalyzerEngine:
         supported_languages=[LANGUAGE],
         default_score_threshold=SCORE_THRESHOLD,
     )
+
+
+@dataclass(frozen=True)
+class ContextNeed:
+    """What a window must hold for a recognizer's findings there to reach the threshold: one of its
+    context words (lower-case, `ς` read as `σ`), or a match of one of its patterns that score enough
+    alone (`strong`)."""
+
+    words: tuple[str, ...]
+    strong: tuple[regex.Pattern[str], ...]
+
+    def met_in(self, window: str, lowered: str) -> bool:
+        """`lowered`: the window lower-case, `ς` read as `σ`."""
+        return any(word in lowered for word in self.words) or any(
+            pattern.search(window) is not None for pattern in self.strong
+        )
+
+
+def context_needs(engine: AnalyzerEngine) -> dict[str, tuple[ContextNeed, ...]]:
+    """The entities whose every recognizer in `engine` finds them at the threshold only with a context
+    word beside them, or where one of its strong patterns matches (`ContextNeed`): the finder leaves
+    such an entity out of a window that meets none of its needs, where its findings would all be
+    thrown away after costing the most (a log's every ten-digit id is a bank account, a driving
+    licence and an Indian PAN to Presidio's weak patterns, each finding deep-copied and looked for
+    among the window's tokens).
+
+    Such a recognizer is one of Presidio's pattern recognizers as they come: no `analyze`,
+    `validate_result` or context enhancement of its own, any of which could raise a score. A context
+    word raises a finding only where a token's lemma holds it (substring matching); this engine's
+    lemmas are the tokens' lower-case forms (`_lower_lemma`), each inside the window's (`ς` and `σ`
+    aside, the one letter lowered by its neighbours), so a window whose lower-case form holds none of
+    the words holds no such lemma. Any other enhancer or NLP engine, or a recognizer enhancing with
+    others' findings, and nothing is left out."""
+    enhancer = engine.context_aware_enhancer
+    if (
+        type(enhancer) is not LemmaContextAwareEnhancer
+        or enhancer.context_matching_mode != "substring"
+        or not isinstance(engine.nlp_engine, BlankSpacyNlpEngine)
+    ):
+        return {}
+    recognizers = engine.registry.recognizers
+    if any(type(r).enhance_using_context is not EntityRecognizer.enhance_using_context for r in recognizers):
+        return {}
+    needs: dict[str, tuple[ContextNeed, ...]] = {}
+    found_without: set[str] = set()  # entities a recognizer may find with no context word
+    for recognizer in recognizers:
+        need = _context_need(recognizer, engine.default_score_threshold)
+        if need is None:
+            found_without.update(recognizer.supported_entities)
+        else:
+            entity = recognizer.supported_entities[0]
+            needs[entity] = (*needs.get(entity, ()), need)
+    return {entity: need for entity, need in needs.items() if entity not in found_without}
+
+
+def _context_need(recognizer: EntityRecognizer, default_threshold: float) -> ContextNeed | None:
+    cls = type(recognizer)
+    if not (
+        isinstance(recognizer, PatternRecognizer)
+        and cls.analyze is PatternRecognizer.analyze
+        and cls.validate_result is PatternRecognizer.validate_result
+        and recognizer.patterns
+        and recognizer.context
+        and len(recognizer.supported_entities) == 1
+    ):
+        return None
+    threshold = min((default_threshold, *recognizer.score_thresholds.values()))
+    # as Presidio compiles them (a deny list is one more pattern, scoring 1.0)
+    strong = tuple(
+        regex.compile(pattern.regex, flags=recognizer.global_regex_flags)
+        for pattern in recognizer.patterns
+        if pattern.score >= threshold
+    )
+    words = tuple(word.lower().replace("ς", "σ") for word in recognizer.context)
+    return ContextNeed(words, strong)

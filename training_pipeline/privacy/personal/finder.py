@@ -35,6 +35,8 @@ from training_pipeline.privacy.prefilter import PatternDatabase
 if TYPE_CHECKING:
     from presidio_analyzer import AnalyzerEngine
 
+    from training_pipeline.privacy.personal.engine import ContextNeed
+
 __all__ = ["PersonalDataFinder", "Span", "finder_digest", "key_cue"]
 
 #: (start, end, kind) of one finding in a text
@@ -274,8 +276,8 @@ class PersonalDataFinder:
         windows, table = self._windows(text)
         for start, end, kinds in windows:
             window = text[start:end]
-            entities = sorted(kinds)
-            if not self._could_find(window, entities):
+            entities = self._wanted(window, kinds)
+            if not entities or not self._could_find(window, entities):
                 continue
             for result in self._analyzer.analyze(window, language="en", entities=entities):
                 found.append((start + result.start, start + result.end, result.entity_type, result.score))
@@ -329,6 +331,28 @@ class PersonalDataFinder:
                 if end - starts[row] <= cell_end - cell_start:  # inside the cell, not its cue
                     found.append((cell_start + start - starts[row], cell_start + end - starts[row], kind))
         return found
+
+    def _wanted(self, window: str, kinds: frozenset[str]) -> list[str]:
+        """`kinds`, less those whose findings in `window` would all fall under the threshold: the
+        window meets none of their needs (`engine.context_needs`). What Presidio finds is the same."""
+        needs = self._context_needs
+        lowered: str | None = None
+        wanted = []
+        for kind in sorted(kinds):
+            kind_needs = needs.get(kind)
+            if kind_needs is not None:
+                if lowered is None:
+                    lowered = window.lower().replace("ς", "σ")
+                if not any(need.met_in(window, lowered) for need in kind_needs):
+                    continue
+            wanted.append(kind)
+        return wanted
+
+    @cached_property
+    def _context_needs(self) -> dict[str, tuple[ContextNeed, ...]]:
+        from training_pipeline.privacy.personal.engine import context_needs
+
+        return context_needs(self._analyzer)
 
     def _could_find(self, window: str, entities: list[str]) -> bool:
         """Whether Presidio's analysis of `window` could find one of `entities`: not when each of their
