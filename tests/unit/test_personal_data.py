@@ -761,6 +761,43 @@ def test_a_value_is_one_placeholder_throughout_a_trajectory_and_another_gets_the
     assert privacy.stats.redactions["PII:PERSON"] == 2
 
 
+def test_values_found_in_one_text_are_redacted_in_a_long_log_elsewhere_in_the_trajectory() -> None:
+    """A tool's log of thousands of lines is looked through once for every value the trajectory's
+    redaction found (`literals.Literals`), not once per value: each of forty people named with a cue in
+    the prompt, and each of forty keys a rule found there, is redacted where the log repeats it bare."""
+    people = [f"{first} {last}" for first in ("Jane", "Omar", "Ines", "Kofi") for last in _SURNAMES]
+    keys = [f"sk-proj-{index:02d}9zUoCXbJpZDGLpxpUpZEtbB6LSgm" for index in range(40)]
+    prompt = "\n".join(
+        f"My name is {person}, my key is {key}" for person, key in zip(people, keys, strict=True)
+    )
+    log = "".join(f"{i:06d} ok {people[i % 40]} ran job-{i}\n" for i in range(3000))
+    log += "".join(f"{person} closed with {key}\n" for person, key in zip(people, keys, strict=True))
+    trajectory = _trajectory((prompt, "ok"))
+    trajectory["steps"][0]["llmCalls"][0]["response"] = log
+    assert len(log) > 65_536
+    privacy = _strict()
+    assert privacy.apply(trajectory)
+    redacted = trajectory["steps"][0]["llmCalls"][0]["response"]
+    assert not [person for person in people if person in redacted]
+    assert not [key for key in keys if key in redacted]
+    assert redacted.count("<PII:PERSON:") == 3040  # every line's person, each where it is
+    assert "000017 ok <PII:PERSON:18> ran job-17\n" in redacted
+
+
+_SURNAMES = (
+    "Doe",
+    "Okafor",
+    "Lindqvist",
+    "Haddad",
+    "Moreau",
+    "Tanaka",
+    "Silva",
+    "Novak",
+    "Kowalski",
+    "Brennan",
+)
+
+
 def test_a_stored_text_redacts_a_value_wherever_it_holds_it_as_a_trajectory_does() -> None:
     """A quarantined line or a log message is one text: an account told by its key there is the same
     account in a URL, a path and a sentence of that text, as it would be across a trajectory."""

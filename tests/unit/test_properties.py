@@ -22,6 +22,7 @@ from training_pipeline.privacy.escapes import _ESCAPE, may_be_escaped
 from training_pipeline.privacy.escapes import _read as _read_escape
 from training_pipeline.privacy.filter import PrivacyFilter
 from training_pipeline.privacy.keyed import KEYED_SECRET, KEYED_SPACED
+from training_pipeline.privacy.literals import Literals
 from training_pipeline.privacy.personal.finder import PersonalDataFinder
 from training_pipeline.privacy.personal.kinds import DEFAULT_KINDS
 from training_pipeline.privacy.personal.recognizers import _Recognizer
@@ -515,6 +516,27 @@ def test_a_recognizers_gate_sets_aside_capitalised_words_without_a_cue() -> None
     chat = "grace: hey Eliza, can you explain a bug?\n\nShould Eliza respond to grace?"
     assert not name_cues.could_find(chat, ["PERSON"])
     assert name_cues.could_find("Reviewers: Jane Doe, Tom Baker", ["PERSON"])
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(
+        st.text(alphabet=st.characters(codec="utf-8") | st.sampled_from("ab\ud800é€😀"), min_size=1),
+        max_size=20,
+    ),
+    st.text(alphabet=st.characters(codec="utf-8") | st.sampled_from("ab\ud800é€😀"), max_size=200),
+)
+@example(["é", "b\ud800"], "xéb\ud800")
+def test_the_values_a_scan_says_a_text_holds_are_every_value_it_holds(values: list[str], text: str) -> None:
+    """Scanned (as a long text is, with many values), a text is never said not to hold a value it holds,
+    whatever its characters, lone surrogates too; and the pairs come in the order given."""
+    pairs = [(value, index) for index, value in enumerate(values)]
+    literals = Literals(pairs)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("training_pipeline.privacy.literals.LONG_TEXT", 0)
+        patch.setattr("training_pipeline.privacy.literals.MANY_VALUES", 0)
+        held = list(literals.held_by(text))
+    assert [pair for pair in pairs if pair[0] in text] == held
 
 
 _FINDER = PersonalDataFinder(DEFAULT_KINDS)

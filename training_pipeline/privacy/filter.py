@@ -33,6 +33,7 @@ from training_pipeline.privacy.credential_rule import Found, is_placeholder
 from training_pipeline.privacy.entities import EntityDirectory
 from training_pipeline.privacy.escapes import unescaped
 from training_pipeline.privacy.id_key import apart, detached
+from training_pipeline.privacy.literals import Literals
 from training_pipeline.privacy.memo import MEMO_MAX_CHARS, TextMemo
 from training_pipeline.privacy.personal import (
     ANALYZER_MODULE,
@@ -437,7 +438,7 @@ class PrivacyFilter:
         found += written.items()
         longest_first = sorted(written.items(), key=lambda item: len(item[0]), reverse=True)
         return _replace_found(
-            text, [(w, label) for w, label in longest_first if not is_placeholder(w)], counts
+            text, Literals([(w, label) for w, label in longest_first if not is_placeholder(w)]), counts
         )
 
     def _redact_env(
@@ -537,19 +538,21 @@ _Remembered = tuple[str | None, tuple[tuple[str, int], ...], tuple[tuple[str, st
 _SPREAD_LENGTH = 10
 
 
-def _spreadable(found: dict[str, str]) -> list[tuple[str, str]]:
+def _spreadable(found: dict[str, str]) -> Literals[str]:
     """The secrets found (secret -> label) worth looking for elsewhere, longest first, so a secret
     holding another is redacted whole."""
-    return sorted(
-        ((s, label) for s, label in found.items() if len(s) >= _SPREAD_LENGTH and not is_placeholder(s)),
-        key=lambda item: len(item[0]),
-        reverse=True,
+    return Literals(
+        sorted(
+            ((s, label) for s, label in found.items() if len(s) >= _SPREAD_LENGTH and not is_placeholder(s)),
+            key=lambda item: len(item[0]),
+            reverse=True,
+        )
     )
 
 
-def _replace_found(text: str, secrets: list[tuple[str, str]], counts: dict[str, int]) -> str:
-    """`text` with each of `secrets` (`_spreadable`'s) redacted wherever it holds it, each counted."""
-    for secret, label in secrets:
+def _replace_found(text: str, secrets: Literals[str], counts: dict[str, int]) -> str:
+    """`text` with each of `secrets` (secret, label) redacted wherever it holds it, each counted."""
+    for secret, label in secrets.held_by(text):
         if secret in text:
             counts[label] = counts.get(label, 0) + text.count(secret)
             text = text.replace(secret, f"<REDACTED:{label}>")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from training_pipeline.privacy.literals import Literals
 from training_pipeline.privacy.personal.kinds import placeholder
 
 __all__ = ["Pseudonyms"]
@@ -45,6 +46,7 @@ class Pseudonyms:
         self._per_kind: dict[str, int] = {}
         #: value as written -> its placeholder, for `spread`
         self._found: dict[str, str] = {}
+        self._literals: Literals[str] | None = None
 
     def placeholder(self, kind: str, value: str) -> str:
         key = (kind, _key(kind, value))
@@ -75,11 +77,18 @@ class Pseudonyms:
     def found_any(self) -> bool:
         return bool(self._found)
 
+    def _spreading(self) -> Literals[str]:
+        """The values found so far and their placeholders, longest first (a name holding another is
+        replaced whole): made again only when a value has been found since."""
+        if self._literals is None or len(self._literals.pairs) != len(self._found):
+            self._literals = Literals(sorted(self._found.items(), key=lambda item: -len(item[0])))
+        return self._literals
+
     def spread(self, text: str, counts: dict[str, int]) -> str:
         """`text` with every value found so far (in any text of the trajectory) replaced wherever it
         stands as a whole word: a name said once with a cue ("I'm Jane Doe") is the same person when
         the agent writes "Thanks, Jane Doe" three calls later."""
-        for value, made in sorted(self._found.items(), key=lambda item: -len(item[0])):
+        for value, made in self._spreading().held_by(text):
             if value not in text:
                 continue
             pattern = re.compile(rf"(?<![\w@.+-]){re.escape(value)}(?![\w@])")
