@@ -34,8 +34,9 @@ class Literals(Generic[T]):
 
     def __init__(self, pairs: Sequence[tuple[str, T]]) -> None:
         self.pairs = pairs
-        # a database holds one expression at least, and an empty literal is none
-        self._scannable = bool(pairs) and all(value for value, _ in pairs)
+        # a database holds one expression at least; the binding reads a literal up to its first NUL,
+        # so one holding a NUL would be another (or none)
+        self._scannable = bool(pairs) and all(value and "\0" not in value for value, _ in pairs)
         self._database: PatternDatabase | None = None
 
     def __bool__(self) -> bool:
