@@ -798,6 +798,19 @@ _SURNAMES = (
 )
 
 
+def test_reading_a_log_of_distinct_ids_leaves_the_processs_vocabulary_as_it_was() -> None:
+    """Each token Presidio's spaCy pipeline meets would stay in its vocabulary for the process's life:
+    a worker reading a day of logs would grow with every id in them. What the analyses add goes with
+    them (spaCy's memory zones)."""
+    finder = PersonalDataFinder(kinds_from_setting("all"))
+    finder.spans("call me at 415-555-0132, account 4000079190")  # loaded, its first words met
+    strings = finder._analyzer.nlp_engine.nlp["en"].vocab.strings
+    before = len(strings)
+    log = "\n".join(f"account {5_000_000_000 + 7919 * i} opened by req-{i:08d}" for i in range(500))
+    assert finder.spans(log)  # read, and found what a checksum makes a national id
+    assert len(strings) == before
+
+
 def test_a_stored_text_redacts_a_value_wherever_it_holds_it_as_a_trajectory_does() -> None:
     """A quarantined line or a log message is one text: an account told by its key there is the same
     account in a URL, a path and a sentence of that text, as it would be across a trajectory."""

@@ -15,6 +15,7 @@ import contextlib
 import functools
 import logging
 import sys
+import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -194,6 +195,32 @@ def ner_analyzer(model: str) -> AnalyzerEngine:
         supported_languages=[LANGUAGE],
         default_score_threshold=SCORE_THRESHOLD,
     )
+
+
+_ANALYSING = threading.RLock()
+_depth = 0  # how many `analysing` blocks the thread holding the lock is in
+
+
+@contextlib.contextmanager
+def analysing(*engines: AnalyzerEngine) -> Iterator[None]:
+    """A block of analyses by `engines` that leaves nothing in their spaCy vocabularies: each token a
+    text brings that a vocabulary has not seen (a log's every id) would stay in it for the process's
+    life, and a worker's memory grow with every id it ever read (spaCy's memory zones). One block at a
+    time in a process, as a zone frees whatever was added while it was open, by any thread; a block
+    opened inside another is part of it (zones do not nest)."""
+    global _depth
+    with _ANALYSING:
+        if _depth:
+            yield
+            return
+        _depth += 1
+        try:
+            with contextlib.ExitStack() as zones:
+                for engine in engines:
+                    zones.enter_context(engine.nlp_engine.nlp[LANGUAGE].memory_zone())
+                yield
+        finally:
+            _depth -= 1
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,8 @@ __all__ = ["PersonalDataFinder", "Span", "finder_digest", "key_cue"]
 
 #: (start, end, kind) of one finding in a text
 Span = tuple[int, int, str]
+#: a finding before the overlaps between findings are settled: start, end, kind and Presidio's score
+Finding = tuple[int, int, str, float]
 
 #: what a family of recognizers' findings needs, the kinds it finds, and the room a window leaves after a
 #: match (the value a cue introduces): (expression, kinds, room). A text
@@ -272,18 +274,8 @@ class PersonalDataFinder:
         # U+FFFD, one character for one, so every offset holds in the text itself
         if not text.isascii():
             text = _LONE_SURROGATE.sub("\ufffd", text)
-        found: list[tuple[int, int, str, float]] = []
         windows, table = self._windows(text)
-        for start, end, kinds in windows:
-            window = text[start:end]
-            entities = self._wanted(window, kinds)
-            if not entities or not self._could_find(window, entities):
-                continue
-            for result in self._analyzer.analyze(window, language="en", entities=entities):
-                found.append((start + result.start, start + result.end, result.entity_type, result.score))
-        if self._ner is not None:
-            for result in self._ner.analyze(text, language="en", entities=["PERSON"]):
-                found.append((result.start, result.end, result.entity_type, result.score))
+        found = self._analysed(text, windows)
         cells = self._cells(text) if table and tables else []
         if not found and not cells:
             return []
@@ -305,6 +297,30 @@ class PersonalDataFinder:
             taken.add(start, end)
             chosen.append((start, end, kind))
         return sorted(chosen)
+
+    def _analysed(self, text: str, windows: list[tuple[int, int, frozenset[str]]]) -> list[Finding]:
+        """What Presidio finds in the windows worth its analysis (`_wanted`, `_could_find`), and the
+        NER model in the whole text, with nothing of it kept in spaCy's vocabularies (`analysing`)."""
+        asked = []
+        for start, end, kinds in windows:
+            window = text[start:end]
+            entities = self._wanted(window, kinds)
+            if entities and self._could_find(window, entities):
+                asked.append((start, window, entities))
+        if not asked and self._ner is None:
+            return []
+        from training_pipeline.privacy.personal.engine import analysing
+
+        found: list[Finding] = []
+        engines = (self._analyzer,) if self._ner is None else (self._analyzer, self._ner)
+        with analysing(*engines):
+            for start, window, entities in asked:
+                for result in self._analyzer.analyze(window, language="en", entities=entities):
+                    found.append((start + result.start, start + result.end, result.entity_type, result.score))
+            if self._ner is not None:
+                for result in self._ner.analyze(text, language="en", entities=["PERSON"]):
+                    found.append((result.start, result.end, result.entity_type, result.score))
+        return found
 
     def _cells(self, text: str) -> list[Span]:
         """What is found in the cells of `text`'s tables, each read after its column's header
