@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import platform
+import random
 import shutil
 import sqlite3
 import statistics
@@ -64,6 +65,22 @@ def case_budget(work: Path, env: dict[str, str]) -> tuple[float, float, float, s
     lines = [_trajectory("hostile", hostile), *(_trajectory(f"t{i}", "hello") for i in range(999))]
     source.write_text("".join(json.dumps(line) + "\n" for line in lines))
     return _build(source, work / "out-budget", {**env, "TRAINING_PIPELINE_REDACTION_BUDGET_SECONDS": "5"})
+
+
+def case_logs(work: Path, env: dict[str, str]) -> tuple[float, float, float, str]:
+    """A data agent's tool output: 50,000 rows of ten-digit ids, and 16,000 requests with a token each."""
+    source = work / "logs.jsonl"
+    ids = "\n".join(
+        f"2026-12-07T10:{i % 60:02d}:00Z,{4000000000 + i * 7919},req-{i:08d},200" for i in range(50000)
+    )
+    rng = random.Random(7)
+    tokens = "\n".join(
+        f"10.0.0.{i % 250} - - GET /api/items/{i} 200 token=ghp_{rng.randbytes(18).hex()}"
+        for i in range(16000)
+    )
+    lines = [_trajectory("ids", "here is the export:\n" + ids), _trajectory("tokens", "the log:\n" + tokens)]
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return _build(source, work / "out-logs", env)
 
 
 def case_fifos(work: Path, env: dict[str, str]) -> tuple[float, float, float, str]:
@@ -160,7 +177,11 @@ def main() -> None:
             lambda: case_budget(work, env),
         ),
         (
-            "a FIFO named `.jsonl` and a `.jsonl` link to one, beside 1,000 trajectories (hung)",
+            "a prompt of 50,000 rows of ids (2.5 MB; over the 30 s budget before), one of 16,000 tokens",
+            lambda: case_logs(work, env),
+        ),
+        (
+            "a FIFO and a link to one named `.jsonl`, beside 1,000 trajectories (hung)",
             lambda: case_fifos(work, env),
         ),
         (
