@@ -811,6 +811,45 @@ def test_reading_a_log_of_distinct_ids_leaves_the_processs_vocabulary_as_it_was(
     assert len(strings) == before
 
 
+def test_the_account_a_role_or_an_event_names_is_redacted_and_a_speaker_and_a_company_are_not() -> None:
+    """A tracker's, a repository's and an audit log's people given by their accounts: quoted in a tool's
+    JSON text, as an object's key in the metadata, and as a table's column; `user` only as JSON writes
+    it (a transcript's `User: hi` is a speaker). A capitalised word under a role is a company's, and an
+    owner or a sender as often an organisation's or a service's (AWS's `"Owner": "amazon"`)."""
+    text = (
+        '{"actor": "octocat", "event": "push", "author": "JaneDoe42", "assignee": "mkumar", '
+        '"user": "jdoe", "committer": "Google", "reviewer": "unassigned", "Owner": "amazon", '
+        '"scheme": {"user": "posix_user"}}'
+    )
+    trajectory = _trajectory((text, "User: hi\nAssistant: hello"))
+    trajectory["metadata"] = {
+        "user": "ssato",
+        "createdBy": "lwei",
+        "role": "user",
+        "pr": {"reviewer": "amina"},
+    }
+    table = "id,assignee,status\n7,pnovak,open\n8,Platform,closed"
+    trajectory["steps"][0]["llmCalls"].append(
+        {"purpose": "response", "systemPrompt": "s", "userPrompt": table, "response": "ok"}
+    )
+    privacy = _strict()
+    assert privacy.apply(trajectory)
+    first, second = trajectory["steps"][0]["llmCalls"]
+    assert first["userPrompt"] == (
+        '{"actor": "<PII:USERNAME:1>", "event": "push", "author": "<PII:USERNAME:2>", '
+        '"assignee": "<PII:USERNAME:3>", "user": "<PII:USERNAME:4>", "committer": "Google", '
+        '"reviewer": "unassigned", "Owner": "amazon", "scheme": {"user": "posix_user"}}'
+    )
+    assert first["response"] == "User: hi\nAssistant: hello"
+    assert trajectory["metadata"] == {
+        "user": "<PII:USERNAME:6>",
+        "createdBy": "<PII:USERNAME:7>",
+        "role": "user",
+        "pr": {"reviewer": "<PII:USERNAME:8>"},
+    }
+    assert second["userPrompt"] == "id,assignee,status\n7,<PII:USERNAME:5>,open\n8,Platform,closed"
+
+
 def test_a_stored_text_redacts_a_value_wherever_it_holds_it_as_a_trajectory_does() -> None:
     """A quarantined line or a log message is one text: an account told by its key there is the same
     account in a URL, a path and a sentence of that text, as it would be across a trajectory."""

@@ -485,6 +485,7 @@ _CUE_PIECES = [
     *["Hauptstraße", "Main St", "Strasse", "jdoe@host:~$", "/home/", "USER=", "uid=501(", "login"],
     *["Jane", "Doe", "JANE", "Ólafur", "Émile", "Müller", "o'Neil", "ß", "SS", "\u212a", "ſ", "İ", "ﬁ"],
     *["12", "1990-04-01", "4411", " ", "  ", "\n", ",", ":", '"', "-", "é", "\u2028", "\x1f"],
+    *['"user": "', '"assignee": "', "created_by: ", "Reviewer:", "jdoe", "JaneDoe42", "Google", "- "],
 ]
 
 

@@ -42,6 +42,7 @@ from training_pipeline.privacy.personal import (
     Span,
     key_cue,
     kinds_from_setting,
+    role_account_key,
 )
 from training_pipeline.privacy.prefilter import PatternDatabase
 from training_pipeline.privacy.profiles import (
@@ -321,20 +322,36 @@ class PrivacyFilter:
         for container, key, _ in slots:
             text = container[key]
             spans = self._personal_spans(text)
-            cue = key_cue(key) if not spans and isinstance(key, str) and isinstance(container, dict) else None
-            if cue is not None:  # `"full_name": "Jane Doe"`: the value is read as its key says it
-                said = f"{cue}: "
-                spans = [
-                    (s - len(said), e - len(said), k)
-                    for s, e, k in self._personal_spans(said + text)
-                    if s >= len(said)
-                ]
+            if not spans and isinstance(key, str) and isinstance(container, dict):
+                spans = self._read_under(key, text)
             if spans:
                 container[key] = pseudonyms.replace(text, spans, counts)
         if pseudonyms.found_any:
             for container, key, _ in slots:
                 container[key] = pseudonyms.spread(container[key], counts)
         self.stats.redactions.update(counts)
+
+    def _read_under(self, key: str, text: str) -> list[Span]:
+        """An object's value read as its key says it is: after the key's cue as a line says it
+        (`"full_name": "Jane Doe"` as `full name: Jane Doe`), or, where the key names the account of
+        the user an event is for (`"user": "jdoe"`, which as a line is a transcript's speaker), as JSON
+        writes it."""
+        readings = []
+        cue = key_cue(key)
+        if cue is not None:
+            readings.append((f"{cue}: ", ""))
+        said = role_account_key(key)
+        if said is not None:
+            readings.append((f'"{said}": "', '"'))
+        for before, after in readings:
+            spans = [
+                (s - len(before), e - len(before), k)
+                for s, e, k in self._personal_spans(before + text + after)
+                if s >= len(before) and e <= len(before) + len(text)
+            ]
+            if spans:
+                return spans
+        return []
 
     def _personal_spans(self, text: str) -> list[Span]:
         return [] if self.personal is None else self.personal.spans(text)

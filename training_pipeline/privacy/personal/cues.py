@@ -13,6 +13,7 @@ __all__ = [
     "ACCESS_LOG_TIME",
     "ACCOUNT_COMMAND",
     "ACCOUNT_KEY",
+    "ACCOUNT_ROLE",
     "ADDRESS_CUE",
     "ADDRESS_GATE",
     "ADDRESS_JOIN",
@@ -69,11 +70,14 @@ __all__ = [
     "NOT_NAMES",
     "OPEN_FILE",
     "ORGANISATION_WORDS",
+    "PERSON_ROLE",
     "PLACEHOLDER_USER",
     "PROCESS_OWNER",
     "PROMPT_HOST",
     "RELATION",
     "ROLE",
+    "ROLE_ACCOUNT_KEY",
+    "ROLE_HANDLE",
     "RUN_AS_OPTION",
     "SERVICE_USER",
     "SESSION_TTY",
@@ -197,7 +201,7 @@ _NOT_A_USER = """
     x-access-token x-token-auth x-oauth-basic oauth oauth2 gitlab-ci-token token api apikey elastic
     rabbitmq minioadmin redis userid myuser myusername dbuser db_user neo4j mongo mongodb
     str string text bool true false null none undefined sub email int any object anonymous unknown
-    current self other new
+    current self other new unassigned everyone staff tbd pending
     administrators guests replicator dnsadmins dnsupdateproxy krbtgt iis_iusrs
 """
 NOT_A_USER = frozenset(_NOT_A_USER.split()) | {"all users", "default user"}
@@ -339,8 +343,9 @@ CONNECTION_KEY_AFTER = rf"{CONNECTION_PAIRS}{CONNECTION_KEY}"
 #: a home folder written as a template or variable (`$USER`, `%USERNAME%`, `<you>`, `{user}`, `*`), or a
 #: numbered stand-in (`user1`)
 PLACEHOLDER_USER = re.compile(r"[$%<>{}*]|^\.\.?$|^x+$|^(?:user|test|guest|admin)[-_]?\d+$", re.IGNORECASE)
-#: a service account by the prefix directories give one (`svc-backup`, `SRVC_JENKINS`, `srv_build`)
-SERVICE_USER = re.compile(r"^(?:svc|srv|srvc)[-_.]", re.IGNORECASE)
+#: a service account by the prefix directories give one (`svc-backup`, `SRVC_JENKINS`, `srv_build`), or a
+#: role's account or scheme named for the kind of user it is (`app_user`, `posix_user`)
+SERVICE_USER = re.compile(r"^(?:svc|srv|srvc)[-_.]|_user$", re.IGNORECASE)
 
 #: what introduces a name (`my name is Dana`); `INTRO_TWO` introduces many other things too ("this is
 #: Python's", "I am Happy"), so a name after it needs two words
@@ -392,15 +397,31 @@ FIELD = (
     r"prenom|vorname|nachname|familienname|apellidos?|cognome|sobrenome|förnamn|efternamn|voornaam|"
     r"achternaam)"
 )
-#: a field that names a tool, a product, a company or a person: `name`, and git's and a tracker's
-#: people (`git log`'s `Author:`, a commit's trailers, `"assignee"`); a person's has two words or more
-#: (`"author": "Google"` is a company)
-NAME_FIELD = (
-    r"(?i:name|display[-_ ]?name|author|committer|maintainer|assignee|reporter|owner|organi[sz]er|"
-    r"attendees?|participants?|requester|requestor|reviewers?|sender|traveler|traveller|beneficiary|"
+#: a field naming the person in a role by name or by account: git's and a tracker's people (`git log`'s
+#: `Author:`, a commit's trailers, `"assignee"`, `created_by`)
+ACCOUNT_ROLE = (
+    r"(?i:author|committer|maintainer|assignee|reporter|requester|requestor|reviewers?|"
     r"(?:signed[-_ ]off|co[-_ ]authored|reviewed|reported|tested|acked|suggested|helped|submitted|"
-    r"created|requested|approved)[-_ ]by)"
+    r"created|requested|approved|updated|modified|closed|merged|assigned|triggered|uploaded|invited)[-_ ]by)"
 )
+#: a field naming the person in a role: those above, and a calendar's, a message's, a trip's, whose
+#: value is a person's name in words but as often an organisation's or a service's account (AWS's
+#: `"Owner": "amazon"`, a pager's `"Sender": "cli"`)
+PERSON_ROLE = (
+    rf"(?:{ACCOUNT_ROLE}|(?i:owner|organi[sz]er|attendees?|participants?|sender|traveler|traveller|"
+    r"beneficiary))"
+)
+#: a field that names a tool, a product, a company or a person: `name`, and a person in a role; a
+#: person's has two words or more (`"author": "Google"` is a company)
+NAME_FIELD = rf"(?:(?i:name|display[-_ ]?name)|{PERSON_ROLE})"
+#: a JSON field holding the account of a person in a role, or of the user an event or a record is for
+#: (GitHub's events' `"actor": "jdoe"`, an audit log's `"user": "jdoe"`); as a line's field, `user` is a
+#: chat transcript's speaker (`User: hi`), so only `ACCOUNT_ROLE`'s are read there
+ROLE_ACCOUNT_KEY = rf"(?:{ACCOUNT_ROLE}|(?i:user|actor))"
+#: an account's name as a field in a role gives one: a handle holding a lower-case letter, starting with
+#: one (`jdoe`, `octocat`) or holding a digit or a separator (`JaneDoe42`, `Jane.Doe`); not a capitalised
+#: word (`"author": "Google"`), nor capitals (`CUSTOM_LAMBDA`) or an account's number (`29884EXAMPLE`)
+ROLE_HANDLE = r"(?=[\w.-]*[a-z])(?:[a-z_][\w.-]{0,38}|[A-Z][A-Za-z]{0,37}[0-9_.-][\w.-]{0,37})"
 #: a field that only ever holds a person's name, written in capitals as a card, a ticket or a chart
 #: prints it (`Cardholder: JANE A DOE`, `Patient: DOE, JANE`)
 CAPITALS_FIELD = (

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
     from training_pipeline.privacy.personal.engine import ContextNeed
 
-__all__ = ["PersonalDataFinder", "Span", "finder_digest", "key_cue"]
+__all__ = ["PersonalDataFinder", "Span", "finder_digest", "key_cue", "role_account_key"]
 
 #: (start, end, kind) of one finding in a text
 Span = tuple[int, int, str]
@@ -127,6 +127,8 @@ _FAMILIES: tuple[tuple[str, tuple[str, ...], int], ...] = (
         rf"{cues.PROCESS_OWNER}|{cues.SESSION_TTY}|{cues.ACCESS_LOG_TIME}|{cues.OPEN_FILE}|{cues.STAT_UID}|{cues.KEY_FINGERPRINT}[\w.-]+@|"
         r"\n[ \t]*User[ \t]+[A-Za-z_]|"
         rf"{cues.FILE_MODE}[A-Za-z_]|{cues.ID_UID}|{cues.LOGIN_VARIABLE}|{cues.ACCOUNT_KEY}[\"']?[ \t]*[:=]|"
+        rf"[\"']{cues.ROLE_ACCOUNT_KEY}[\"'][ \t]*:[ \t]*[\"'][A-Za-z0-9_]|"
+        rf"(?:^|\n)[ \t]*(?:-[ \t]+)?{cues.ACCOUNT_ROLE}[ \t]*:[ \t]*[a-zA-Z0-9_]|"
         rf"{cues.AD_USER_COMMAND}[\"']?[A-Za-z_]|"
         rf"{cues.CONNINFO_USER}|\buser='?[A-Za-z_][^\s,]*{cues.CONNINFO_KEYS_AFTER}|"
         rf"{cues.URL_ACCOUNT}{cues.URL_DOMAIN}[A-Za-z_][\w.+-]*{cues.URL_PASSWORD_AT}|"
@@ -624,6 +626,17 @@ def key_cue(key: str) -> str | None:
     said = _HUMP.sub(" ", key).lower()
     said = _SAID_AS.get(said, said)
     return said if len(said) <= 64 and _CUE_KEY.search(said) else None
+
+
+def role_account_key(key: str) -> str | None:
+    """An object's key as a text says it (`createdBy` as `created by`) where it names the account of a
+    person in a role or of the user an event is for (`cues.ROLE_ACCOUNT_KEY`: `"assignee"`, `"actor"`,
+    `"user"`); None for any other key."""
+    said = _HUMP.sub(" ", key).lower()
+    return said if len(said) <= 64 and _ROLE_ACCOUNT_KEY.fullmatch(said) else None
+
+
+_ROLE_ACCOUNT_KEY = re.compile(cues.ROLE_ACCOUNT_KEY)
 
 
 #: keys whose words say something else than they mean: WhatsApp's `wa_id` is the user's number, not an

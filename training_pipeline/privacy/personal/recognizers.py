@@ -40,6 +40,7 @@ from training_pipeline.privacy.personal.cues import (
     ACCESS_LOG_TIME,
     ACCOUNT_COMMAND,
     ACCOUNT_KEY,
+    ACCOUNT_ROLE,
     AD_USER_COMMAND,
     ADDRESS_CUE,
     ADDRESS_JOIN,
@@ -105,6 +106,8 @@ from training_pipeline.privacy.personal.cues import (
     PROMPT_HOST,
     RELATION,
     ROLE,
+    ROLE_ACCOUNT_KEY,
+    ROLE_HANDLE,
     RUN_AS_OPTION,
     SERVICE_USER,
     SESSION_TTY,
@@ -577,6 +580,11 @@ class AccountNameRecognizer(_Recognizer):
             "USERNAME",
             0.7,
         ),
+        # the account of a person in a role, or of the user an event is for: quoted (`"assignee": "jdoe"`,
+        # `"actor": "octocat"`, `"user": "jdoe"`), or a role's line (`created_by: jdoe`, a table's cell
+        # read after its header); a name in words is `NameCueRecognizer`'s
+        (rf"[\"']{ROLE_ACCOUNT_KEY}[\"'][ \t]*:[ \t]*[\"']({ROLE_HANDLE})[\"']", "USERNAME", 0.7),
+        (rf"^[ \t]*(?:-[ \t]+)?{ACCOUNT_ROLE}[ \t]*:[ \t]*({ROLE_HANDLE})[ \t]*$", "USERNAME", 0.7),
         # (`username=jdoe` alone on its line, as git's credential helper and an `.env` file write it; not
         # code's `username=self.username,`)
         (r"^[ \t]*(?i:login|user[ _]?name)=([A-Za-z0-9_][\w-]{0,38})[ \t]*$", "USERNAME", 0.7),
@@ -606,7 +614,7 @@ class AccountNameRecognizer(_Recognizer):
             and any(c.isalpha() for c in value)
             and value.casefold() not in NOT_A_USER
             and not PLACEHOLDER_USER.search(value)
-            and not SERVICE_USER.match(value)
+            and not SERVICE_USER.search(value)
         )
 
 
