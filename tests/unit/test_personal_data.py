@@ -1196,6 +1196,20 @@ def test_a_timestamp_in_micro_or_nanoseconds_is_no_card_number() -> None:
     assert redacted.splitlines()[3] == "card <PII:CREDIT_CARD:1>, <PII:CREDIT_CARD:2>"
 
 
+def test_a_time_in_seconds_or_of_the_day_is_no_national_id_or_phone_number() -> None:
+    """A float's whole part is no identifier: a record's `"createdAt": 1466801808.595` (as AWS and
+    Python's logging write a time in seconds) passes the NHS checksum, and was a UK NHS number. A time
+    of day's seconds, fraction and offset (`38.034000-06`, as `datetime.isoformat()` writes a local time)
+    were a phone number's three groups. An NHS number and a phone number said as one still are."""
+    times = '{"createdAt": 1466801808.595, "updatedAt": "2025-01-21T11:32:38.034000-06:00"}'
+    said = "My NHS number is 9434765919. Call me at 10:30: 415-555-0132."
+    redacted = _strict().redact(f"{times}\n{said}")
+    assert redacted.splitlines() == [
+        times,
+        "My NHS number is <PII:UK_NHS:1>. Call me at 10:30: <PII:PHONE_NUMBER:1>.",
+    ]
+
+
 def test_an_active_directory_account_is_redacted() -> None:
     """An agent administering Windows reads accounts from Active Directory: LDIF's and PowerShell's
     `sAMAccountName` (a list's `SamAccountName : jdoe`, JSON's), and the account `Get-ADUser` and its

@@ -562,10 +562,13 @@ _CODE_AFTER = re.compile(
 
 def _glued(text: str, start: int, end: int) -> bool:
     """A piece of a longer run of digits or letters (eleven digits of a thirteen-digit timestamp), of a
-    decimal number (`1.38435736E+12`), a counting run (`"0123456789"`) or a binary one (`11111111110`)."""
+    decimal number (`1.38435736E+12`, a time in seconds `"createdAt": 1541462410.595`), of a time of
+    day, a counting run (`"0123456789"`) or a binary one (`11111111110`)."""
     if (start > 0 and text[start - 1].isalnum()) or (end < len(text) and text[end].isalnum()):
         return True
-    if start > 1 and text[start - 1] in ".," and text[start - 2].isdigit():
+    if start > 1 and text[start - 1] in ".,:" and text[start - 2].isdigit():
+        return True  # (after a colon: a time's seconds, fraction and offset, `11:32:38.034000-06:00`)
+    if end + 1 < len(text) and text[end] == "." and text[end + 1].isdigit():
         return True
     if start > 1 and text[start - 1] in "._/" and text[start - 2].isalnum():
         return True  # a part of a name: `sr_CS.CP1251`
