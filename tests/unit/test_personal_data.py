@@ -1580,6 +1580,19 @@ def test_a_window_whose_values_are_all_no_ones_costs_no_analysis(monkeypatch: py
     assert len(analysed) == 1
 
 
+def test_a_redactions_placeholder_costs_no_analysis(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A placeholder is made of words cues are made of (`USERNAME:`, `EMAIL_ADDRESS`), and each text a
+    trajectory's redaction changed is read again by the datasets' checks: a placeholder opens no
+    window. A cue beside one still does, and its value is found."""
+    finder = PersonalDataFinder(kinds_from_setting("all"))
+    analysed = _analyses(finder, monkeypatch)
+    text = "erin: <PII:USERNAME:1>, can you mail <PII:EMAIL_ADDRESS:2> the report for <PII:PERSON:1>?"
+    assert finder.spans(text) == []
+    assert analysed == []
+    cued = text + ' {"login": "rpatel"}'
+    assert [cued[start:end] for start, end, _ in finder.spans(cued)] == ["rpatel"]
+
+
 def test_a_long_tables_column_costs_a_few_analyses_not_one_a_row(monkeypatch: pytest.MonkeyPatch) -> None:
     """A tool's CSV of 300 people: every name and phone under its column is found, and Presidio
     analyses a column a window of rows at a time; one analysis a cell made a large table cost seconds."""

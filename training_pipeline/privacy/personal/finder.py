@@ -414,6 +414,9 @@ class PersonalDataFinder:
                 key = (family, byte_start)
                 longest[key] = max(byte_end, longest.get(key, 0))
         reached: dict[int, int] = {}  # family -> where its last candidate ended (bytes)
+        # a redaction's placeholder holds words a cue is made of (`<PII:USERNAME:1>`, `EMAIL_ADDRESS`)
+        # and no one's data: a match ending inside one opens no window
+        left = [match.span() for match in _LEFT_BY_A_REDACTION.finditer(text)] if "<" in text else []
         for (family, byte_start), byte_end in sorted(longest.items(), key=lambda item: item[0][1]):
             last = reached.get(family, -1)
             if byte_end <= last or (family < _WITH_START and byte_start < last):
@@ -429,6 +432,8 @@ class PersonalDataFinder:
                 end = start + len(data[byte_start:byte_end].decode("utf-8", "ignore"))
             if family in (_PHONES, _NUMBERS) and end > start and not text[end - 1].isdigit():
                 end -= 1  # the character that ended the run (`_RUN_END`)
+            if left and _ends_inside(left, end):
+                continue
             if not _worth_reading(text, start, end, family):
                 continue
             start = max(0, start - _BEFORE)
@@ -448,6 +453,12 @@ class PersonalDataFinder:
             (start, end, family_kinds[family]) for family, spans in by_family.items() for start, end in spans
         ]
         return windows, table
+
+
+def _ends_inside(spans: list[tuple[int, int]], end: int) -> bool:
+    """Whether a match ending at `end` ends inside one of `spans` (in order, none overlapping)."""
+    index = bisect_right(spans, (end,)) - 1
+    return index >= 0 and spans[index][0] < end <= spans[index][1]
 
 
 class _Disjoint:
