@@ -8,7 +8,7 @@ tokens, each found and then looked for again. A long text is scanned once for al
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Generic, TypeVar
 
 import hyperscan
@@ -42,17 +42,15 @@ class Literals(Generic[T]):
     def __bool__(self) -> bool:
         return bool(self.pairs)
 
-    def held_by(self, text: str) -> Iterator[tuple[str, T]]:
+    def held_by(self, text: str) -> Sequence[tuple[str, T]]:
         """The pairs whose value `text` may hold, in order: all of them where looking for each is as
         cheap as a scan (the caller looks), else those whose value the text holds."""
         if len(text) < LONG_TEXT or len(self.pairs) < MANY_VALUES or not self._scannable:
-            yield from self.pairs
-            return
+            return self.pairs
         if self._database is None:
             values = [value.encode("utf-8", "surrogatepass") for value, _ in self.pairs]
             flags = [hyperscan.HS_FLAG_SINGLEMATCH] * len(values)
             self._database = PatternDatabase(values, flags, literal=True, cached=False)
         # UTF-8 is self-synchronising: a value's bytes are found in the text's only where the value is
         held = self._database.matching(text.encode("utf-8", "surrogatepass"))
-        for index in sorted(held):
-            yield self.pairs[index]
+        return [self.pairs[index] for index in sorted(held)]

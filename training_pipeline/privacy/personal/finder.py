@@ -642,6 +642,7 @@ def key_cue(key: str) -> str | None:
     return said if len(said) <= 64 and _CUE_KEY.search(said) else None
 
 
+@lru_cache(maxsize=4096)  # as `key_cue`
 def role_account_key(key: str) -> str | None:
     """An object's key as a text says it (`createdBy` as `created by`) where it names the account of a
     person in a role or of the user an event is for (`cues.ROLE_ACCOUNT_KEY`: `"assignee"`, `"actor"`,

@@ -46,7 +46,7 @@ class Pseudonyms:
         self._per_kind: dict[str, int] = {}
         #: value as written -> its placeholder, for `spread`
         self._found: dict[str, str] = {}
-        self._literals: Literals[str] | None = None
+        self._literals: Literals[tuple[str, re.Pattern[str]]] | None = None
 
     def placeholder(self, kind: str, value: str) -> str:
         key = (kind, _key(kind, value))
@@ -77,21 +77,26 @@ class Pseudonyms:
     def found_any(self) -> bool:
         return bool(self._found)
 
-    def _spreading(self) -> Literals[str]:
-        """The values found so far and their placeholders, longest first (a name holding another is
-        replaced whole): made again only when a value has been found since."""
+    def _spreading(self) -> Literals[tuple[str, re.Pattern[str]]]:
+        """The values found so far, each with its placeholder and the search for it as a whole word,
+        longest first (a name holding another is replaced whole): made again only when a value has
+        been found since, not for each text."""
         if self._literals is None or len(self._literals.pairs) != len(self._found):
-            self._literals = Literals(sorted(self._found.items(), key=lambda item: -len(item[0])))
+            self._literals = Literals(
+                [
+                    (value, (made, re.compile(rf"(?<![\w@.+-]){re.escape(value)}(?![\w@])")))
+                    for value, made in sorted(self._found.items(), key=lambda item: -len(item[0]))
+                ]
+            )
         return self._literals
 
     def spread(self, text: str, counts: dict[str, int]) -> str:
         """`text` with every value found so far (in any text of the trajectory) replaced wherever it
         stands as a whole word: a name said once with a cue ("I'm Jane Doe") is the same person when
         the agent writes "Thanks, Jane Doe" three calls later."""
-        for value, made in self._spreading().held_by(text):
+        for value, (made, pattern) in self._spreading().held_by(text):
             if value not in text:
                 continue
-            pattern = re.compile(rf"(?<![\w@.+-]){re.escape(value)}(?![\w@])")
             text, hits = pattern.subn(made, text)
             if hits:
                 label = f"PII:{made.split(':')[1]}"
