@@ -543,6 +543,21 @@ def test_the_values_a_scan_says_a_text_holds_are_every_value_it_holds(values: li
     assert [index for _, index in held] == sorted({index for _, index in held})  # in order, once each
 
 
+@settings(max_examples=500)
+@given(
+    st.text(alphabet="ab @.+-_\né1", min_size=1, max_size=4), st.text(alphabet="ab @.+-_\né1", max_size=40)
+)
+@example("aa", "aaa")  # a value inside a longer run of itself
+@example("a", "+a a@ a.a _a a")
+def test_a_found_value_is_spread_where_it_stands_as_a_whole_word(value: str, text: str) -> None:
+    """A value found once is replaced wherever nothing of a word, an address or a number is beside it:
+    the search looking behind from the value's end finds what one looking behind its start does."""
+    from training_pipeline.privacy.personal.pseudonyms import _whole_word
+
+    opening_with_a_lookbehind = re.compile(rf"(?<![\w@.+-]){re.escape(value)}(?![\w@])")
+    assert _whole_word(value).subn("<P>", text) == opening_with_a_lookbehind.subn("<P>", text)
+
+
 _FINDER = PersonalDataFinder(DEFAULT_KINDS)
 #: what the weak patterns of Presidio's recognizers take (digit runs, a PAN's and a NINO's letters and
 #: digits), the context words that raise them (as written, in capitals, inside a longer word), and

@@ -84,7 +84,7 @@ class Pseudonyms:
         if self._literals is None or len(self._literals.pairs) != len(self._found):
             self._literals = Literals(
                 [
-                    (value, (made, re.compile(rf"(?<![\w@.+-]){re.escape(value)}(?![\w@])")))
+                    (value, (made, _whole_word(value)))
                     for value, made in sorted(self._found.items(), key=lambda item: -len(item[0]))
                 ]
             )
@@ -102,3 +102,12 @@ class Pseudonyms:
                 label = f"PII:{made.split(':')[1]}"
                 counts[label] = counts.get(label, 0) + hits
         return text
+
+
+def _whole_word(value: str) -> re.Pattern[str]:
+    """A search for `value` not inside a word, an address or a number (nothing of `\\w@.+-` before it,
+    nothing of `\\w@` after). The value comes first and what precedes it is looked behind from its
+    end: a pattern opening with a lookbehind is tried at every character of the text, one opening with
+    a literal is found by the regex engine's fast search for it."""
+    escaped = re.escape(value)
+    return re.compile(rf"{escaped}(?<![\w@.+-]{escaped})(?![\w@])")
