@@ -169,7 +169,7 @@ def main() -> None:
     workers = args.workers or os.cpu_count()
     day = f"; dagster-day: {args.day_trajectories:,} trajectories" if "dagster-day" in profiles else ""
     same = (
-        "datasets that differ: " + "; ".join(f"{p}: {len(names)} files" for p, names in differing.items())
+        "differing datasets: " + ", ".join(f"{p} {len(names)} files" for p, names in differing.items())
         if differing
         else "the same datasets"
     )
