@@ -51,7 +51,15 @@ with _transformers_unimportable():
 
 from training_pipeline.privacy.personal.recognizers import own_recognizers  # noqa: E402
 
-__all__ = ["LANGUAGE", "SCORE_THRESHOLD", "ContextNeed", "analyzer", "context_needs", "ner_analyzer"]
+__all__ = [
+    "LANGUAGE",
+    "SCORE_THRESHOLD",
+    "ContextNeed",
+    "analysing",
+    "analyzer",
+    "context_needs",
+    "ner_analyzer",
+]
 
 #: the language every text is analysed as: recognizers of other countries are registered for it too,
 #: each with its own context words (a German text is analysed for German ids all the same)
