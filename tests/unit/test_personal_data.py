@@ -850,6 +850,31 @@ def test_the_account_a_role_or_an_event_names_is_redacted_and_a_speaker_and_a_co
     assert second["userPrompt"] == "id,assignee,status\n7,<PII:USERNAME:5>,open\n8,Platform,closed"
 
 
+def test_the_account_an_authentication_log_or_a_structured_log_names_is_redacted() -> None:
+    """An operations agent reads `auth.log` and the journal: sshd's and PAM's accounts are someone's;
+    so is a structured log's `user=` among the line's other fields, and a URL query's. A probe's guess
+    at a system account stays, as does code's keyword argument."""
+    text = (
+        "sshd[812]: Accepted publickey for jdoe from 10.0.0.5 port 51234 ssh2\n"
+        "sshd[813]: Failed password for invalid user mkumar from 203.0.113.9 port 22 ssh2\n"
+        "sshd[814]: Invalid user oracle from 203.0.113.9 port 40022\n"
+        "pam_unix(sshd:session): session opened for user lwei(uid=1001) by (uid=0)\n"
+        'level=info ts=2026-12-07T10:00:00Z user=ssato msg="logged in"\n'
+        "GET /api/items?username=amina&page=2 200\n"
+        "client = Client(user=user, password=secret_from_vault)"
+    )
+    lines = _strict().redact(text).splitlines()
+    assert lines == [
+        "sshd[812]: Accepted publickey for <PII:USERNAME:1> from 10.0.0.5 port 51234 ssh2",
+        "sshd[813]: Failed password for invalid user <PII:USERNAME:2> from 203.0.113.9 port 22 ssh2",
+        "sshd[814]: Invalid user oracle from 203.0.113.9 port 40022",
+        "pam_unix(sshd:session): session opened for user <PII:USERNAME:3>(uid=1001) by (uid=0)",
+        'level=info ts=2026-12-07T10:00:00Z user=<PII:USERNAME:4> msg="logged in"',
+        "GET /api/items?username=<PII:USERNAME:5>&page=2 200",
+        "client = Client(user=user, password=secret_from_vault)",
+    ]
+
+
 def test_a_stored_text_redacts_a_value_wherever_it_holds_it_as_a_trajectory_does() -> None:
     """A quarantined line or a log message is one text: an account told by its key there is the same
     account in a URL, a path and a sentence of that text, as it would be across a trajectory."""

@@ -486,6 +486,7 @@ _CUE_PIECES = [
     *["Jane", "Doe", "JANE", "Ólafur", "Émile", "Müller", "o'Neil", "ß", "SS", "\u212a", "ſ", "İ", "ﬁ"],
     *["12", "1990-04-01", "4411", " ", "  ", "\n", ",", ":", '"', "-", "é", "\u2028", "\x1f"],
     *['"user": "', '"assignee": "', "created_by: ", "Reviewer:", "jdoe", "JaneDoe42", "Google", "- "],
+    *["user=", "ts=1 ", "?", "&", "Accepted publickey for ", "session opened for user ", "(uid=0)"],
 ]
 
 

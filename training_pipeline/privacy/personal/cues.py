@@ -22,6 +22,7 @@ __all__ = [
     "ASKED_WHO",
     "ASSIGNED_PEOPLE",
     "AT_HOST",
+    "AUTH_LOG_USER",
     "BIRTH_CUE",
     "BLAME",
     "CAPITALS_FIELD",
@@ -60,6 +61,7 @@ __all__ = [
     "LOGIN_COMMAND",
     "LOGIN_OPTION",
     "LOGIN_VARIABLE",
+    "LOG_FIELD_USER",
     "LOWER_TITLE",
     "MONTH",
     "NAME",
@@ -259,6 +261,17 @@ SESSION_TTY = r"[ \t]+(?:pts/\d+|tty[a-z]?\d+)[ \t]+"
 #: authenticated account (`203.0.113.9 - jdoe [10/Oct/2026:13:55:36 -0700] "GET …`)
 ACCESS_LOG_TIME = r"[ \t]+\[\d{1,2}/[A-Z][a-z]{2}/\d{4}:\d\d:\d\d:\d\d[ \t]*[+-]\d{4}\]"
 OPEN_FILE = r"[ \t]+(?:\d+[urwW]|cwd|txt|mem|rtd)[ \t]+(?:IPv[46]|REG|DIR|CHR|unix|PIPE|FIFO|KQUEUE|sock)\b"
+#: an authentication log's account, as sshd and PAM write one to `auth.log` and the journal, up to it:
+#: `Accepted publickey for jdoe from …`, `Failed password for invalid user jdoe from …`, `Invalid user
+#: jdoe from …`, `session opened for user jdoe(uid=1000) by …`
+AUTH_LOG_USER = (
+    r"\b(?:(?:Accepted|Failed|Postponed)[ \t]+(?:password|publickey|keyboard-interactive(?:/pam)?|hostbased|"
+    r"gssapi-with-mic|none)[ \t]+for[ \t]+(?:invalid[ \t]+user[ \t]+)?|Invalid[ \t]+user[ \t]+|"
+    r"(?:authenticating|invalid)[ \t]+user[ \t]+|session[ \t]+(?:opened|closed)[ \t]+for[ \t]+user[ \t]+)"
+)
+#: an account as a structured log's field (logfmt's `level=info user=jdoe msg=…`) or a URL's query
+#: (`/api/items?user=jdoe&page=2`), up to the value; a lone `user=` (code's keyword argument) is not
+LOG_FIELD_USER = r"(?i:user(?:[_-]?name)?|login)="
 #: an SSH config's host block up to its `User` (`Host prod` / `  HostName …` / `  User jdoe`): within three
 #: lines after the host's or another of the config's keywords, so a window around `User` holds one
 SSH_CONFIG_USER = (

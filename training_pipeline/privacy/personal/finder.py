@@ -128,6 +128,7 @@ _FAMILIES: tuple[tuple[str, tuple[str, ...], int], ...] = (
         r"\n[ \t]*User[ \t]+[A-Za-z_]|"
         rf"{cues.FILE_MODE}[A-Za-z_]|{cues.ID_UID}|{cues.LOGIN_VARIABLE}|{cues.ACCOUNT_KEY}[\"']?[ \t]*[:=]|"
         rf"[\"']{cues.ROLE_ACCOUNT_KEY}[\"'][ \t]*:[ \t]*[\"'][A-Za-z0-9_]|"
+        rf"{cues.AUTH_LOG_USER}[A-Za-z_]|{cues.LOG_FIELD_USER}\"?[A-Za-z_]|"
         rf"(?:^|\n)[ \t]*(?:-[ \t]+)?{cues.ACCOUNT_ROLE}[ \t]*:[ \t]*[a-zA-Z0-9_]|"
         rf"{cues.AD_USER_COMMAND}[\"']?[A-Za-z_]|"
         rf"{cues.CONNINFO_USER}|\buser='?[A-Za-z_][^\s,]*{cues.CONNINFO_KEYS_AFTER}|"

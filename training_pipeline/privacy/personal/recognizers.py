@@ -48,6 +48,7 @@ from training_pipeline.privacy.personal.cues import (
     ASKED_WHO,
     ASSIGNED_PEOPLE,
     AT_HOST,
+    AUTH_LOG_USER,
     BIRTH_CUE,
     BLAME,
     CAPITALS_FIELD,
@@ -89,6 +90,7 @@ from training_pipeline.privacy.personal.cues import (
     LABELS,
     LDAP_NEXT,
     LDAP_UID,
+    LOG_FIELD_USER,
     LOGGED_IN,
     LOGIN_COMMAND,
     LOGIN_OPTION,
@@ -589,6 +591,21 @@ class AccountNameRecognizer(_Recognizer):
         # code's `username=self.username,`)
         (r"^[ \t]*(?i:login|user[ _]?name)=([A-Za-z0-9_][\w-]{0,38})[ \t]*$", "USERNAME", 0.7),
         (rf"{HANDLE_DISPLAY_NAME}([a-z0-9_][\w.-]{{0,79}})(?=[\"']|[ \t]*$)", "USERNAME", 0.7),
+        # an authentication log's account (sshd's, PAM's)
+        (rf"{AUTH_LOG_USER}([A-Za-z_][\w.-]{{0,31}})(?=[ \t(]|$)", "USERNAME", 0.7),
+        # a structured log's account field among the line's other fields (`ts=… user=jdoe msg=…`), and a
+        # URL query's (`?user=jdoe&page=2`); not code's `user=user,`
+        (
+            rf"(?<=[\w.]=[^\s=]{{0,200}}[ \t]|[?&])(?<![\w.-]){LOG_FIELD_USER}\"?([A-Za-z_][\w.-]{{0,38}})"
+            r"\"?(?=[ \t&#]|$)",
+            "USERNAME",
+            0.7,
+        ),
+        (
+            rf"(?<![\w.-]){LOG_FIELD_USER}\"?([A-Za-z_][\w.-]{{0,38}})\"?[ \t]+[\w.]+=",
+            "USERNAME",
+            0.7,
+        ),
         # a login given with its password on one line (`Login: jdoe42 Password: …`)
         (
             rf"\b{ACCOUNT_KEY}[ \t]*:[ \t]*([A-Za-z0-9_][\w.-]{{0,38}})"
