@@ -333,6 +333,17 @@ def test_an_id_with_a_letter_outside_ascii_is_read_without_error() -> None:
     )
 
 
+def test_a_letter_that_folds_into_a_checked_ids_pattern_is_read_without_error() -> None:
+    """Presidio's checksums look each character up in a table of capitals and digits, after patterns
+    that match case-insensitively: the Kelvin sign (`\\u212a`) folds to `K`, matched an Italian fiscal
+    code's shape and raised `KeyError` in its check, and the trajectory was quarantined (found by the
+    context-needs property test). A check that cannot read a value answers that it is not valid."""
+    text = "order \u212aKACCOUNTSTATUSA 4000079190, codice fiscale RSSMRA85T10A562S"
+    assert _strict().redact(text) == (
+        "order \u212aKACCOUNTSTATUSA <PII:UK_NHS:1>, codice fiscale <PII:IT_FISCAL_CODE:1>"
+    )
+
+
 def test_a_house_number_with_a_letter_and_a_linkedin_members_profile_are_redacted() -> None:
     """A house numbered with a letter (`221B Baker Street`, `12a High Street`) after a cue the address
     family's gate did not read, and a LinkedIn member's profile address (`/in/…`, a person's alone):

@@ -16,9 +16,10 @@ import functools
 import logging
 import sys
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import regex
 import spacy
@@ -157,11 +158,40 @@ def _presidio_recognizers(kinds: Iterable[str]) -> list[EntityRecognizer]:
     wanted = set(kinds)
     made: list[EntityRecognizer] = []
     for name in _PRESIDIO:
-        cls = getattr(presidio, name)
-        recognizer = cls(supported_language=LANGUAGE)
+        recognizer = _tolerant(getattr(presidio, name))(supported_language=LANGUAGE)
         if wanted & set(recognizer.supported_entities):
             made.append(recognizer)
     return made
+
+
+@functools.cache
+def _tolerant(cls: type[EntityRecognizer]) -> type[EntityRecognizer]:
+    """`cls`, with its own checks of a match answering "not valid" where they raise. Presidio's
+    checksums look each character up in a table of capitals and digits, and the patterns they follow
+    match case-insensitively: the Kelvin sign (`\u212a`) or a long s folds to a letter of the pattern
+    and is no key of the table, and an Italian fiscal code's `KeyError` quarantined the trajectory
+    whose text held one. A recognizer without checks of its own is `cls` itself."""
+    checks: dict[str, object] = {}
+    if issubclass(cls, PatternRecognizer):
+        if cls.validate_result is not PatternRecognizer.validate_result:
+            checks["validate_result"] = _answering(cls.validate_result, False)
+        if cls.invalidate_result is not PatternRecognizer.invalidate_result:
+            checks["invalidate_result"] = _answering(cls.invalidate_result, True)
+    return type(cls.__name__, (cls,), checks) if checks else cls
+
+
+def _answering(
+    check: Callable[[Any, str], bool | None], otherwise: bool
+) -> Callable[[Any, str], bool | None]:
+    """`check`, answering `otherwise` where it raises (a value it cannot read is not one of its ids)."""
+
+    def answer(self: Any, pattern_text: str) -> bool | None:
+        try:
+            return check(self, pattern_text)
+        except (KeyError, ValueError, IndexError, TypeError):
+            return otherwise
+
+    return answer
 
 
 @functools.cache
