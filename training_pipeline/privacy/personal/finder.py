@@ -638,9 +638,9 @@ def key_cue(key: str) -> str | None:
     number`), when that is a cue of a kind this package finds (`"full_name"`, `"phone_number"`,
     `"dob"`); None for any other key. A value under such a key is read after it (`key_cue: value`):
     alone, `"Jane Doe"` or `"4155550123"` is no one's."""
-    said = _HUMP.sub(" ", key).lower()
+    said = _said(key)
     said = _SAID_AS.get(said, said)
-    return said if len(said) <= 64 and _CUE_KEY.search(said) else None
+    return said if said is not None and _CUE_KEY.search(said) else None
 
 
 @lru_cache(maxsize=4096)  # as `key_cue`
@@ -648,8 +648,15 @@ def role_account_key(key: str) -> str | None:
     """An object's key as a text says it (`createdBy` as `created by`) where it names the account of a
     person in a role or of the user an event is for (`cues.ROLE_ACCOUNT_KEY`: `"assignee"`, `"actor"`,
     `"user"`); None for any other key."""
+    said = _said(key)
+    return said if said is not None and _ROLE_ACCOUNT_KEY.fullmatch(said) else None
+
+
+def _said(key: str) -> str | None:
+    """An object's key as a text says it (`phoneNumber` as `phone number`); None for one too long to be
+    a field's name (a day's objects may be keyed by whole texts)."""
     said = _HUMP.sub(" ", key).lower()
-    return said if len(said) <= 64 and _ROLE_ACCOUNT_KEY.fullmatch(said) else None
+    return said if len(said) <= 64 else None
 
 
 _ROLE_ACCOUNT_KEY = re.compile(cues.ROLE_ACCOUNT_KEY)
